@@ -1,0 +1,318 @@
+//! Pseudonymous labels: `"sub_" + hex(HMAC-SHA256(secret, JSON(["janitor-subject-v1", namespace, value])))`.
+//!
+//! Labels are a cross-language contract: an instance in any language with the same secret and namespace must
+//! derive the same label, so the JSON is written exactly as JavaScript's `JSON.stringify` writes it (no spaces,
+//! non-ASCII raw, lower-case `\u00xx` escapes for control characters, whole numbers without a fraction).
+//! `serde_json`'s compact writer has those properties for strings and integers; floats are never part of a label.
+
+use hmac::{Hmac, Mac};
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use crate::observation::is_js_whitespace;
+
+/// Shortest secret, in UTF-16 code units (as JavaScript counts a string's length).
+pub const MIN_SECRET_UNITS: usize = 32;
+/// Longest secret, in UTF-16 code units.
+pub const MAX_SECRET_UNITS: usize = 4096;
+/// Longest namespace, in UTF-16 code units.
+pub const MAX_NAMESPACE_UNITS: usize = 128;
+/// Prefix of every label.
+pub const LABEL_PREFIX: &str = "sub_";
+
+const DOMAIN: &str = "janitor-subject-v1";
+
+/// Why a label key could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LabelError {
+    /// The secret is shorter or longer than allowed.
+    #[error(
+        "secret must be {MIN_SECRET_UNITS}–{MAX_SECRET_UNITS} UTF-16 code units long, got {0}"
+    )]
+    SecretLength(usize),
+    /// The namespace is blank after trimming.
+    #[error("namespace must not be blank")]
+    BlankNamespace,
+    /// The namespace is too long.
+    #[error("namespace must be at most {MAX_NAMESPACE_UNITS} UTF-16 code units long, got {0}")]
+    NamespaceLength(usize),
+}
+
+/// A validated secret and namespace, with the HMAC key schedule computed once.
+///
+/// `Debug` never prints the secret.
+#[derive(Clone)]
+pub struct LabelKey {
+    mac: Hmac<Sha256>,
+    namespace: String,
+}
+
+impl std::fmt::Debug for LabelKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LabelKey")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LabelKey {
+    /// Validates the secret (32–4096 UTF-16 units) and namespace (non-blank, ≤ 128 units). The namespace is
+    /// signed as given, untrimmed, as the reference does.
+    pub fn new(secret: &str, namespace: &str) -> Result<Self, LabelError> {
+        let units = secret.encode_utf16().count();
+        if !(MIN_SECRET_UNITS..=MAX_SECRET_UNITS).contains(&units) {
+            return Err(LabelError::SecretLength(units));
+        }
+        if namespace.trim_matches(is_js_whitespace).is_empty() {
+            return Err(LabelError::BlankNamespace);
+        }
+        let ns_units = namespace.encode_utf16().count();
+        if ns_units > MAX_NAMESPACE_UNITS {
+            return Err(LabelError::NamespaceLength(ns_units));
+        }
+        // HMAC hashes keys longer than the block size itself, as the contract requires.
+        let mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
+            .expect("HMAC accepts keys of any length");
+        Ok(LabelKey {
+            mac,
+            namespace: namespace.to_owned(),
+        })
+    }
+
+    /// The namespace labels are bound to.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The label of an arbitrary value string.
+    pub fn label(&self, value: &str) -> String {
+        let message = compact_json(&json!([DOMAIN, self.namespace, value]));
+        let mut mac = self.mac.clone();
+        mac.update(message.as_bytes());
+        let digest = mac.finalize().into_bytes();
+        let mut out = String::with_capacity(LABEL_PREFIX.len() + 64);
+        out.push_str(LABEL_PREFIX);
+        for byte in digest {
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 15)]));
+        }
+        out
+    }
+
+    /// The subject label of an account id (`sub_<64 hex>`).
+    pub fn subject(&self, account_id: &str) -> String {
+        self.label(account_id)
+    }
+
+    /// The label of a protection key (quota rows, the inference budget row).
+    pub fn protection(&self, key: &ProtectionKey<'_>) -> String {
+        self.label(&key.value())
+    }
+
+    /// The label of an evidence value under a purpose.
+    pub fn evidence(&self, key: &EvidenceKey<'_>) -> String {
+        self.label(&key.value())
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// JSON as JavaScript's `JSON.stringify` writes it, for the strings, integers and arrays labels are made of.
+pub fn compact_json(value: &Value) -> String {
+    // serde_json's compact writer and JSON.stringify agree on strings (same escapes, lower-case hex, DEL and
+    // U+2028/U+2029 left raw) and on integers; labels never hold floats.
+    serde_json::to_string(value).expect("serializing a JSON value cannot fail")
+}
+
+/// What a protection label is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtectionKey<'a> {
+    /// The unsharded global request quota.
+    Global,
+    /// The shared inference budget row.
+    Evaluator,
+    /// The per-account request quota.
+    Account(&'a str),
+    /// The per-session request quota.
+    Session(&'a str),
+    /// One slice of a sharded global quota.
+    GlobalShard {
+        /// Effective number of shards.
+        shards: u32,
+        /// This shard, `0..shards`.
+        shard: u32,
+    },
+}
+
+impl ProtectionKey<'_> {
+    /// The value that is labelled: `JSON(["protection-v1", v])`.
+    pub fn value(&self) -> String {
+        let inner = match *self {
+            ProtectionKey::Global => "global".to_owned(),
+            ProtectionKey::Evaluator => "evaluator".to_owned(),
+            ProtectionKey::Account(id) => compact_json(&json!(["account", id])),
+            ProtectionKey::Session(id) => compact_json(&json!(["session", id])),
+            ProtectionKey::GlobalShard { shards, shard } => {
+                compact_json(&json!(["global-shard-v1", shards, shard]))
+            }
+        };
+        compact_json(&json!(["protection-v1", inner]))
+    }
+}
+
+/// What an evidence label is for: a purpose and its value (a string or an array such as `[issuer, eventId]`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EvidenceKey<'a> {
+    /// The application scope (`"application"`).
+    Scope(&'a str),
+    /// An event id (idempotency key).
+    Event(&'a str),
+    /// An event payload digest.
+    EventPayload(&'a str),
+    /// A raw session id.
+    Session(&'a str),
+    /// A verification by an issuer of an event.
+    Verification {
+        /// Who verified.
+        issuer: &'a str,
+        /// Which event.
+        event_id: &'a str,
+    },
+    /// A revocation by an issuer of an event.
+    Revocation {
+        /// Who revoked.
+        issuer: &'a str,
+        /// Which event.
+        event_id: &'a str,
+    },
+    /// A device payload digest.
+    DevicePayload(&'a str),
+    /// Any purpose with any JSON value, for purposes this version does not name.
+    Other {
+        /// The purpose string.
+        purpose: &'a str,
+        /// The value.
+        value: &'a Value,
+    },
+}
+
+impl EvidenceKey<'_> {
+    /// The value that is labelled: `JSON(["evidence-v1", purpose, value])`.
+    pub fn value(&self) -> String {
+        let (purpose, value) = match *self {
+            EvidenceKey::Scope(v) => ("scope", json!(v)),
+            EvidenceKey::Event(v) => ("event", json!(v)),
+            EvidenceKey::EventPayload(v) => ("event-payload", json!(v)),
+            EvidenceKey::Session(v) => ("session", json!(v)),
+            EvidenceKey::Verification { issuer, event_id } => {
+                ("verification", json!([issuer, event_id]))
+            }
+            EvidenceKey::Revocation { issuer, event_id } => {
+                ("revocation", json!([issuer, event_id]))
+            }
+            EvidenceKey::DevicePayload(v) => ("device-payload", json!(v)),
+            EvidenceKey::Other { purpose, value } => (purpose, value.clone()),
+        };
+        compact_json(&json!(["evidence-v1", purpose, value]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_json_matches_json_stringify() {
+        let v = json!([
+            "\u{1}\u{8}\u{c}\n\r\t\u{1f}\u{7f}\u{2028}é\"\\/",
+            1735689600000_i64,
+            -3
+        ]);
+        assert_eq!(
+            compact_json(&v),
+            "[\"\\u0001\\b\\f\\n\\r\\t\\u001f\u{7f}\u{2028}é\\\"\\\\/\",1735689600000,-3]"
+        );
+    }
+
+    #[test]
+    fn secret_and_namespace_bounds() {
+        let ns = "fixture";
+        assert_eq!(
+            LabelKey::new(&"a".repeat(31), ns).unwrap_err(),
+            LabelError::SecretLength(31)
+        );
+        assert!(LabelKey::new(&"a".repeat(32), ns).is_ok());
+        assert!(LabelKey::new(&"a".repeat(4096), ns).is_ok());
+        assert_eq!(
+            LabelKey::new(&"a".repeat(4097), ns).unwrap_err(),
+            LabelError::SecretLength(4097)
+        );
+        // 16 emoji are 32 UTF-16 units although only 16 characters.
+        assert!(LabelKey::new(&"😀".repeat(16), ns).is_ok());
+        assert!(LabelKey::new(&"😀".repeat(15), ns).is_err());
+        let secret = "s".repeat(32);
+        assert_eq!(
+            LabelKey::new(&secret, " \u{FEFF} ").unwrap_err(),
+            LabelError::BlankNamespace
+        );
+        assert!(LabelKey::new(&secret, &"n".repeat(128)).is_ok());
+        assert_eq!(
+            LabelKey::new(&secret, &"n".repeat(129)).unwrap_err(),
+            LabelError::NamespaceLength(129)
+        );
+    }
+
+    #[test]
+    fn namespace_is_signed_untrimmed_and_isolates() {
+        let secret = "k".repeat(40);
+        let a = LabelKey::new(&secret, "app").unwrap();
+        let b = LabelKey::new(&secret, " app").unwrap();
+        assert_ne!(a.subject("x"), b.subject("x"));
+        assert_eq!(a.subject("x").len(), 68);
+        assert!(format!("{a:?}").contains("app") && !format!("{a:?}").contains(&secret));
+    }
+
+    #[test]
+    fn long_secrets_are_hashed_first() {
+        // HMAC's rule: a key longer than the 64-byte block equals its SHA-256 digest used as the key.
+        use sha2::Digest;
+        let long = "L".repeat(100);
+        let digest = Sha256::digest(long.as_bytes());
+        let mut direct = Hmac::<Sha256>::new_from_slice(&digest).unwrap();
+        direct.update(compact_json(&json!([DOMAIN, "ns", "v"])).as_bytes());
+        let hex: String = direct
+            .finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            LabelKey::new(&long, "ns").unwrap().label("v"),
+            format!("sub_{hex}")
+        );
+    }
+
+    #[test]
+    fn purposes_nest_as_json_strings() {
+        assert_eq!(
+            ProtectionKey::Global.value(),
+            r#"["protection-v1","global"]"#
+        );
+        assert_eq!(
+            ProtectionKey::GlobalShard {
+                shards: 4,
+                shard: 0
+            }
+            .value(),
+            r#"["protection-v1","[\"global-shard-v1\",4,0]"]"#
+        );
+        assert_eq!(
+            EvidenceKey::Verification {
+                issuer: "auth",
+                event_id: "proof-123"
+            }
+            .value(),
+            r#"["evidence-v1","verification",["auth","proof-123"]]"#
+        );
+    }
+}

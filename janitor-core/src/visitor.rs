@@ -1,0 +1,133 @@
+//! Visitor ids (`vis_` + 48 lower-case hex) and reading them from a `Cookie` header.
+
+use std::fmt;
+
+use rand::RngCore;
+
+/// Name of the visitor cookie.
+pub const COOKIE_NAME: &str = "__visitor";
+/// Random bytes in an id.
+const ID_BYTES: usize = 24;
+const PREFIX: &str = "vis_";
+
+/// An opaque visitor id: `vis_` followed by 48 lower-case hex digits from a CSPRNG.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VisitorId(String);
+
+impl VisitorId {
+    /// A fresh id from the operating system-seeded CSPRNG.
+    pub fn generate() -> Self {
+        let mut bytes = [0u8; ID_BYTES];
+        // ThreadRng is a ChaCha-based CSPRNG reseeded from the operating system.
+        rand::rng().fill_bytes(&mut bytes);
+        let mut id = String::with_capacity(PREFIX.len() + 2 * ID_BYTES);
+        id.push_str(PREFIX);
+        for b in bytes {
+            id.push_str(&format!("{b:02x}"));
+        }
+        VisitorId(id)
+    }
+
+    /// Accepts exactly `^vis_[a-f0-9]{48}$`.
+    pub fn parse(value: &str) -> Option<Self> {
+        let hex = value.strip_prefix(PREFIX)?;
+        let valid = hex.len() == 2 * ID_BYTES
+            && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        valid.then(|| VisitorId(value.to_owned()))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The id's text, owned.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for VisitorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for VisitorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Ids are pseudonymous but still identifiers: show only a prefix in debug output and logs.
+        write!(f, "VisitorId({}…)", &self.0[..PREFIX.len() + 6])
+    }
+}
+
+impl AsRef<str> for VisitorId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The visitor id carried by a request's `Cookie` header values, if there is exactly one `__visitor` cookie
+/// and its value is a well-formed id. Several `__visitor` cookies (a planted duplicate, say) count as none.
+pub fn visitor_from_cookies<'a>(headers: impl IntoIterator<Item = &'a str>) -> Option<VisitorId> {
+    let mut found = None;
+    for header in headers {
+        for pair in header.split(';') {
+            let Some((name, value)) = pair.split_once('=') else {
+                continue;
+            };
+            if name.trim() != COOKIE_NAME {
+                continue;
+            }
+            if found.is_some() {
+                return None;
+            }
+            let value = value.trim();
+            let value = value
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or(value);
+            found = Some(value);
+        }
+    }
+    VisitorId::parse(found?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_ids_are_well_formed_and_distinct() {
+        let a = VisitorId::generate();
+        let b = VisitorId::generate();
+        assert_ne!(a, b);
+        assert_eq!(VisitorId::parse(a.as_str()), Some(a.clone()));
+        assert_eq!(a.as_str().len(), 52);
+        assert!(!format!("{a:?}").contains(&a.as_str()[12..]));
+    }
+
+    #[test]
+    fn parse_is_exact() {
+        let good = format!("vis_{}", "a1".repeat(24));
+        assert!(VisitorId::parse(&good).is_some());
+        assert!(VisitorId::parse(&good.to_uppercase()).is_none());
+        assert!(VisitorId::parse(&format!("{good}0")).is_none());
+        assert!(VisitorId::parse(&good[..51]).is_none());
+        assert!(VisitorId::parse(&format!("vis_{}", "g".repeat(48))).is_none());
+        assert!(VisitorId::parse(&format!("sub_{}", "a".repeat(48))).is_none());
+    }
+
+    #[test]
+    fn exactly_one_cookie_counts() {
+        let id = format!("vis_{}", "0f".repeat(24));
+        let one = format!("a=1; __visitor={id}; b=2");
+        assert_eq!(visitor_from_cookies([one.as_str()]).unwrap().as_str(), id);
+        let twice = format!("__visitor={id}; __visitor={id}");
+        assert_eq!(visitor_from_cookies([twice.as_str()]), None);
+        let split = format!("__visitor={id}");
+        assert_eq!(visitor_from_cookies([split.as_str(), split.as_str()]), None);
+        assert_eq!(visitor_from_cookies(["__visitor=vis_bad"]), None);
+        assert_eq!(visitor_from_cookies(["x__visitor=1"]), None);
+        assert_eq!(visitor_from_cookies(std::iter::empty()), None);
+    }
+}
