@@ -91,3 +91,20 @@ impl Evaluator for NoEvaluator {
         Err(EvaluatorError::Refused("no evaluator is configured".into()))
     }
 }
+
+/// A shared evaluator is an evaluator.
+impl<E: Evaluator> Evaluator for Arc<E> {
+    fn evaluate(
+        &self,
+        input: EvaluationInput<'_>,
+    ) -> impl Future<Output = Result<Evaluation, EvaluatorError>> + Send {
+        (**self).evaluate(input)
+    }
+
+    fn evaluate_batch(
+        &self,
+        candidates: &[EvaluationInput<'_>],
+    ) -> impl Future<Output = Result<Vec<Evaluation>, EvaluatorError>> + Send {
+        (**self).evaluate_batch(candidates)
+    }
+}

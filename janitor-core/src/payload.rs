@@ -271,8 +271,9 @@ impl Signals {
     /// Reads a signals object the way the reference normalizer accepts it: known keys with the right JSON
     /// types, but no range, integer or length checks, and unknown keys ignored. For conformance vectors,
     /// which may hold values a browser payload never could (negative sizes, say); never for requests.
+    /// A `null` counts as absent, as it does for the reference's optional chaining.
     pub fn from_value_lenient(value: &Value) -> Result<Self, PayloadError> {
-        Signals::parse(value, &Path::ROOT, Strictness::Lenient)
+        Signals::parse(&without_nulls(value), &Path::ROOT, Strictness::Lenient)
     }
 
     fn parse(value: &Value, at: &Path<'_>, mode: Strictness) -> Result<Self, PayloadError> {
@@ -389,6 +390,18 @@ impl Signals {
             });
         }
         Ok(signals)
+    }
+}
+
+fn without_nulls(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -647,5 +660,10 @@ mod tests {
                 .unwrap();
         assert_eq!(s.screen.unwrap().width, Some(-5.0));
         assert!(Signals::from_value_lenient(&json!({"platform": 3})).is_err());
+        let nulls =
+            Signals::from_value_lenient(&json!({"platform": null, "screen": {"width": null}}))
+                .unwrap();
+        assert_eq!(nulls.platform, None);
+        assert_eq!(nulls.screen.unwrap().width, None);
     }
 }

@@ -150,3 +150,81 @@ pub trait VisitorStore: Send + Sync {
         visitor: &VisitorId,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
+
+/// A shared store is a store: the engine and server code (cleanup, erasure) can hold the same one.
+impl<S: VisitorStore> VisitorStore for Arc<S> {
+    fn find_candidate_rows(
+        &self,
+        probes: &[Probe],
+        now_ms: i64,
+    ) -> impl Future<Output = Result<Vec<LookupRow>, StoreError>> + Send {
+        (**self).find_candidate_rows(probes, now_ms)
+    }
+
+    fn recent_observations(
+        &self,
+        visitor: &VisitorId,
+        limit: usize,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<Vec<Arc<Observation>>, StoreError>> + Send {
+        (**self).recent_observations(visitor, limit, now_ms)
+    }
+
+    fn recent_observations_batch(
+        &self,
+        visitors: &[VisitorId],
+        limit: usize,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<HashMap<VisitorId, Vec<Arc<Observation>>>, StoreError>> + Send
+    {
+        (**self).recent_observations_batch(visitors, limit, now_ms)
+    }
+
+    fn create_visitor(
+        &self,
+        visitor: &VisitorId,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).create_visitor(visitor, now_ms)
+    }
+
+    fn save_observation(
+        &self,
+        visitor: &VisitorId,
+        observation: &Observation,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).save_observation(visitor, observation, now_ms)
+    }
+
+    fn touch_visitor(
+        &self,
+        visitor: &VisitorId,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).touch_visitor(visitor, now_ms)
+    }
+
+    fn record_visit(
+        &self,
+        write: VisitWrite<'_>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).record_visit(write)
+    }
+
+    fn cleanup(
+        &self,
+        after: Option<&str>,
+        batch: usize,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<CleanupReport, StoreError>> + Send {
+        (**self).cleanup(after, batch, now_ms)
+    }
+
+    fn delete_visitor(
+        &self,
+        visitor: &VisitorId,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).delete_visitor(visitor)
+    }
+}

@@ -1,0 +1,18 @@
+//! The public conformance file kept in the repository passes in full.
+
+use std::path::Path;
+
+use xtask::conformance::check_file;
+
+#[test]
+fn public_conformance_file_passes() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../contract/conformance.json");
+    let report = check_file(&path).expect("the repository's conformance file is readable");
+    assert!(
+        report.failures.is_empty(),
+        "failures:\n{}",
+        report.failures.join("\n")
+    );
+    // 9 vectors × 5 checks + 4 subjects + 4 protection + 4 evidence labels.
+    assert_eq!(report.passed, 57);
+}
