@@ -134,6 +134,45 @@ mod tests {
         }
     }
 
+    fn snapshot(platform: &str, timezone: &str) -> Arc<Observation> {
+        use crate::observation::{Graphics, Hardware, Screen};
+        Arc::new(Observation {
+            platform: Some(platform.into()),
+            browser: Some("chrome".into()),
+            timezone: Some(timezone.into()),
+            screen: Some(Screen {
+                width: Some(900.0),
+                height: Some(1440.0),
+                ..Screen::default()
+            }),
+            hardware: Some(Hardware {
+                hardware_concurrency: Some(8.0),
+                ..Hardware::default()
+            }),
+            graphics: Some(Graphics {
+                webgl_vendor: Some("v".into()),
+                webgl_renderer: Some("r".into()),
+            }),
+            ..Observation::default()
+        })
+    }
+
+    #[test]
+    fn contradicted_snapshots_never_score() {
+        let current = snapshot("macos", "A");
+        let candidate = Candidate {
+            visitor_id: "v".into(),
+            last_seen_at: 0,
+            score: 1.0,
+            saturated: false,
+        };
+        // The other-platform snapshot is otherwise identical (it would score 0.82); the weaker one wins.
+        let history = vec![snapshot("windows", "A"), snapshot("macos", "B")];
+        let scored = score_candidate(candidate.clone(), history, &current).unwrap();
+        assert!(scored.score < 1.0 && scored.score > 0.9, "{}", scored.score);
+        assert!(score_candidate(candidate, vec![snapshot("windows", "A")], &current).is_none());
+    }
+
     #[test]
     fn margin_threshold_and_saturation() {
         let mut one = vec![scored("a", 0.95, 0.95, false)];
