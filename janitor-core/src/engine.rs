@@ -10,7 +10,7 @@ use crate::candidates::{probes_for, rank_lookup_rows, CANDIDATE_FLOOR, CANDIDATE
 use crate::config::{EngineConfig, HISTORY_LIMIT, RESTORE_THRESHOLD};
 use crate::decision::{blend, decide, score_candidate, sort_by_score, ScoredCandidate};
 use crate::evaluator::{Evaluation, EvaluationInput, Evaluator, NoEvaluator};
-use crate::observation::Observation;
+use crate::observation::{js_f64, Observation};
 use crate::payload::VisitorPayload;
 use crate::similarity::compare;
 use crate::store::{StoreError, VisitWrite, VisitorStore};
@@ -35,8 +35,10 @@ pub enum RiskStatus {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Risk {
     /// Probability of browser automation.
+    #[serde(serialize_with = "js_f64")]
     pub automation: f64,
     /// Probability of manipulated signals.
+    #[serde(serialize_with = "js_f64")]
     pub suspicious: f64,
 }
 
@@ -48,6 +50,7 @@ pub struct BrowserMatch {
     #[serde(serialize_with = "as_str")]
     pub visitor_id: VisitorId,
     /// Its best deterministic similarity.
+    #[serde(serialize_with = "js_f64")]
     pub score: f64,
 }
 
@@ -60,6 +63,7 @@ pub struct Identity {
     #[serde(serialize_with = "as_str")]
     pub visitor_id: VisitorId,
     /// 1 on the cookie path, the restore confidence when restored, 0 for a new id.
+    #[serde(serialize_with = "js_f64")]
     pub confidence: f64,
     /// Whether the id was known before this request.
     pub is_returning: bool,

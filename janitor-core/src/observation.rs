@@ -144,12 +144,18 @@ pub struct Graphics {
 /// Writes a number as JavaScript would: whole numbers without a fraction (`2`, not `2.0`), so that
 /// `signals_json #>> '{screen,width}'` reads `900` whichever language wrote the row.
 fn js_number<S: Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
-    match *value {
-        Some(n) if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 => {
-            serializer.serialize_i64(n as i64)
-        }
-        Some(n) => serializer.serialize_f64(n),
+    match value {
+        Some(n) => js_f64(n, serializer),
         None => serializer.serialize_none(),
+    }
+}
+
+/// [`js_number`] for a plain `f64`: answers read `"confidence":1`, as the reference writes them.
+pub(crate) fn js_f64<S: Serializer>(n: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
+        serializer.serialize_i64(*n as i64)
+    } else {
+        serializer.serialize_f64(*n)
     }
 }
 

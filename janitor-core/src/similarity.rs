@@ -126,6 +126,16 @@ fn equal<T: PartialEq + ?Sized>(a: Option<&T>, b: Option<&T>) -> Option<bool> {
     Some(a? == b?)
 }
 
+/// Whether the lists joined with "," are equal (so `["en,pt"]` equals `["en", "pt"]`), without joining them.
+fn joined_eq(a: &[String], b: &[String]) -> bool {
+    fn bytes(list: &[String]) -> impl Iterator<Item = u8> + '_ {
+        list.iter()
+            .enumerate()
+            .flat_map(|(i, s)| (i > 0).then_some(b',').into_iter().chain(s.bytes()))
+    }
+    bytes(a).eq(bytes(b))
+}
+
 fn ratio(a: f64, b: f64) -> f64 {
     if a == b {
         1.0
@@ -154,12 +164,14 @@ fn dims(size: Option<&Size>) -> Option<(f64, f64)> {
 pub fn features(previous: &Observation, current: &Observation) -> Features {
     let hw = |o: &Observation| o.hardware.clone().unwrap_or_default();
     let (pa, ca) = (hw(previous), hw(current));
-    let joined = |o: &Observation| o.languages.as_ref().map(|l| l.join(","));
     Features {
         same_platform: equal(previous.platform.as_deref(), current.platform.as_deref()),
         same_browser: equal(previous.browser.as_deref(), current.browser.as_deref()),
         same_timezone: equal(previous.timezone.as_deref(), current.timezone.as_deref()),
-        same_languages: equal(joined(previous).as_deref(), joined(current).as_deref()),
+        same_languages: match (&previous.languages, &current.languages) {
+            (Some(a), Some(b)) => Some(joined_eq(a, b)),
+            _ => None,
+        },
         screen_similarity: size_similarity(dims_screen(previous), dims_screen(current)),
         viewport_similarity: size_similarity(
             dims(previous.viewport.as_ref()),
@@ -314,6 +326,15 @@ mod tests {
             features(&current, &Observation::default()).webdriver_detected,
             None
         );
+    }
+
+    #[test]
+    fn languages_compare_as_joined_lists() {
+        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(joined_eq(&l(&["en,pt,pt-br"]), &l(&["en", "pt", "pt-br"])));
+        assert!(!joined_eq(&l(&["en", "pt"]), &l(&["en", "pt", ""])));
+        assert!(joined_eq(&l(&["en", ""]), &l(&["en,"])));
+        assert!(!joined_eq(&l(&["en"]), &l(&["e", "n"])));
     }
 
     #[test]
