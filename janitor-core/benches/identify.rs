@@ -1,6 +1,7 @@
 //! criterion benchmarks of the identification core.
 //!
 //! Run with: `cargo bench -p janitor-core --bench identify`
+#![allow(missing_docs)] // criterion_group! generates an undocumented function
 
 use std::hint::black_box;
 use std::sync::Arc;

@@ -279,19 +279,12 @@ fn lower(value: Option<&str>) -> Option<String> {
     text(value).map(str::to_lowercase)
 }
 
-fn contains_ascii_ci(haystack: &str, needle: &str) -> bool {
-    // The reference's case-insensitive regular expressions (without the `u` flag) never fold non-ASCII letters
-    // onto ASCII ones, so ASCII-only case folding gives the same answers.
-    let needle = needle.as_bytes();
-    haystack
-        .as_bytes()
-        .windows(needle.len())
-        .any(|w| w.eq_ignore_ascii_case(needle))
-}
+// The reference's case-insensitive regular expressions (without the `u` flag) never fold non-ASCII letters onto
+// ASCII ones, so ASCII-only lower-casing and plain substring search give the same answers.
 
 fn browser_family(user_agent: Option<&str>) -> Option<&'static str> {
-    let ua = user_agent.filter(|ua| !ua.is_empty())?;
-    let any = |needles: &[&str]| needles.iter().any(|n| contains_ascii_ci(ua, n));
+    let ua = user_agent.filter(|ua| !ua.is_empty())?.to_ascii_lowercase();
+    let any = |needles: &[&str]| needles.iter().any(|n| ua.contains(n));
     if any(&["edg/", "edge/", "edga/", "edgios/"]) {
         Some("edge")
     } else if any(&["opr/", "opera"]) {
@@ -308,17 +301,13 @@ fn browser_family(user_agent: Option<&str>) -> Option<&'static str> {
 }
 
 fn platform_family(platform: Option<&str>, user_agent: Option<&str>) -> Option<String> {
-    let ua = user_agent.unwrap_or("");
-    let raw = platform.unwrap_or("");
-    let apple_mobile = ["iphone", "ipad", "ipod"];
-    if apple_mobile
-        .iter()
-        .any(|n| contains_ascii_ci(ua, n) || contains_ascii_ci(raw, n))
-        || raw.eq_ignore_ascii_case("ios")
-    {
+    let ua = user_agent.unwrap_or("").to_ascii_lowercase();
+    let raw = platform.unwrap_or("").to_ascii_lowercase();
+    let either = |needle: &str| ua.contains(needle) || raw.contains(needle);
+    if either("iphone") || either("ipad") || either("ipod") || raw == "ios" {
         return Some("ios".to_owned());
     }
-    if contains_ascii_ci(ua, "android") || contains_ascii_ci(raw, "android") {
+    if either("android") {
         return Some("android".to_owned());
     }
     let p = lower(platform)?;

@@ -314,10 +314,12 @@ mod tests {
 
     #[test]
     fn webdriver_flag_follows_the_current_observation_only() {
-        let mut current = Observation::default();
-        current.automation = Some(crate::observation::Automation {
-            webdriver: Some(true),
-        });
+        let current = Observation {
+            automation: Some(crate::observation::Automation {
+                webdriver: Some(true),
+            }),
+            ..Observation::default()
+        };
         assert_eq!(
             features(&Observation::default(), &current).webdriver_detected,
             Some(true)
