@@ -45,6 +45,14 @@ fn similarity_pair(c: &mut Criterion) {
     });
 }
 
+fn compare_pair(c: &mut Criterion) {
+    let previous = Observation::normalize(&sample(1).signals, None);
+    let current = Observation::normalize(&sample(2).signals, None);
+    c.bench_function("similarity of one normalized pair", |bench| {
+        bench.iter(|| black_box(compare(black_box(&previous), black_box(&current))))
+    });
+}
+
 fn ranking(c: &mut Criterion) {
     let current = Observation::normalize(&sample(0).signals, None);
     let probes = probes_for(&current);
@@ -112,5 +120,11 @@ fn cookieless_identification(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, similarity_pair, ranking, cookieless_identification);
+criterion_group!(
+    benches,
+    similarity_pair,
+    compare_pair,
+    ranking,
+    cookieless_identification
+);
 criterion_main!(benches);

@@ -132,9 +132,9 @@ pub struct Candidate {
 /// Ranks probe rows: drops contradicted rows and rows below [`CANDIDATE_FLOOR`], keeps per visitor the best
 /// score and latest `seen_at`, orders by score, then recency, then id, and keeps `limit`.
 pub fn rank_lookup_rows(rows: &[LookupRow], current: &Observation, limit: usize) -> Vec<Candidate> {
-    let mut per_probe: HashMap<usize, usize> = HashMap::new();
+    let mut per_probe = vec![0usize; rows.iter().map(|r| r.probe + 1).max().unwrap_or(0)];
     for row in rows {
-        *per_probe.entry(row.probe).or_default() += 1;
+        per_probe[row.probe] += 1;
     }
     let mut by_visitor: HashMap<&str, Candidate> = HashMap::new();
     for row in rows {
@@ -142,7 +142,7 @@ pub fn rank_lookup_rows(rows: &[LookupRow], current: &Observation, limit: usize)
         if comparison.contradiction || comparison.score < CANDIDATE_FLOOR {
             continue;
         }
-        let crowded = per_probe[&row.probe] > ROWS_PER_PROBE;
+        let crowded = per_probe[row.probe] > ROWS_PER_PROBE;
         by_visitor
             .entry(row.visitor_id.as_str())
             .and_modify(|c| {
@@ -157,14 +157,22 @@ pub fn rank_lookup_rows(rows: &[LookupRow], current: &Observation, limit: usize)
                 saturated: crowded,
             });
     }
-    let mut ranked: Vec<Candidate> = by_visitor.into_values().collect();
-    ranked.sort_by(|a, b| {
+    let order = |a: &Candidate, b: &Candidate| {
         b.score
             .total_cmp(&a.score)
             .then(b.last_seen_at.cmp(&a.last_seen_at))
             .then_with(|| a.visitor_id.cmp(&b.visitor_id))
-    });
-    ranked.truncate(limit);
+    };
+    let mut ranked: Vec<Candidate> = by_visitor.into_values().collect();
+    // The order is total (ids are unique), so selecting the first `limit` and sorting only those is exact.
+    if limit == 0 {
+        return Vec::new();
+    }
+    if ranked.len() > limit {
+        ranked.select_nth_unstable_by(limit - 1, order);
+        ranked.truncate(limit);
+    }
+    ranked.sort_by(order);
     ranked
 }
 
