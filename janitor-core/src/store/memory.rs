@@ -14,6 +14,9 @@ use crate::config::{Retention, CLEANUP_BATCH, MAX_OBSERVATIONS_PER_VISITOR};
 use crate::observation::Observation;
 use crate::visitor::VisitorId;
 
+/// Expired observations each write retires.
+const EXPIRE_PER_WRITE: usize = 8;
+
 /// `(seen_at, insertion number)`: newest last, ties broken by insertion order, as `ORDER BY seen_at, id`.
 type Slot = (i64, u64);
 
@@ -118,6 +121,34 @@ impl Inner {
             self.remove(id);
         }
         count
+    }
+
+    /// Deletes at most `limit` expired observations, oldest first, and the visitors they leave empty and
+    /// stale. Returns the observations and visitors removed.
+    fn expire(&mut self, cutoff: i64, limit: usize) -> (usize, usize) {
+        let expired: Vec<u64> = self
+            .by_time
+            .iter()
+            .take_while(|(seen_at, _)| *seen_at < cutoff)
+            .take(limit)
+            .map(|(_, id)| *id)
+            .collect();
+        let mut visitors_removed = 0;
+        for id in &expired {
+            let Some(owner) = self.observations.get(id).map(|o| o.visitor.clone()) else {
+                continue;
+            };
+            self.remove(*id);
+            let stale = self
+                .visitors
+                .get(&owner)
+                .is_some_and(|v| v.history.is_empty() && v.last_seen_at < cutoff);
+            if stale {
+                self.visitors.remove(&owner);
+                visitors_removed += 1;
+            }
+        }
+        (expired.len(), visitors_removed)
     }
 
     fn history(&self, visitor: &str, limit: usize, cutoff: i64) -> Vec<Arc<Observation>> {
@@ -256,11 +287,11 @@ impl VisitorStore for MemoryVisitorStore {
                 probes,
             },
         );
-        inner.prune(
-            visitor.as_str(),
-            self.retention.max_per_visitor(),
-            self.retention.cutoff(now_ms),
-        );
+        let cutoff = self.retention.cutoff(now_ms);
+        inner.prune(visitor.as_str(), self.retention.max_per_visitor(), cutoff);
+        // With no maintenance task running, expired rows would pile up; each write retires a few, so memory
+        // stays bounded by what retention allows.
+        inner.expire(cutoff, EXPIRE_PER_WRITE);
         Ok(())
     }
 
@@ -280,16 +311,7 @@ impl VisitorStore for MemoryVisitorStore {
         let batch = batch.clamp(*CLEANUP_BATCH.1.start(), *CLEANUP_BATCH.1.end());
         let cutoff = self.retention.cutoff(now_ms);
         let mut inner = self.lock();
-        let expired: Vec<u64> = inner
-            .by_time
-            .iter()
-            .take_while(|(seen_at, _)| *seen_at < cutoff)
-            .take(batch)
-            .map(|(_, id)| *id)
-            .collect();
-        for id in &expired {
-            inner.remove(*id);
-        }
+        let (expired, expired_visitors) = inner.expire(cutoff, batch);
         let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.to_owned()));
         let page: Vec<String> = inner
             .visitors
@@ -300,7 +322,8 @@ impl VisitorStore for MemoryVisitorStore {
         let more_visitors = page.len() > batch;
         let page = &page[..page.len().min(batch)];
         let mut report = CleanupReport {
-            expired_deleted: expired.len(),
+            expired_deleted: expired,
+            visitors_removed: expired_visitors,
             ..CleanupReport::default()
         };
         for id in page {
@@ -319,7 +342,7 @@ impl VisitorStore for MemoryVisitorStore {
         } else {
             None
         };
-        report.has_more_expired = expired.len() == batch || report.visitors_removed == batch;
+        report.has_more_expired = expired == batch || report.visitors_removed >= batch;
         Ok(report)
     }
 
