@@ -75,7 +75,8 @@ pub struct Features {
     pub same_webgl_vendor: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub same_webgl_renderer: Option<bool>,
-    /// `Some(true)` only when the current observation reports webdriver; carries no weight.
+    /// `Some(true)` when either observation reports webdriver; carries no weight. (The reference
+    /// implementation, TypeScript and Elixir alike, flags either side, and files it produces depend on it.)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub webdriver_detected: Option<bool>,
 }
@@ -185,7 +186,7 @@ pub fn features(previous: &Observation, current: &Observation) -> Features {
         same_touch_capabilities: equal(pa.max_touch_points.as_ref(), ca.max_touch_points.as_ref()),
         same_webgl_vendor: equal(previous.webgl_vendor(), current.webgl_vendor()),
         same_webgl_renderer: equal(previous.webgl_renderer(), current.webgl_renderer()),
-        webdriver_detected: current.webdriver().then_some(true),
+        webdriver_detected: (previous.webdriver() || current.webdriver()).then_some(true),
     }
 }
 
@@ -313,21 +314,23 @@ mod tests {
     }
 
     #[test]
-    fn webdriver_flag_follows_the_current_observation_only() {
-        let current = Observation {
+    fn webdriver_flag_from_either_side_without_weight() {
+        let bot = Observation {
             automation: Some(crate::observation::Automation {
                 webdriver: Some(true),
             }),
             ..Observation::default()
         };
-        assert_eq!(
-            features(&Observation::default(), &current).webdriver_detected,
-            Some(true)
-        );
-        assert_eq!(
-            features(&current, &Observation::default()).webdriver_detected,
-            None
-        );
+        let human = Observation {
+            automation: Some(crate::observation::Automation {
+                webdriver: Some(false),
+            }),
+            ..Observation::default()
+        };
+        assert_eq!(features(&human, &bot).webdriver_detected, Some(true));
+        assert_eq!(features(&bot, &human).webdriver_detected, Some(true));
+        assert_eq!(features(&human, &human).webdriver_detected, None);
+        assert_eq!(compare(&human, &bot).score, compare(&human, &human).score);
     }
 
     #[test]
