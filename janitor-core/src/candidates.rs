@@ -179,28 +179,9 @@ pub fn rank_lookup_rows(rows: &[LookupRow], current: &Observation, limit: usize)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observation::{Hardware, Screen};
 
     fn full() -> Observation {
-        Observation {
-            platform: Some("macos".into()),
-            browser: Some("chrome".into()),
-            timezone: Some("Asia/Jerusalem".into()),
-            screen: Some(Screen {
-                width: Some(900.0),
-                height: Some(1440.0),
-                ..Screen::default()
-            }),
-            hardware: Some(Hardware {
-                hardware_concurrency: Some(8.0),
-                ..Hardware::default()
-            }),
-            graphics: Some(crate::observation::Graphics {
-                webgl_vendor: None,
-                webgl_renderer: Some("r".into()),
-            }),
-            ..Observation::default()
-        }
+        crate::observation::test_observation("macos", "Asia/Jerusalem")
     }
 
     #[test]

@@ -135,26 +135,7 @@ mod tests {
     }
 
     fn snapshot(platform: &str, timezone: &str) -> Arc<Observation> {
-        use crate::observation::{Graphics, Hardware, Screen};
-        Arc::new(Observation {
-            platform: Some(platform.into()),
-            browser: Some("chrome".into()),
-            timezone: Some(timezone.into()),
-            screen: Some(Screen {
-                width: Some(900.0),
-                height: Some(1440.0),
-                ..Screen::default()
-            }),
-            hardware: Some(Hardware {
-                hardware_concurrency: Some(8.0),
-                ..Hardware::default()
-            }),
-            graphics: Some(Graphics {
-                webgl_vendor: Some("v".into()),
-                webgl_renderer: Some("r".into()),
-            }),
-            ..Observation::default()
-        })
+        Arc::new(crate::observation::test_observation(platform, timezone))
     }
 
     #[test]

@@ -334,6 +334,30 @@ fn languages(raw: &[String]) -> Option<Vec<String>> {
     (!tags.is_empty()).then_some(tags)
 }
 
+/// A fully described observation for unit tests: every probe family applies to it.
+#[cfg(test)]
+pub(crate) fn test_observation(platform: &str, timezone: &str) -> Observation {
+    Observation {
+        platform: Some(platform.into()),
+        browser: Some("chrome".into()),
+        timezone: Some(timezone.into()),
+        screen: Some(Screen {
+            width: Some(900.0),
+            height: Some(1440.0),
+            ..Screen::default()
+        }),
+        hardware: Some(Hardware {
+            hardware_concurrency: Some(8.0),
+            ..Hardware::default()
+        }),
+        graphics: Some(Graphics {
+            webgl_vendor: Some("v".into()),
+            webgl_renderer: Some("r".into()),
+        }),
+        ..Observation::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -48,6 +48,15 @@ fn engine(retention: Retention) -> Engine<MemoryVisitorStore> {
     Engine::new(MemoryVisitorStore::new(retention), EngineConfig::default())
 }
 
+/// The mac's first visit at `T0`: a new id.
+async fn first_visit<S: VisitorStore, E: Evaluator>(
+    engine: &Engine<S, E>,
+) -> janitor_core::Identity {
+    let first = engine.identify_at(&payload(mac()), None, T0).await.unwrap();
+    assert!(!first.identity.is_returning);
+    first.identity
+}
+
 async fn history_len<S: VisitorStore>(store: &S, id: &VisitorId, now: i64) -> usize {
     store.recent_observations(id, 100, now).await.unwrap().len()
 }
@@ -55,11 +64,7 @@ async fn history_len<S: VisitorStore>(store: &S, id: &VisitorId, now: i64) -> us
 #[tokio::test]
 async fn cookie_path_is_certain_and_refuses_to_learn_a_contradiction() {
     let engine = engine(Retention::default());
-    let first = engine
-        .identify_at(&payload(mac()), None, T0)
-        .await
-        .unwrap()
-        .identity;
+    let first = first_visit(&engine).await;
     assert!(!first.is_returning);
     assert_eq!(first.confidence, 0.0);
     assert_eq!(first.risk_status, RiskStatus::Disabled);
@@ -98,11 +103,7 @@ async fn cookie_path_is_certain_and_refuses_to_learn_a_contradiction() {
 #[tokio::test]
 async fn a_sparse_observation_is_not_learned_through_a_cookie() {
     let engine = engine(Retention::default());
-    let first = engine
-        .identify_at(&payload(mac()), None, T0)
-        .await
-        .unwrap()
-        .identity;
+    let first = first_visit(&engine).await;
     // Platform, browser, timezone and languages all agree: score 0.42 / 0.55 ≈ 0.76 clears the 0.65 floor, but
     // that is also the evidence cap, below the 0.90 a cookie needs to teach the history.
     let sparse = payload(json!({"signals": {
@@ -123,11 +124,7 @@ async fn a_sparse_observation_is_not_learned_through_a_cookie() {
 #[tokio::test]
 async fn a_strong_cookieless_match_restores_the_id() {
     let engine = engine(Retention::default());
-    let first = engine
-        .identify_at(&payload(mac()), None, T0)
-        .await
-        .unwrap()
-        .identity;
+    let first = first_visit(&engine).await;
     // A new browser version and a resized window: still the same device.
     let mut doc = mac();
     doc["signals"]["userAgent"] =
@@ -246,11 +243,7 @@ async fn a_saturated_best_candidate_is_not_restored() {
 #[tokio::test]
 async fn malformed_duplicated_or_unknown_cookies_are_ignored() {
     let engine = engine(Retention::default());
-    let first = engine
-        .identify_at(&payload(mac()), None, T0)
-        .await
-        .unwrap()
-        .identity;
+    let first = first_visit(&engine).await;
     let twice = format!("__visitor={0}; __visitor={0}", first.visitor_id);
     assert_eq!(
         visitor_from_cookies([twice.as_str()]),
@@ -277,11 +270,7 @@ async fn malformed_duplicated_or_unknown_cookies_are_ignored() {
 #[tokio::test]
 async fn retention_cutoff_and_pruning() {
     let engine = engine(Retention::new(1, 3).unwrap());
-    let first = engine
-        .identify_at(&payload(mac()), None, T0)
-        .await
-        .unwrap()
-        .identity;
+    let first = first_visit(&engine).await;
     for i in 1..=5 {
         let r = engine
             .identify_at(&payload(mac()), Some(&first.visitor_id), T0 + i)
@@ -303,11 +292,7 @@ async fn retention_cutoff_and_pruning() {
     assert_eq!(at_edge.metrics.path, IdentifyPath::Cookie);
     // One millisecond past the newest one's retention: the cookie no longer counts, and nothing is matched.
     let engine = self::engine(Retention::new(1, 3).unwrap());
-    let first = engine
-        .identify_at(&payload(mac()), None, T0)
-        .await
-        .unwrap()
-        .identity;
+    let first = first_visit(&engine).await;
     let expired = engine
         .identify_at(&payload(mac()), Some(&first.visitor_id), T0 + DAY_MS + 1)
         .await
@@ -380,11 +365,7 @@ async fn with_evaluator(
     evaluator: Arc<Scripted>,
 ) -> (Engine<MemoryVisitorStore, Arc<Scripted>>, VisitorId) {
     let engine = engine(Retention::default()).with_evaluator(evaluator);
-    let first = engine
-        .identify_at(&payload(mac()), None, T0)
-        .await
-        .unwrap()
-        .identity;
+    let first = first_visit(&engine).await;
     (engine, first.visitor_id)
 }
 
