@@ -9,6 +9,7 @@ pub const COOKIE_NAME: &str = "__visitor";
 /// Random bytes in an id.
 const ID_BYTES: usize = 24;
 const PREFIX: &str = "vis_";
+const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// An opaque visitor id: `vis_` followed by 48 lower-case hex digits from a CSPRNG.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -23,7 +24,8 @@ impl VisitorId {
         let mut id = String::with_capacity(PREFIX.len() + 2 * ID_BYTES);
         id.push_str(PREFIX);
         for b in bytes {
-            id.push_str(&format!("{b:02x}"));
+            id.push(char::from(HEX[usize::from(b >> 4)]));
+            id.push(char::from(HEX[usize::from(b & 15)]));
         }
         VisitorId(id)
     }

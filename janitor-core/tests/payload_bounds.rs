@@ -167,3 +167,61 @@ fn server_context_in_the_body_is_refused() {
         assert_eq!(VisitorPayload::from_value(&doc).unwrap_err().path, key);
     }
 }
+
+#[test]
+fn mangled_bodies_are_refused_without_panicking() {
+    // A small deterministic generator: truncations, byte flips and insertions of a valid body.
+    let valid = br#"{"signals":{"userAgent":"Mozilla/5.0 Chrome/130","platform":"MacIntel","languages":["en-US"],"screen":{"width":1440,"height":900,"pixelRatio":2},"hardware":{"deviceMemory":8}},"behavior":{"pageAgeMs":1,"mouseMoveCount":2,"pointerDownCount":0,"keyDownCount":0,"scrollCount":0,"visibilityChangeCount":0},"debug":false}"#;
+    assert!(VisitorPayload::from_slice(valid).is_ok());
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut refused = 0;
+    for _ in 0..20_000 {
+        let mut body = valid.to_vec();
+        for _ in 0..1 + next() % 3 {
+            let at = (next() as usize) % body.len();
+            match next() % 3 {
+                0 => body.truncate(at),
+                1 => body[at] = next() as u8,
+                _ => {
+                    let tokens = b"{}[]\",:0-e.\\\xff";
+                    body.insert(at, tokens[(next() as usize) % tokens.len()])
+                }
+            }
+            if body.is_empty() {
+                break;
+            }
+        }
+        if let Err(e) = VisitorPayload::from_slice(&body) {
+            refused += 1;
+            assert!(!e.path.is_empty() && !e.problem.is_empty());
+        }
+    }
+    assert!(
+        refused > 10_000,
+        "most mangled bodies must be refused, got {refused}"
+    );
+}
+
+#[test]
+fn deep_nesting_and_huge_numbers_are_errors() {
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    assert_eq!(
+        VisitorPayload::from_slice(deep.as_bytes())
+            .unwrap_err()
+            .path,
+        "$"
+    );
+    let huge = br#"{"signals":{"screen":{"width":1e400}}}"#;
+    assert!(VisitorPayload::from_slice(huge).is_err());
+    let big_int = br#"{"signals":{"screen":{"width":18446744073709551616}}}"#;
+    assert_eq!(
+        VisitorPayload::from_slice(big_int).unwrap_err().path,
+        "signals.screen.width"
+    );
+}
