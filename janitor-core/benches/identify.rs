@@ -60,7 +60,7 @@ fn ranking(c: &mut Criterion) {
     // 6 probes × 101 rows over 300 visitors, with varied observations.
     let rows: Vec<LookupRow> = (0..probes.len() * (ROWS_PER_PROBE + 1))
         .map(|i| LookupRow {
-            visitor_id: visitor(i as u64 % 300).to_string(),
+            visitor_id: visitor(i as u64 % 300),
             seen_at: i as i64,
             probe: i / (ROWS_PER_PROBE + 1),
             observation: Arc::new(Observation::normalize(&sample(i as u64).signals, None)),

@@ -3,11 +3,13 @@
 //! A store runs the probes (each: rows whose keys equal the current observation's, within retention, newest
 //! first, at most [`ROWS_PER_PROBE`] + 1) and hands every row back; ranking is done here, once, for every store.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::observation::{js_number_string, Observation};
 use crate::similarity::compare;
+use crate::visitor::VisitorId;
 
 /// Rows a probe may return before its bucket counts as crowded; stores fetch one more to detect that.
 pub const ROWS_PER_PROBE: usize = 100;
@@ -106,7 +108,7 @@ pub fn probes_for(observation: &Observation) -> Vec<Probe> {
 #[derive(Debug, Clone)]
 pub struct LookupRow {
     /// Owner of the observation.
-    pub visitor_id: String,
+    pub visitor_id: VisitorId,
     /// When it was seen, epoch milliseconds.
     pub seen_at: i64,
     /// Position of the probe that returned it in the slice given to the store.
@@ -119,7 +121,7 @@ pub struct LookupRow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
     /// The visitor.
-    pub visitor_id: String,
+    pub visitor_id: VisitorId,
     /// Latest `seen_at` among its qualifying rows.
     pub last_seen_at: i64,
     /// Best similarity among its qualifying rows.
@@ -129,6 +131,14 @@ pub struct Candidate {
     pub saturated: bool,
 }
 
+/// The one ranking order of candidates: a key (score or confidence) descending, then the latest `seen_at`,
+/// then the id ascending. Ids are unique, so the order is total.
+pub fn rank_order(a: (f64, &Candidate), b: (f64, &Candidate)) -> Ordering {
+    b.0.total_cmp(&a.0)
+        .then(b.1.last_seen_at.cmp(&a.1.last_seen_at))
+        .then_with(|| a.1.visitor_id.cmp(&b.1.visitor_id))
+}
+
 /// Ranks probe rows: drops contradicted rows and rows below [`CANDIDATE_FLOOR`], keeps per visitor the best
 /// score and latest `seen_at`, orders by score, then recency, then id, and keeps `limit`.
 pub fn rank_lookup_rows(rows: &[LookupRow], current: &Observation, limit: usize) -> Vec<Candidate> {
@@ -136,7 +146,7 @@ pub fn rank_lookup_rows(rows: &[LookupRow], current: &Observation, limit: usize)
     for row in rows {
         per_probe[row.probe] += 1;
     }
-    let mut by_visitor: HashMap<&str, Candidate> = HashMap::new();
+    let mut by_visitor: HashMap<&VisitorId, Candidate> = HashMap::new();
     for row in rows {
         let comparison = compare(&row.observation, current);
         if comparison.contradiction || comparison.score < CANDIDATE_FLOOR {
@@ -144,7 +154,7 @@ pub fn rank_lookup_rows(rows: &[LookupRow], current: &Observation, limit: usize)
         }
         let crowded = per_probe[row.probe] > ROWS_PER_PROBE;
         by_visitor
-            .entry(row.visitor_id.as_str())
+            .entry(&row.visitor_id)
             .and_modify(|c| {
                 c.last_seen_at = c.last_seen_at.max(row.seen_at);
                 c.score = c.score.max(comparison.score);
@@ -157,12 +167,7 @@ pub fn rank_lookup_rows(rows: &[LookupRow], current: &Observation, limit: usize)
                 saturated: crowded,
             });
     }
-    let order = |a: &Candidate, b: &Candidate| {
-        b.score
-            .total_cmp(&a.score)
-            .then(b.last_seen_at.cmp(&a.last_seen_at))
-            .then_with(|| a.visitor_id.cmp(&b.visitor_id))
-    };
+    let order = |a: &Candidate, b: &Candidate| rank_order((a.score, a), (b.score, b));
     let mut ranked: Vec<Candidate> = by_visitor.into_values().collect();
     // The order is total (ids are unique), so selecting the first `limit` and sorting only those is exact.
     if limit == 0 {
@@ -199,9 +204,14 @@ mod tests {
         assert!(probes_for(&Observation::default()).is_empty());
     }
 
+    fn id(name: &str) -> VisitorId {
+        let n = u64::from(name.as_bytes()[name.len() - 1]);
+        VisitorId::parse(&format!("vis_{n:048x}")).unwrap()
+    }
+
     fn row(visitor: &str, seen_at: i64, probe: usize, o: &Observation) -> LookupRow {
         LookupRow {
-            visitor_id: visitor.into(),
+            visitor_id: id(visitor),
             seen_at,
             probe,
             observation: Arc::new(o.clone()),
@@ -224,8 +234,8 @@ mod tests {
         // vis_d also appears in the crowded probe; its row in probe 0 keeps it unsaturated.
         rows.push(row("vis_d", 5, 1, &current));
         let ranked = rank_lookup_rows(&rows, &current, 10);
-        let ids: Vec<_> = ranked.iter().map(|c| c.visitor_id.as_str()).collect();
-        assert_eq!(ids, ["vis_e", "vis_d", "vis_a", "vis_b", "vis_c"]);
+        let ids: Vec<_> = ranked.iter().map(|c| c.visitor_id.clone()).collect();
+        assert_eq!(ids, ["vis_e", "vis_d", "vis_a", "vis_b", "vis_c"].map(id));
         assert!(ranked[0].saturated);
         assert!(!ranked[1].saturated);
         assert_eq!(ranked[1].last_seen_at, 30);

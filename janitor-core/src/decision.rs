@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::candidates::{Candidate, CANDIDATE_FLOOR};
+use crate::candidates::{rank_order, Candidate, CANDIDATE_FLOOR};
 use crate::config::{AMBIGUITY_MARGIN, DETERMINISTIC_WEIGHT, EVALUATOR_WEIGHT};
 use crate::evaluator::Evaluation;
 use crate::observation::Observation;
@@ -59,69 +59,52 @@ pub fn blend(candidate: &mut ScoredCandidate, evaluation: Evaluation) {
     candidate.evaluation = Some(evaluation);
 }
 
-fn order(
+fn by(
     key: impl Fn(&ScoredCandidate) -> f64,
 ) -> impl Fn(&ScoredCandidate, &ScoredCandidate) -> Ordering {
-    move |a, b| {
-        key(b)
-            .total_cmp(&key(a))
-            .then(b.candidate.last_seen_at.cmp(&a.candidate.last_seen_at))
-            .then_with(|| a.candidate.visitor_id.cmp(&b.candidate.visitor_id))
-    }
+    move |a, b| rank_order((key(a), &a.candidate), (key(b), &b.candidate))
 }
 
-/// Orders candidates by deterministic score, then recency, then id.
-pub fn sort_by_score(candidates: &mut [ScoredCandidate]) {
-    candidates.sort_by(order(|c| c.score));
-}
-
-/// The outcome of [`decide`].
+/// The outcome of [`decide`]; the best candidate is the first one after it sorted them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Decision {
-    /// Index of the best candidate (after [`decide`] sorted them by confidence), if any.
-    pub best: Option<usize>,
     /// The best of the second candidate's confidence and every other candidate's deterministic score.
     pub runner_up: f64,
     /// Whether the best candidate's id is restored.
     pub restore: bool,
 }
 
-/// Sorts candidates by confidence (then recency, then id) and decides: restore the best only when it is not
+/// Sorts candidates by confidence (then recency, then id) and decides: restore the first only when it is not
 /// saturated, reaches `threshold`, and leads the runner-up by at least [`AMBIGUITY_MARGIN`]. An evaluator
 /// cannot erase a deterministic competitor: every other candidate's score counts toward the runner-up.
 pub fn decide(candidates: &mut [ScoredCandidate], threshold: f64) -> Decision {
-    candidates.sort_by(order(|c| c.confidence));
-    let Some(best) = candidates.first() else {
+    candidates.sort_by(by(|c| c.confidence));
+    let Some((best, others)) = candidates.split_first() else {
         return Decision {
-            best: None,
             runner_up: 0.0,
             restore: false,
         };
     };
-    let second = candidates.get(1).map_or(0.0, |c| c.confidence);
-    let runner_up = candidates
-        .iter()
-        .filter(|c| c.candidate.visitor_id != best.candidate.visitor_id)
-        .map(|c| c.score)
-        .fold(second, f64::max);
+    let second = others.first().map_or(0.0, |c| c.confidence);
+    let runner_up = others.iter().map(|c| c.score).fold(second, f64::max);
     let restore = !best.candidate.saturated
         && best.confidence >= threshold
         && best.confidence - runner_up >= AMBIGUITY_MARGIN;
-    Decision {
-        best: Some(0),
-        runner_up,
-        restore,
-    }
+    Decision { runner_up, restore }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn scored(id: &str, score: f64, confidence: f64, saturated: bool) -> ScoredCandidate {
+    fn id(name: &str) -> crate::visitor::VisitorId {
+        crate::visitor::VisitorId::parse(&format!("vis_{:048x}", name.as_bytes()[0])).unwrap()
+    }
+
+    fn scored(name: &str, score: f64, confidence: f64, saturated: bool) -> ScoredCandidate {
         ScoredCandidate {
             candidate: Candidate {
-                visitor_id: id.into(),
+                visitor_id: id(name),
                 last_seen_at: 0,
                 score,
                 saturated,
@@ -142,7 +125,7 @@ mod tests {
     fn contradicted_snapshots_never_score() {
         let current = snapshot("macos", "A");
         let candidate = Candidate {
-            visitor_id: "v".into(),
+            visitor_id: id("v"),
             last_seen_at: 0,
             score: 1.0,
             saturated: false,
@@ -166,7 +149,7 @@ mod tests {
         assert!(decide(&mut lead, 0.9).restore);
         let mut close = vec![scored("a", 1.0, 1.0, false), scored("b", 0.98, 0.98, false)];
         assert!(!decide(&mut close, 0.9).restore);
-        assert!(decide(&mut Vec::new(), 0.9).best.is_none());
+        assert!(!decide(&mut Vec::new(), 0.9).restore);
     }
 
     #[test]

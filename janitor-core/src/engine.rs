@@ -8,7 +8,7 @@ use serde::{Serialize, Serializer};
 
 use crate::candidates::{probes_for, rank_lookup_rows, CANDIDATE_FLOOR, CANDIDATE_LIMIT};
 use crate::config::{EngineConfig, HISTORY_LIMIT, RESTORE_THRESHOLD};
-use crate::decision::{blend, decide, score_candidate, sort_by_score, ScoredCandidate};
+use crate::decision::{blend, decide, score_candidate, ScoredCandidate};
 use crate::evaluator::{Evaluation, EvaluationInput, Evaluator, NoEvaluator};
 use crate::observation::{js_f64, Observation};
 use crate::payload::VisitorPayload;
@@ -280,15 +280,11 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
             self.store.find_candidate_rows(&probes, now_ms).await?
         };
         let candidates = rank_lookup_rows(&rows, &current, CANDIDATE_LIMIT);
-        drop(rows);
         let candidate_count = candidates.len();
         let mut histories = if candidates.is_empty() {
             HashMap::new()
         } else {
-            let ids: Vec<VisitorId> = candidates
-                .iter()
-                .filter_map(|c| VisitorId::parse(&c.visitor_id))
-                .collect();
+            let ids: Vec<VisitorId> = candidates.iter().map(|c| c.visitor_id.clone()).collect();
             self.store
                 .recent_observations_batch(&ids, HISTORY_LIMIT, now_ms)
                 .await?
@@ -296,13 +292,10 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
         let mut scored: Vec<ScoredCandidate> = candidates
             .into_iter()
             .filter_map(|c| {
-                let history = VisitorId::parse(&c.visitor_id)
-                    .and_then(|id| histories.remove(&id))
-                    .unwrap_or_default();
+                let history = histories.remove(&c.visitor_id).unwrap_or_default();
                 score_candidate(c, history, &current)
             })
             .collect();
-        sort_by_score(&mut scored);
 
         let mut evaluation = None;
         if let Some(evaluator) = &self.evaluator {
@@ -331,7 +324,6 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
                     .filter(|answers| {
                         answers.len() == inputs.len() && answers.iter().all(Evaluation::is_valid)
                     });
-                drop(inputs);
                 for (candidate, answer) in scored.iter_mut().zip(answers.into_iter().flatten()) {
                     blend(candidate, answer);
                 }
@@ -339,19 +331,17 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
         }
 
         let decision = decide(&mut scored, self.config.restore_threshold());
-        let best = decision.best.map(|i| &scored[i]);
+        let best = scored.first();
         if let Some(best) = best {
             evaluation = best.evaluation;
         }
-        let browser_match = best.and_then(|b| {
-            VisitorId::parse(&b.candidate.visitor_id).map(|visitor_id| BrowserMatch {
-                visitor_id,
-                score: b.score,
-            })
+        let browser_match = best.map(|b| BrowserMatch {
+            visitor_id: b.candidate.visitor_id.clone(),
+            score: b.score,
         });
         let restored = best
             .filter(|_| decision.restore)
-            .and_then(|b| VisitorId::parse(&b.candidate.visitor_id).map(|id| (id, b.confidence)));
+            .map(|b| (b.candidate.visitor_id.clone(), b.confidence));
         let is_returning = restored.is_some();
         let (visitor, confidence) = restored.unwrap_or_else(|| (VisitorId::generate(), 0.0));
         self.store

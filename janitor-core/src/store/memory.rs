@@ -46,7 +46,7 @@ struct VisitorEntry {
 
 #[derive(Debug)]
 struct StoredObservation {
-    visitor: String,
+    visitor: VisitorId,
     seen_at: i64,
     observation: Arc<Observation>,
     probes: Vec<Probe>,
@@ -90,7 +90,7 @@ impl Inner {
         };
         let slot = (stored.seen_at, id);
         self.by_time.remove(&slot);
-        if let Some(visitor) = self.visitors.get_mut(&stored.visitor) {
+        if let Some(visitor) = self.visitors.get_mut(stored.visitor.as_str()) {
             visitor.history.remove(&slot);
         }
         for probe in stored.probes {
@@ -141,10 +141,10 @@ impl Inner {
             self.remove(*id);
             let stale = self
                 .visitors
-                .get(&owner)
+                .get(owner.as_str())
                 .is_some_and(|v| v.history.is_empty() && v.last_seen_at < cutoff);
             if stale {
-                self.visitors.remove(&owner);
+                self.visitors.remove(owner.as_str());
                 visitors_removed += 1;
             }
         }
@@ -281,7 +281,7 @@ impl VisitorStore for MemoryVisitorStore {
         inner.observations.insert(
             id,
             StoredObservation {
-                visitor: visitor.as_str().to_owned(),
+                visitor: visitor.clone(),
                 seen_at: now_ms,
                 observation: Arc::new(observation.clone()),
                 probes,

@@ -198,7 +198,7 @@ async fn retention_hides_expired<S: VisitorStore>(store: &S) {
         .await
         .expect("lookup");
     assert!(
-        rows.iter().all(|r| r.visitor_id == edge.as_str()),
+        rows.iter().all(|r| r.visitor_id == edge),
         "lookup applies retention"
     );
     assert_eq!(rows.len(), probes_for(&observation("a")).len());
@@ -319,7 +319,7 @@ async fn probes_return_tagged_bounded_rows<S: VisitorStore>(store: &S) {
     };
     let exact = count(ProbeFamily::ScreenHardware);
     assert_eq!(exact.len(), 1, "exact probe finds the one visitor");
-    assert_eq!(exact[0].visitor_id, visitor(7).as_str());
+    assert_eq!(exact[0].visitor_id, visitor(7));
     let crowded = count(ProbeFamily::PlatformBrowser);
     assert_eq!(
         crowded.len(),
@@ -478,7 +478,7 @@ async fn cleanup_is_bounded_and_resumable<S: VisitorStore>(store: &S) {
         .find_candidate_rows(&probes_for(&observation("new")), now)
         .await
         .expect("lookup");
-    assert!(rows.iter().all(|r| r.visitor_id == visitor(4).as_str()));
+    assert!(rows.iter().all(|r| r.visitor_id == visitor(4)));
     assert_eq!(
         store
             .recent_observations(&visitor(4), 5, now)
@@ -521,7 +521,7 @@ async fn delete_cascades<S: VisitorStore>(store: &S) {
         .await
         .expect("lookup");
     assert!(
-        rows.iter().all(|r| r.visitor_id == other.as_str()),
+        rows.iter().all(|r| r.visitor_id == other),
         "deleted visitor's rows are gone"
     );
     assert!(!rows.is_empty(), "the other visitor is untouched");
