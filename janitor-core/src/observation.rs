@@ -466,6 +466,27 @@ mod tests {
     }
 
     #[test]
+    fn rows_written_by_other_instances_are_read() {
+        // A JavaScript instance's signals_json: integers, a behaviour section, and keys this version ignores.
+        let row = r#"{"userAgent":"UA","platform":"macos","browser":"chrome","languages":["en-us"],
+            "screen":{"width":900,"height":1440,"pixelRatio":1.5},"hardware":{"maxTouchPoints":0},
+            "automation":{"webdriver":false,"headless":true},"graphics":{"webglVendor":"webkit"},
+            "behavior":{"pageAgeMs":10,"mouseMoveCount":1,"pointerDownCount":0,"keyDownCount":0,
+            "scrollCount":0,"visibilityChangeCount":0},"fonts":{"version":"x"}}"#;
+        let o: Observation = serde_json::from_str(row).unwrap();
+        assert_eq!(o.screen.as_ref().unwrap().pixel_ratio, Some(1.5));
+        assert_eq!(o.behavior.as_ref().unwrap().page_age_ms, Some(10));
+        // Written back in the shared form: whole numbers stay integers, ignored keys are gone.
+        let json = serde_json::to_string(&o).unwrap();
+        assert!(
+            json.contains(r#""screen":{"width":900,"height":1440,"pixelRatio":1.5}"#),
+            "{json}"
+        );
+        assert!(!json.contains("headless") && !json.contains("fonts"));
+        assert_eq!(serde_json::from_str::<Observation>(&json).unwrap(), o);
+    }
+
+    #[test]
     fn languages_sort_by_utf16_units() {
         // U+FF41 sorts after U+1F600 by code point, before it by UTF-16 unit (0xD83D < 0xFF41).
         let tags = languages(&["\u{FF41}".into(), "\u{1F600}".into()]).unwrap();

@@ -99,15 +99,6 @@ impl Features {
             Feature::WebglRenderer => b(self.same_webgl_renderer),
         }
     }
-
-    /// Sum of the weights of the features present on both sides.
-    pub fn available(&self) -> f64 {
-        WEIGHTS
-            .iter()
-            .filter(|(f, _)| self.value(*f).is_some())
-            .map(|(_, w)| w)
-            .fold(0.0, |sum, w| sum + w)
-    }
 }
 
 /// The outcome of comparing a stored snapshot with the current observation.
@@ -241,17 +232,6 @@ pub fn compare(previous: &Observation, current: &Observation) -> Comparison {
     }
 }
 
-/// Similarity score alone.
-pub fn similarity(previous: &Observation, current: &Observation) -> f64 {
-    score_of(&features(previous, current)).0
-}
-
-/// Whether the two observations cannot come from the same device.
-pub fn has_contradiction(previous: &Observation, current: &Observation) -> bool {
-    let screen = size_similarity(dims_screen(previous), dims_screen(current));
-    contradicted(previous, current, screen)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,24 +272,15 @@ mod tests {
             size_similarity(Some((1000.0, 1000.0)), Some((550.0, 550.0))),
             Some(0.55)
         );
-        assert!(!has_contradiction(&a, &at));
+        assert!(!compare(&a, &at).contradiction);
         let below = obs("linux", (549.0, 549.0), 0.0, "y");
-        assert!(has_contradiction(&a, &below));
+        assert!(compare(&a, &below).contradiction);
         // Below 0.55 with the same touch and vendor: no contradiction.
-        assert!(!has_contradiction(
-            &a,
-            &obs("linux", (549.0, 549.0), 0.0, "x")
-        ));
+        assert!(!compare(&a, &obs("linux", (549.0, 549.0), 0.0, "x")).contradiction);
         // A different touch capability with the small screen does contradict.
-        assert!(has_contradiction(
-            &a,
-            &obs("linux", (549.0, 549.0), 5.0, "x")
-        ));
+        assert!(compare(&a, &obs("linux", (549.0, 549.0), 5.0, "x")).contradiction);
         // Different platforms always contradict.
-        assert!(has_contradiction(
-            &a,
-            &obs("windows", (1000.0, 1000.0), 0.0, "x")
-        ));
+        assert!(compare(&a, &obs("windows", (1000.0, 1000.0), 0.0, "x")).contradiction);
         assert_eq!(compare(&a, &below).cap, CONTRADICTION_CAP);
     }
 

@@ -495,3 +495,30 @@ async fn the_default_answer_shape() {
     assert_eq!(body["riskStatus"], "disabled");
     assert!(VisitorId::parse(body["visitorId"].as_str().unwrap()).is_some());
 }
+
+#[tokio::test]
+async fn the_restore_threshold_is_configurable() {
+    // A new renderer and timezone: score 0.82 (0.18 of 1.0 weight lost), alone in the lookup.
+    let mut changed = mac();
+    changed["signals"]["timezone"] = json!("Europe/London");
+    changed["signals"]["graphics"]["webglRenderer"] = json!("ANGLE Metal");
+    for (threshold, restored) in [(0.9, false), (0.82, true), (0.83, false), (0.8, true)] {
+        let config = EngineConfig::builder()
+            .restore_threshold(threshold)
+            .build()
+            .unwrap();
+        let engine = Engine::new(MemoryVisitorStore::new(Retention::default()), config);
+        let first = first_visit(&engine).await;
+        let result = engine
+            .identify_at(&payload(changed.clone()), None, T0 + 1)
+            .await
+            .unwrap();
+        let score = result.metrics.deterministic_score;
+        assert!((score - 0.82).abs() < 1e-9, "{score}");
+        assert_eq!(
+            result.identity.visitor_id == first.visitor_id,
+            restored,
+            "threshold {threshold}"
+        );
+    }
+}
