@@ -35,7 +35,9 @@ pub struct ConfigError {
     pub value: String,
 }
 
-fn check<T: PartialOrd + std::fmt::Display>(
+/// `value` when `range` holds it, else a [`ConfigError`] naming `field` and the range. Every crate of the
+/// project validates its options with this, so every range error reads the same.
+pub fn check<T: PartialOrd + std::fmt::Display>(
     field: &'static str,
     value: T,
     range: &RangeInclusive<T>,

@@ -1,0 +1,165 @@
+//! The shared handle: a connection pool, the schema it works in, and counters of the work sent to the server.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use janitor_core::StoreError;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{NoTls, Row};
+
+use crate::config::{DatabaseConfig, SchemaName};
+use crate::error::{from_pool, from_postgres, SetupError};
+
+/// A pool of PostgreSQL connections shared by every store of one process. Cheap to clone.
+///
+/// Creating it opens no connection; the first statement does. Connections are plain TCP or Unix sockets
+/// (no TLS): keep the database on a private network or loopback.
+#[derive(Clone)]
+pub struct Database {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    config: DatabaseConfig,
+    statements: AtomicU64,
+    prepares: AtomicU64,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("schema", &self.inner.config.schema)
+            .field("status", &self.inner.pool.status())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Database {
+    /// A pool for `config`. Must be called inside a Tokio runtime's context only when used, not when built.
+    pub fn new(config: DatabaseConfig) -> Result<Self, SetupError> {
+        let manager = Manager::from_config(
+            config.postgres.clone(),
+            NoTls,
+            ManagerConfig {
+                // A pooled connection is checked only for being closed: no extra round trip per checkout. A
+                // connection the server dropped fails its next statement (reported as unavailable) and is
+                // discarded by the pool.
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(config.max_connections)
+            .wait_timeout(Some(config.wait_timeout))
+            .create_timeout(Some(config.connect_timeout))
+            .recycle_timeout(Some(config.connect_timeout))
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| SetupError::Pool(e.to_string()))?;
+        Ok(Database {
+            inner: Arc::new(Inner {
+                pool,
+                config,
+                statements: AtomicU64::new(0),
+                prepares: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The schema statements run in, if the configuration named one.
+    pub fn schema(&self) -> Option<&SchemaName> {
+        self.inner.config.schema.as_ref()
+    }
+
+    /// The configuration this pool was built from.
+    pub fn config(&self) -> &DatabaseConfig {
+        &self.inner.config
+    }
+
+    /// The underlying pool, for an application's own statements (they run with the same timeout and schema).
+    pub fn pool(&self) -> &Pool {
+        &self.inner.pool
+    }
+
+    /// Statements executed through this handle so far: each one is one round trip to the server.
+    pub fn statements_executed(&self) -> u64 {
+        self.inner.statements.load(Ordering::Relaxed)
+    }
+
+    /// Statements prepared so far (once per statement text and connection; an extra round trip each).
+    pub fn statements_prepared(&self) -> u64 {
+        self.inner.prepares.load(Ordering::Relaxed)
+    }
+
+    /// Checks that a connection can be had and answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.connection()
+            .await?
+            .query("SELECT 1", &[])
+            .await
+            .map(drop)
+    }
+
+    pub(crate) async fn connection(&self) -> Result<Connection<'_>, StoreError> {
+        let client = self.inner.pool.get().await.map_err(from_pool)?;
+        Ok(Connection {
+            client,
+            inner: &self.inner,
+        })
+    }
+}
+
+/// One checked-out connection; returns to the pool when dropped.
+pub(crate) struct Connection<'a> {
+    pub(crate) client: Object,
+    inner: &'a Inner,
+}
+
+impl Connection<'_> {
+    async fn prepare(&self, sql: &str) -> Result<tokio_postgres::Statement, StoreError> {
+        let cached = self.client.statement_cache.size();
+        let statement = self
+            .client
+            .prepare_cached(sql)
+            .await
+            .map_err(|e| from_postgres(&e))?;
+        if self.client.statement_cache.size() != cached {
+            self.inner.prepares.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(statement)
+    }
+
+    /// Runs a prepared statement and returns its rows.
+    pub(crate) async fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, StoreError> {
+        let statement = self.prepare(sql).await?;
+        self.inner.statements.fetch_add(1, Ordering::Relaxed);
+        self.client
+            .query(&statement, params)
+            .await
+            .map_err(|e| from_postgres(&e))
+    }
+
+    /// Runs a prepared statement and returns how many rows it changed.
+    pub(crate) async fn execute(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, StoreError> {
+        let statement = self.prepare(sql).await?;
+        self.inner.statements.fetch_add(1, Ordering::Relaxed);
+        self.client
+            .execute(&statement, params)
+            .await
+            .map_err(|e| from_postgres(&e))
+    }
+
+    /// Counts a statement run outside [`query`](Self::query) and [`execute`](Self::execute).
+    pub(crate) fn count_statement(&self) {
+        self.inner.statements.fetch_add(1, Ordering::Relaxed);
+    }
+}

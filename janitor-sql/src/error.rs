@@ -1,0 +1,79 @@
+//! Errors, and the one place that decides whether a database failure is "unavailable" or "data".
+
+use deadpool_postgres::PoolError;
+use janitor_core::config::ConfigError;
+use janitor_core::StoreError;
+use tokio_postgres::error::SqlState;
+
+/// A configuration that cannot be used. Nothing has touched the network when one is returned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetupError {
+    /// A numeric option outside its range.
+    #[error(transparent)]
+    OutOfRange(#[from] ConfigError),
+    /// The connection URL does not parse.
+    #[error("invalid database URL: {0}")]
+    InvalidUrl(String),
+    /// The schema name breaks a rule of [`SchemaName`](crate::SchemaName).
+    #[error("invalid schema name {name:?}: {reason}")]
+    InvalidSchema {
+        /// The name given (cut to 80 characters).
+        name: String,
+        /// The rule it breaks.
+        reason: &'static str,
+    },
+    /// The pool could not be created.
+    #[error("cannot create the connection pool: {0}")]
+    Pool(String),
+}
+
+/// Whether a failed statement means the database cannot answer now, as opposed to refusing what was asked.
+///
+/// Unavailable: connection lost or refused, server shutting down or out of resources, statement cancelled by
+/// its timeout, lock or serialization conflicts that a retry can win. Everything else — constraints, invalid
+/// data, a missing table (migrations not applied) — is a data error. Messages carry PostgreSQL's message and
+/// SQLSTATE, never its DETAIL line, which can quote row values.
+pub(crate) fn from_postgres(error: &tokio_postgres::Error) -> StoreError {
+    let Some(db) = error.as_db_error() else {
+        // No server answer at all: the socket closed, or I/O or the protocol failed.
+        return StoreError::Unavailable(error.to_string());
+    };
+    let text = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+    if is_transient(db.code()) {
+        StoreError::Unavailable(text)
+    } else {
+        StoreError::Data(text)
+    }
+}
+
+fn is_transient(code: &SqlState) -> bool {
+    let class = &code.code()[..2];
+    matches!(
+        class,
+        "08" // connection exception
+        | "53" // insufficient resources (too many connections, out of memory or disk)
+        | "57" // operator intervention: statement timeout, terminated backend, shutdown
+        | "58" // system error (I/O)
+        | "40" // serialization failure, deadlock: a retry can succeed
+    ) || *code == SqlState::LOCK_NOT_AVAILABLE
+}
+
+/// Every pool failure is "unavailable": the pool is exhausted (wait timeout), closed, or cannot connect.
+pub(crate) fn from_pool(error: PoolError) -> StoreError {
+    match error {
+        PoolError::Backend(e) => match from_postgres(&e) {
+            // Authentication or a missing database while connecting are still "cannot serve now".
+            StoreError::Data(text) => StoreError::Unavailable(text),
+            unavailable => unavailable,
+        },
+        PoolError::Timeout(kind) => StoreError::Unavailable(format!(
+            "no database connection within the wait timeout ({kind:?})"
+        )),
+        other => StoreError::Unavailable(other.to_string()),
+    }
+}
+
+/// A row that does not read as what the schema promises.
+pub(crate) fn unreadable(what: &str, error: impl std::fmt::Display) -> StoreError {
+    StoreError::Data(format!("cannot read {what}: {error}"))
+}

@@ -1,0 +1,347 @@
+//! The PostgreSQL visitor store.
+//!
+//! Round trips per call: the candidate lookup, a history read (one visitor or up to ten) and every
+//! [`record_visit`](VisitorStore::record_visit) are one statement each. So a cookie-path identification costs two
+//! round trips (history, then save + prune + touch) and a cookieless one three (lookup, histories, then create +
+//! save), or two when no candidate survives ranking.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use janitor_core::candidates::{LookupRow, Probe};
+use janitor_core::config::{Retention, CLEANUP_BATCH, MAX_OBSERVATIONS_PER_VISITOR};
+use janitor_core::store::{
+    CleanupReport, StoreError, VisitWrite, VisitorStore, MAX_BATCH_VISITORS,
+};
+use janitor_core::{Observation, VisitorId};
+use tokio_postgres::types::{Json, ToSql};
+use tokio_postgres::Row;
+
+use crate::database::{Connection, Database};
+use crate::error::unreadable;
+
+mod sql;
+
+/// Visitors and observations in PostgreSQL, in the tables of `migrations/0001_visitors.sql` (shared with
+/// Janitor instances in other languages). Cheap to clone; clones share the pool.
+#[derive(Debug, Clone)]
+pub struct PgVisitorStore {
+    database: Database,
+    retention: Retention,
+}
+
+impl PgVisitorStore {
+    /// A store over `database` applying `retention`. Run [`migrate`](crate::migrate) once before use.
+    pub fn new(database: Database, retention: Retention) -> Self {
+        PgVisitorStore {
+            database,
+            retention,
+        }
+    }
+
+    /// The database handle (for its counters, or the application's own statements).
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+
+    /// The retention rules this store applies.
+    pub fn retention(&self) -> Retention {
+        self.retention
+    }
+
+    fn keep(&self) -> i64 {
+        self.retention.max_per_visitor() as i64
+    }
+}
+
+/// The columns of an observation row, in the order of the write statements' `$3`–`$7`.
+struct ObservationColumns<'a> {
+    platform: Option<&'a str>,
+    browser: Option<&'a str>,
+    timezone: Option<&'a str>,
+    renderer: Option<&'a str>,
+    json: Json<&'a Observation>,
+}
+
+impl<'a> ObservationColumns<'a> {
+    fn of(o: &'a Observation) -> Self {
+        ObservationColumns {
+            platform: o.platform.as_deref(),
+            browser: o.browser.as_deref(),
+            timezone: o.timezone.as_deref(),
+            renderer: o.webgl_renderer(),
+            json: Json(o),
+        }
+    }
+}
+
+fn observation(row: &Row, column: usize) -> Result<Arc<Observation>, StoreError> {
+    row.try_get::<_, Json<Observation>>(column)
+        .map(|Json(o)| Arc::new(o))
+        .map_err(|e| unreadable("an observation", e))
+}
+
+fn visitor_id(row: &Row, column: usize) -> Result<VisitorId, StoreError> {
+    let text: &str = row
+        .try_get(column)
+        .map_err(|e| unreadable("a visitor id", e))?;
+    VisitorId::parse(text).ok_or_else(|| unreadable("a visitor id", "not vis_ and 48 hex digits"))
+}
+
+fn history_limit(limit: usize) -> i64 {
+    limit.clamp(1, *MAX_OBSERVATIONS_PER_VISITOR.1.end()) as i64
+}
+
+impl PgVisitorStore {
+    async fn save(
+        &self,
+        connection: &Connection<'_>,
+        statement: &str,
+        visitor: &VisitorId,
+        observation: &Observation,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let c = ObservationColumns::of(observation);
+        let cutoff = self.retention.cutoff(now_ms);
+        let keep = self.keep();
+        connection
+            .query(
+                statement,
+                &[
+                    &visitor.as_str(),
+                    &now_ms,
+                    &c.platform,
+                    &c.browser,
+                    &c.timezone,
+                    &c.renderer,
+                    &c.json,
+                    &cutoff,
+                    &keep,
+                ],
+            )
+            .await
+            .map(drop)
+    }
+}
+
+impl VisitorStore for PgVisitorStore {
+    async fn find_candidate_rows(
+        &self,
+        probes: &[Probe],
+        now_ms: i64,
+    ) -> Result<Vec<LookupRow>, StoreError> {
+        if probes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let statement = sql::lookup(probes)
+            .ok_or_else(|| StoreError::Data("a probe's keys do not fit its family".into()))?;
+        let cutoff = self.retention.cutoff(now_ms);
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&cutoff];
+        for probe in probes {
+            params.extend(probe.keys.iter().map(|k| k as &(dyn ToSql + Sync)));
+        }
+        let connection = self.database.connection().await?;
+        let rows = connection.query(&statement, &params).await?;
+        rows.iter()
+            .map(|row| {
+                let probe: i32 = row.try_get(3).map_err(|e| unreadable("a probe tag", e))?;
+                Ok(LookupRow {
+                    visitor_id: visitor_id(row, 0)?,
+                    seen_at: row.try_get(1).map_err(|e| unreadable("seen_at", e))?,
+                    probe: probe as usize,
+                    observation: observation(row, 2)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn recent_observations(
+        &self,
+        visitor: &VisitorId,
+        limit: usize,
+        now_ms: i64,
+    ) -> Result<Vec<Arc<Observation>>, StoreError> {
+        let cutoff = self.retention.cutoff(now_ms);
+        let connection = self.database.connection().await?;
+        let rows = connection
+            .query(
+                sql::HISTORY,
+                &[&visitor.as_str(), &cutoff, &history_limit(limit)],
+            )
+            .await?;
+        rows.iter().map(|row| observation(row, 0)).collect()
+    }
+
+    async fn recent_observations_batch(
+        &self,
+        visitors: &[VisitorId],
+        limit: usize,
+        now_ms: i64,
+    ) -> Result<HashMap<VisitorId, Vec<Arc<Observation>>>, StoreError> {
+        let mut wanted: Vec<&str> = Vec::with_capacity(MAX_BATCH_VISITORS);
+        for visitor in visitors {
+            if wanted.len() == MAX_BATCH_VISITORS {
+                break;
+            }
+            if !wanted.contains(&visitor.as_str()) {
+                wanted.push(visitor.as_str());
+            }
+        }
+        if wanted.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let cutoff = self.retention.cutoff(now_ms);
+        let connection = self.database.connection().await?;
+        let rows = connection
+            .query(
+                sql::HISTORY_BATCH,
+                &[&wanted, &cutoff, &history_limit(limit)],
+            )
+            .await?;
+        let mut histories: HashMap<VisitorId, Vec<Arc<Observation>>> = HashMap::new();
+        for row in &rows {
+            histories
+                .entry(visitor_id(row, 0)?)
+                .or_default()
+                .push(observation(row, 1)?);
+        }
+        Ok(histories)
+    }
+
+    async fn create_visitor(&self, visitor: &VisitorId, now_ms: i64) -> Result<(), StoreError> {
+        let connection = self.database.connection().await?;
+        connection
+            .execute(sql::CREATE, &[&visitor.as_str(), &now_ms])
+            .await
+            .map(drop)
+    }
+
+    async fn save_observation(
+        &self,
+        visitor: &VisitorId,
+        observation: &Observation,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let connection = self.database.connection().await?;
+        self.save(&connection, sql::SAVE, visitor, observation, now_ms)
+            .await
+    }
+
+    async fn touch_visitor(&self, visitor: &VisitorId, now_ms: i64) -> Result<(), StoreError> {
+        let connection = self.database.connection().await?;
+        connection
+            .execute(sql::TOUCH, &[&visitor.as_str(), &now_ms])
+            .await
+            .map(drop)
+    }
+
+    /// One statement whatever the write: a new visitor is created with its observation (nothing to prune or
+    /// touch), a known one saves + prunes + touches, or only touches. A failure writes nothing.
+    async fn record_visit(&self, write: VisitWrite<'_>) -> Result<(), StoreError> {
+        let connection = self.database.connection().await?;
+        let visitor = write.visitor.as_str();
+        match (write.create, write.observation) {
+            (true, Some(o)) => {
+                let c = ObservationColumns::of(o);
+                connection
+                    .execute(
+                        sql::CREATE_AND_SAVE,
+                        &[
+                            &visitor,
+                            &write.now_ms,
+                            &c.platform,
+                            &c.browser,
+                            &c.timezone,
+                            &c.renderer,
+                            &c.json,
+                        ],
+                    )
+                    .await
+                    .map(drop)
+            }
+            (true, None) => connection
+                .execute(sql::CREATE, &[&visitor, &write.now_ms])
+                .await
+                .map(drop),
+            (false, Some(o)) => {
+                self.save(
+                    &connection,
+                    sql::SAVE_AND_TOUCH,
+                    write.visitor,
+                    o,
+                    write.now_ms,
+                )
+                .await
+            }
+            (false, None) => connection
+                .execute(sql::TOUCH, &[&visitor, &write.now_ms])
+                .await
+                .map(drop),
+        }
+    }
+
+    async fn cleanup(
+        &self,
+        after: Option<&str>,
+        batch: usize,
+        now_ms: i64,
+    ) -> Result<CleanupReport, StoreError> {
+        let batch = batch.clamp(*CLEANUP_BATCH.1.start(), *CLEANUP_BATCH.1.end());
+        let limit = batch as i64;
+        let cutoff = self.retention.cutoff(now_ms);
+        // Each step stands on its own, so a failure part-way loses nothing: the next call redoes what is left.
+        let connection = self.database.connection().await?;
+        let expired = connection.query(sql::EXPIRE, &[&cutoff, &limit]).await?;
+        let mut owners = expired
+            .iter()
+            .map(|row| row.try_get(0).map_err(|e| unreadable("a visitor id", e)))
+            .collect::<Result<Vec<&str>, _>>()?;
+        owners.sort_unstable();
+        owners.dedup();
+        let mut visitors_removed = if owners.is_empty() {
+            0
+        } else {
+            connection
+                .execute(sql::REMOVE_EMPTY_STALE, &[&owners, &cutoff])
+                .await?
+        };
+
+        let page = connection
+            .query(sql::VISITOR_PAGE, &[&after.unwrap_or(""), &(limit + 1)])
+            .await?;
+        let mut page = page
+            .iter()
+            .map(|row| row.try_get(0).map_err(|e| unreadable("a visitor id", e)))
+            .collect::<Result<Vec<&str>, _>>()?;
+        let more_visitors = page.len() > batch;
+        page.truncate(batch);
+        let mut pruned = 0;
+        if !page.is_empty() {
+            pruned = connection
+                .execute(sql::PRUNE_VISITORS, &[&page, &self.keep()])
+                .await?;
+            visitors_removed += connection
+                .execute(sql::REMOVE_EMPTY_STALE, &[&page, &cutoff])
+                .await?;
+        }
+        Ok(CleanupReport {
+            expired_deleted: expired.len(),
+            pruned: pruned as usize,
+            visitors_removed: visitors_removed as usize,
+            next_visitor: if more_visitors {
+                page.last().map(|id| (*id).to_owned())
+            } else {
+                None
+            },
+            has_more_expired: expired.len() == batch || visitors_removed as usize >= batch,
+        })
+    }
+
+    async fn delete_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
+        let connection = self.database.connection().await?;
+        Ok(connection
+            .execute(sql::DELETE_VISITOR, &[&visitor.as_str()])
+            .await?
+            > 0)
+    }
+}

@@ -1,0 +1,190 @@
+//! The statements of the visitor store. Each runs as a prepared statement, cached per connection.
+//!
+//! Parameters, shared by the write fragments so they compose: `$1` visitor id, `$2` now (ms), `$3`–`$6`
+//! platform, browser, timezone, webgl renderer, `$7` the observation as JSON, `$8` retention cutoff, `$9` rows
+//! kept per visitor.
+
+use std::fmt::Write;
+
+use janitor_core::candidates::{Probe, ProbeFamily, ROWS_PER_PROBE};
+
+macro_rules! insert_observation {
+    () => {
+        "INSERT INTO observations \
+           (visitor_id, seen_at, platform, browser, timezone, webgl_renderer, signals_json) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)"
+    };
+}
+
+// The new row is invisible to the DELETE (one snapshot per statement), so it joins the ranking through the
+// INSERT's RETURNING: the visitor keeps its `$9` newest rows counting the new one, and loses its expired ones.
+macro_rules! save_and_prune {
+    () => {
+        concat!(
+            "inserted AS (",
+            insert_observation!(),
+            " RETURNING id, seen_at), \
+             pruned AS ( \
+               DELETE FROM observations \
+               WHERE visitor_id = $1 AND (seen_at < $8 OR id IN ( \
+                 SELECT id FROM ( \
+                   SELECT id, seen_at FROM observations WHERE visitor_id = $1 \
+                   UNION ALL SELECT id, seen_at FROM inserted \
+                 ) AS history \
+                 ORDER BY seen_at DESC, id DESC OFFSET $9)) \
+               RETURNING 1)"
+        )
+    };
+}
+
+macro_rules! touch {
+    () => {
+        "UPDATE visitors SET last_seen_at = GREATEST(last_seen_at, $2) WHERE id = $1"
+    };
+}
+
+macro_rules! create {
+    () => {
+        "INSERT INTO visitors (id, created_at, last_seen_at) VALUES ($1, $2, $2)"
+    };
+}
+
+/// Creates a visitor (`$1`, `$2`).
+pub(super) const CREATE: &str = create!();
+
+/// Moves `last_seen_at` forward (`$1`, `$2`).
+pub(super) const TOUCH: &str = touch!();
+
+/// Creates a visitor and saves its first observation (`$1`–`$7`). Nothing to prune: the visitor is new.
+/// The foreign key is checked at the end of the statement, when the visitor row exists.
+pub(super) const CREATE_AND_SAVE: &str =
+    concat!("WITH created AS (", create!(), ") ", insert_observation!());
+
+/// Saves an observation and prunes the visitor (`$1`–`$9`).
+pub(super) const SAVE: &str = concat!("WITH ", save_and_prune!(), " SELECT count(*) FROM pruned");
+
+/// Saves, prunes and touches in one statement (`$1`–`$9`): the cookie path's only write.
+pub(super) const SAVE_AND_TOUCH: &str = concat!(
+    "WITH ",
+    save_and_prune!(),
+    ", touched AS (",
+    touch!(),
+    ") SELECT count(*) FROM pruned"
+);
+
+/// Up to `$3` retained observations of visitor `$1` at cutoff `$2`, newest first.
+pub(super) const HISTORY: &str = "SELECT signals_json FROM observations \
+     WHERE visitor_id = $1 AND seen_at >= $2 ORDER BY seen_at DESC, id DESC LIMIT $3";
+
+/// The same for every visitor of the array `$1`, in one statement: one index range read per visitor.
+pub(super) const HISTORY_BATCH: &str = "SELECT wanted.id, history.signals_json \
+     FROM unnest($1::text[]) WITH ORDINALITY AS wanted (id, position) \
+     CROSS JOIN LATERAL ( \
+       SELECT o.signals_json, o.seen_at, o.id AS row_id FROM observations o \
+       WHERE o.visitor_id = wanted.id AND o.seen_at >= $2 \
+       ORDER BY o.seen_at DESC, o.id DESC LIMIT $3 \
+     ) AS history \
+     ORDER BY wanted.position, history.seen_at DESC, history.row_id DESC";
+
+/// Deletes a visitor; observations follow by cascade.
+pub(super) const DELETE_VISITOR: &str = "DELETE FROM visitors WHERE id = $1";
+
+/// Deletes up to `$2` observations older than `$1`, oldest first, returning their owners.
+pub(super) const EXPIRE: &str = "DELETE FROM observations WHERE id IN ( \
+       SELECT id FROM observations WHERE seen_at < $1 ORDER BY seen_at LIMIT $2) \
+     RETURNING visitor_id";
+
+/// The next `$2` visitor ids after `$1`.
+pub(super) const VISITOR_PAGE: &str = "SELECT id FROM visitors WHERE id > $1 ORDER BY id LIMIT $2";
+
+/// Deletes all but the `$2` newest observations of each visitor in `$1`.
+pub(super) const PRUNE_VISITORS: &str = "DELETE FROM observations WHERE id IN ( \
+       SELECT id FROM ( \
+         SELECT id, row_number() OVER (PARTITION BY visitor_id ORDER BY seen_at DESC, id DESC) AS rank \
+         FROM observations WHERE visitor_id = ANY($1) \
+       ) AS ranked WHERE rank > $2)";
+
+/// Deletes the visitors of `$1` that have no observation left and were last seen before `$2`.
+pub(super) const REMOVE_EMPTY_STALE: &str = "DELETE FROM visitors v \
+     WHERE v.id = ANY($1) AND v.last_seen_at < $2 \
+       AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.visitor_id = v.id)";
+
+/// The `WHERE` terms of a family, in the order of [`ProbeFamily::keys`]. Each family has an index whose
+/// leading columns are exactly these terms followed by `seen_at DESC` (see `migrations/0001_visitors.sql`).
+fn terms(family: ProbeFamily) -> &'static [&'static str] {
+    const PLATFORM: &str = "platform";
+    const BROWSER: &str = "browser";
+    const TIMEZONE: &str = "timezone";
+    const RENDERER: &str = "webgl_renderer";
+    const WIDTH: &str = "(signals_json #>> '{screen,width}')";
+    const HEIGHT: &str = "(signals_json #>> '{screen,height}')";
+    const CORES: &str = "(signals_json #>> '{hardware,hardwareConcurrency}')";
+    match family {
+        ProbeFamily::ScreenHardware => &[PLATFORM, BROWSER, WIDTH, HEIGHT, CORES],
+        ProbeFamily::ScreenTimezone => &[PLATFORM, BROWSER, WIDTH, HEIGHT, TIMEZONE],
+        ProbeFamily::RendererTimezone => &[PLATFORM, BROWSER, RENDERER, TIMEZONE],
+        ProbeFamily::PlatformBrowser => &[PLATFORM, BROWSER],
+        ProbeFamily::Renderer => &[RENDERER],
+        ProbeFamily::TimezoneBrowser => &[TIMEZONE, BROWSER],
+    }
+}
+
+/// The candidate lookup for `probes` as one statement: a `UNION ALL` of one bounded index read per probe,
+/// each tagged with its position. `$1` is the cutoff; the keys follow, probe after probe. Returns `None` when
+/// a probe's key count does not fit its family.
+pub(super) fn lookup(probes: &[Probe]) -> Option<String> {
+    let mut sql = String::with_capacity(300 * probes.len());
+    let mut parameter = 1;
+    for (position, probe) in probes.iter().enumerate() {
+        let terms = terms(probe.family);
+        if terms.len() != probe.keys.len() {
+            return None;
+        }
+        if position > 0 {
+            sql.push_str(" UNION ALL ");
+        }
+        sql.push_str("(SELECT visitor_id, seen_at, signals_json, ");
+        let _ = write!(sql, "{position}::int4 AS probe FROM observations WHERE ");
+        for term in terms {
+            parameter += 1;
+            let _ = write!(sql, "{term} = ${parameter} AND ");
+        }
+        let _ = write!(
+            sql,
+            "seen_at >= $1 ORDER BY seen_at DESC LIMIT {})",
+            ROWS_PER_PROBE + 1
+        );
+    }
+    Some(sql)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_numbers_parameters_over_the_probes_used() {
+        let probes = [
+            Probe {
+                family: ProbeFamily::PlatformBrowser,
+                keys: vec!["macos".into(), "chrome".into()],
+            },
+            Probe {
+                family: ProbeFamily::Renderer,
+                keys: vec!["r".into()],
+            },
+        ];
+        assert_eq!(
+            lookup(&probes).unwrap(),
+            "(SELECT visitor_id, seen_at, signals_json, 0::int4 AS probe FROM observations \
+             WHERE platform = $2 AND browser = $3 AND seen_at >= $1 ORDER BY seen_at DESC LIMIT 101) \
+             UNION ALL (SELECT visitor_id, seen_at, signals_json, 1::int4 AS probe FROM observations \
+             WHERE webgl_renderer = $4 AND seen_at >= $1 ORDER BY seen_at DESC LIMIT 101)"
+        );
+        let wrong = [Probe {
+            family: ProbeFamily::Renderer,
+            keys: vec![],
+        }];
+        assert_eq!(lookup(&wrong), None);
+    }
+}
