@@ -7,7 +7,7 @@ mod error;
 pub mod migrate;
 #[cfg(feature = "test-support")]
 pub mod testing;
-mod visitor_store;
+pub mod visitor_store;
 
 pub use config::{
     DatabaseConfig, DatabaseConfigBuilder, SchemaName, APPLICATION_NAME, CONNECT_TIMEOUT_MS,

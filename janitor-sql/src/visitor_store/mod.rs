@@ -20,7 +20,7 @@ use tokio_postgres::Row;
 use crate::database::{Connection, Database};
 use crate::error::unreadable;
 
-mod sql;
+pub mod statements;
 
 /// Visitors and observations in PostgreSQL, in the tables of `migrations/0001_visitors.sql` (shared with
 /// Janitor instances in other languages). Cheap to clone; clones share the pool.
@@ -133,7 +133,7 @@ impl VisitorStore for PgVisitorStore {
         if probes.is_empty() {
             return Ok(Vec::new());
         }
-        let statement = sql::lookup(probes)
+        let statement = statements::lookup(probes)
             .ok_or_else(|| StoreError::Data("a probe's keys do not fit its family".into()))?;
         let cutoff = self.retention.cutoff(now_ms);
         let mut params: Vec<&(dyn ToSql + Sync)> = vec![&cutoff];
@@ -165,7 +165,7 @@ impl VisitorStore for PgVisitorStore {
         let connection = self.database.connection().await?;
         let rows = connection
             .query(
-                sql::HISTORY,
+                statements::HISTORY,
                 &[&visitor.as_str(), &cutoff, &history_limit(limit)],
             )
             .await?;
@@ -194,7 +194,7 @@ impl VisitorStore for PgVisitorStore {
         let connection = self.database.connection().await?;
         let rows = connection
             .query(
-                sql::HISTORY_BATCH,
+                statements::HISTORY_BATCH,
                 &[&wanted, &cutoff, &history_limit(limit)],
             )
             .await?;
@@ -211,7 +211,7 @@ impl VisitorStore for PgVisitorStore {
     async fn create_visitor(&self, visitor: &VisitorId, now_ms: i64) -> Result<(), StoreError> {
         let connection = self.database.connection().await?;
         connection
-            .execute(sql::CREATE, &[&visitor.as_str(), &now_ms])
+            .execute(statements::CREATE, &[&visitor.as_str(), &now_ms])
             .await
             .map(drop)
     }
@@ -223,14 +223,14 @@ impl VisitorStore for PgVisitorStore {
         now_ms: i64,
     ) -> Result<(), StoreError> {
         let connection = self.database.connection().await?;
-        self.save(&connection, sql::SAVE, visitor, observation, now_ms)
+        self.save(&connection, statements::SAVE, visitor, observation, now_ms)
             .await
     }
 
     async fn touch_visitor(&self, visitor: &VisitorId, now_ms: i64) -> Result<(), StoreError> {
         let connection = self.database.connection().await?;
         connection
-            .execute(sql::TOUCH, &[&visitor.as_str(), &now_ms])
+            .execute(statements::TOUCH, &[&visitor.as_str(), &now_ms])
             .await
             .map(drop)
     }
@@ -245,7 +245,7 @@ impl VisitorStore for PgVisitorStore {
                 let c = ObservationColumns::of(o);
                 connection
                     .execute(
-                        sql::CREATE_AND_SAVE,
+                        statements::CREATE_AND_SAVE,
                         &[
                             &visitor,
                             &write.now_ms,
@@ -260,13 +260,13 @@ impl VisitorStore for PgVisitorStore {
                     .map(drop)
             }
             (true, None) => connection
-                .execute(sql::CREATE, &[&visitor, &write.now_ms])
+                .execute(statements::CREATE, &[&visitor, &write.now_ms])
                 .await
                 .map(drop),
             (false, Some(o)) => {
                 self.save(
                     &connection,
-                    sql::SAVE_AND_TOUCH,
+                    statements::SAVE_AND_TOUCH,
                     write.visitor,
                     o,
                     write.now_ms,
@@ -274,7 +274,7 @@ impl VisitorStore for PgVisitorStore {
                 .await
             }
             (false, None) => connection
-                .execute(sql::TOUCH, &[&visitor, &write.now_ms])
+                .execute(statements::TOUCH, &[&visitor, &write.now_ms])
                 .await
                 .map(drop),
         }
@@ -291,7 +291,9 @@ impl VisitorStore for PgVisitorStore {
         let cutoff = self.retention.cutoff(now_ms);
         // Each step stands on its own, so a failure part-way loses nothing: the next call redoes what is left.
         let connection = self.database.connection().await?;
-        let expired = connection.query(sql::EXPIRE, &[&cutoff, &limit]).await?;
+        let expired = connection
+            .query(statements::EXPIRE, &[&cutoff, &limit])
+            .await?;
         let mut owners = expired
             .iter()
             .map(|row| row.try_get(0).map_err(|e| unreadable("a visitor id", e)))
@@ -302,12 +304,15 @@ impl VisitorStore for PgVisitorStore {
             0
         } else {
             connection
-                .execute(sql::REMOVE_EMPTY_STALE, &[&owners, &cutoff])
+                .execute(statements::REMOVE_EMPTY_STALE, &[&owners, &cutoff])
                 .await?
         };
 
         let page = connection
-            .query(sql::VISITOR_PAGE, &[&after.unwrap_or(""), &(limit + 1)])
+            .query(
+                statements::VISITOR_PAGE,
+                &[&after.unwrap_or(""), &(limit + 1)],
+            )
             .await?;
         let mut page = page
             .iter()
@@ -318,10 +323,10 @@ impl VisitorStore for PgVisitorStore {
         let mut pruned = 0;
         if !page.is_empty() {
             pruned = connection
-                .execute(sql::PRUNE_VISITORS, &[&page, &self.keep()])
+                .execute(statements::PRUNE_VISITORS, &[&page, &self.keep()])
                 .await?;
             visitors_removed += connection
-                .execute(sql::REMOVE_EMPTY_STALE, &[&page, &cutoff])
+                .execute(statements::REMOVE_EMPTY_STALE, &[&page, &cutoff])
                 .await?;
         }
         Ok(CleanupReport {
@@ -340,7 +345,7 @@ impl VisitorStore for PgVisitorStore {
     async fn delete_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
         let connection = self.database.connection().await?;
         Ok(connection
-            .execute(sql::DELETE_VISITOR, &[&visitor.as_str()])
+            .execute(statements::DELETE_VISITOR, &[&visitor.as_str()])
             .await?
             > 0)
     }

@@ -1,4 +1,5 @@
-//! The statements of the visitor store. Each runs as a prepared statement, cached per connection.
+//! The SQL of the visitor store, public so it can be reviewed, `EXPLAIN`ed and replayed by load tools. Each
+//! runs as a prepared statement, cached per connection.
 //!
 //! Parameters, shared by the write fragments so they compose: `$1` visitor id, `$2` now (ms), `$3`–`$6`
 //! platform, browser, timezone, webgl renderer, `$7` the observation as JSON, `$8` retention cutoff, `$9` rows
@@ -50,21 +51,21 @@ macro_rules! create {
 }
 
 /// Creates a visitor (`$1`, `$2`).
-pub(super) const CREATE: &str = create!();
+pub const CREATE: &str = create!();
 
 /// Moves `last_seen_at` forward (`$1`, `$2`).
-pub(super) const TOUCH: &str = touch!();
+pub const TOUCH: &str = touch!();
 
 /// Creates a visitor and saves its first observation (`$1`–`$7`). Nothing to prune: the visitor is new.
 /// The foreign key is checked at the end of the statement, when the visitor row exists.
-pub(super) const CREATE_AND_SAVE: &str =
+pub const CREATE_AND_SAVE: &str =
     concat!("WITH created AS (", create!(), ") ", insert_observation!());
 
 /// Saves an observation and prunes the visitor (`$1`–`$9`).
-pub(super) const SAVE: &str = concat!("WITH ", save_and_prune!(), " SELECT count(*) FROM pruned");
+pub const SAVE: &str = concat!("WITH ", save_and_prune!(), " SELECT count(*) FROM pruned");
 
 /// Saves, prunes and touches in one statement (`$1`–`$9`): the cookie path's only write.
-pub(super) const SAVE_AND_TOUCH: &str = concat!(
+pub const SAVE_AND_TOUCH: &str = concat!(
     "WITH ",
     save_and_prune!(),
     ", touched AS (",
@@ -73,11 +74,11 @@ pub(super) const SAVE_AND_TOUCH: &str = concat!(
 );
 
 /// Up to `$3` retained observations of visitor `$1` at cutoff `$2`, newest first.
-pub(super) const HISTORY: &str = "SELECT signals_json FROM observations \
+pub const HISTORY: &str = "SELECT signals_json FROM observations \
      WHERE visitor_id = $1 AND seen_at >= $2 ORDER BY seen_at DESC, id DESC LIMIT $3";
 
 /// The same for every visitor of the array `$1`, in one statement: one index range read per visitor.
-pub(super) const HISTORY_BATCH: &str = "SELECT wanted.id, history.signals_json \
+pub const HISTORY_BATCH: &str = "SELECT wanted.id, history.signals_json \
      FROM unnest($1::text[]) WITH ORDINALITY AS wanted (id, position) \
      CROSS JOIN LATERAL ( \
        SELECT o.signals_json, o.seen_at, o.id AS row_id FROM observations o \
@@ -87,25 +88,25 @@ pub(super) const HISTORY_BATCH: &str = "SELECT wanted.id, history.signals_json \
      ORDER BY wanted.position, history.seen_at DESC, history.row_id DESC";
 
 /// Deletes a visitor; observations follow by cascade.
-pub(super) const DELETE_VISITOR: &str = "DELETE FROM visitors WHERE id = $1";
+pub const DELETE_VISITOR: &str = "DELETE FROM visitors WHERE id = $1";
 
 /// Deletes up to `$2` observations older than `$1`, oldest first, returning their owners.
-pub(super) const EXPIRE: &str = "DELETE FROM observations WHERE id IN ( \
+pub const EXPIRE: &str = "DELETE FROM observations WHERE id IN ( \
        SELECT id FROM observations WHERE seen_at < $1 ORDER BY seen_at LIMIT $2) \
      RETURNING visitor_id";
 
 /// The next `$2` visitor ids after `$1`.
-pub(super) const VISITOR_PAGE: &str = "SELECT id FROM visitors WHERE id > $1 ORDER BY id LIMIT $2";
+pub const VISITOR_PAGE: &str = "SELECT id FROM visitors WHERE id > $1 ORDER BY id LIMIT $2";
 
 /// Deletes all but the `$2` newest observations of each visitor in `$1`.
-pub(super) const PRUNE_VISITORS: &str = "DELETE FROM observations WHERE id IN ( \
+pub const PRUNE_VISITORS: &str = "DELETE FROM observations WHERE id IN ( \
        SELECT id FROM ( \
          SELECT id, row_number() OVER (PARTITION BY visitor_id ORDER BY seen_at DESC, id DESC) AS rank \
          FROM observations WHERE visitor_id = ANY($1) \
        ) AS ranked WHERE rank > $2)";
 
 /// Deletes the visitors of `$1` that have no observation left and were last seen before `$2`.
-pub(super) const REMOVE_EMPTY_STALE: &str = "DELETE FROM visitors v \
+pub const REMOVE_EMPTY_STALE: &str = "DELETE FROM visitors v \
      WHERE v.id = ANY($1) AND v.last_seen_at < $2 \
        AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.visitor_id = v.id)";
 
@@ -132,7 +133,7 @@ fn terms(family: ProbeFamily) -> &'static [&'static str] {
 /// The candidate lookup for `probes` as one statement: a `UNION ALL` of one bounded index read per probe,
 /// each tagged with its position. `$1` is the cutoff; the keys follow, probe after probe. Returns `None` when
 /// a probe's key count does not fit its family.
-pub(super) fn lookup(probes: &[Probe]) -> Option<String> {
+pub fn lookup(probes: &[Probe]) -> Option<String> {
     let mut sql = String::with_capacity(300 * probes.len());
     let mut parameter = 1;
     for (position, probe) in probes.iter().enumerate() {

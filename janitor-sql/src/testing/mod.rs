@@ -4,6 +4,8 @@
 //! [`DEFAULT_URL`]); [`with_schemas`] drops them afterwards, whether the test passed or panicked. When the
 //! server cannot be reached the test fails with instructions; it is never skipped.
 
+pub mod population;
+
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 

@@ -1,0 +1,191 @@
+//! The read and write statements use their indexes: `EXPLAIN (FORMAT JSON)` over 60,000 seeded observations,
+//! with the plan PostgreSQL picks for the given values and with the generic plan a prepared statement may
+//! switch to after a few executions.
+
+use std::collections::BTreeSet;
+
+use janitor_core::candidates::{probes_for, ProbeFamily};
+use janitor_core::config::Retention;
+use janitor_sql::testing::{population, with_schemas};
+use janitor_sql::visitor_store::statements;
+use serde_json::Value;
+use tokio_postgres::types::{Json, ToSql};
+
+const NOW: i64 = 1_735_689_600_000;
+const VISITORS: u64 = 30_000;
+
+/// Every plan node, depth first.
+fn nodes(plan: &Value, out: &mut Vec<Value>) {
+    out.push(plan.clone());
+    for child in plan["Plans"].as_array().into_iter().flatten() {
+        nodes(child, out);
+    }
+}
+
+struct Plan {
+    /// (node type, index name) of every node reading `observations`.
+    reads: Vec<(String, Option<String>)>,
+    text: String,
+}
+
+async fn explain(
+    client: &deadpool_postgres::Object,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Plan {
+    let row = client
+        .query_one(&format!("EXPLAIN (FORMAT JSON) {sql}"), params)
+        .await
+        .unwrap_or_else(|e| panic!("EXPLAIN failed: {e}\n{sql}"));
+    let Json(document): Json<Value> = row.get(0);
+    let mut all = Vec::new();
+    nodes(&document[0]["Plan"], &mut all);
+    let reads = all
+        .iter()
+        // A ModifyTable node names the table it writes; only the nodes that read it matter here.
+        .filter(|n| n["Relation Name"] == "observations" && n["Node Type"] != "ModifyTable")
+        .map(|n| {
+            (
+                n["Node Type"].as_str().unwrap_or_default().to_owned(),
+                n["Index Name"].as_str().map(str::to_owned),
+            )
+        })
+        .collect();
+    Plan {
+        reads,
+        text: serde_json::to_string_pretty(&document).unwrap(),
+    }
+}
+
+/// No sequential scan on `observations`, and every read of it is an index scan named in `indexes`.
+fn assert_indexed(plan: &Plan, what: &str, indexes: &[&str]) {
+    assert!(
+        !plan.reads.is_empty(),
+        "{what}: observations not read?\n{}",
+        plan.text
+    );
+    for (node, index) in &plan.reads {
+        assert!(
+            matches!(node.as_str(), "Index Scan" | "Index Only Scan"),
+            "{what}: {node} on observations\n{}",
+            plan.text
+        );
+        let index = index.as_deref().unwrap_or_default();
+        assert!(
+            indexes.contains(&index),
+            "{what}: unexpected index {index}\n{}",
+            plan.text
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookup_history_and_writes_are_index_scans() {
+    with_schemas(|schemas| async move {
+        let database = schemas.fresh().await;
+        population::seed(&database, VISITORS, 2, NOW).await;
+        let client = database.pool().get().await.unwrap();
+        let count: i64 = client
+            .query_one("SELECT count(*) FROM observations", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert!(count >= 50_000, "{count} observations seeded");
+
+        let cutoff = Retention::default().cutoff(NOW);
+        let current = population::observation(42);
+        let probes = probes_for(&current);
+        assert_eq!(probes.len(), 6, "the population has every key");
+        let lookup = statements::lookup(&probes).unwrap();
+        let mut lookup_params: Vec<&(dyn ToSql + Sync)> = vec![&cutoff];
+        for probe in &probes {
+            lookup_params.extend(probe.keys.iter().map(|k| k as &(dyn ToSql + Sync)));
+        }
+        let family_index = |family: ProbeFamily| match family {
+            ProbeFamily::ScreenHardware => "idx_observation_screen_hardware",
+            ProbeFamily::ScreenTimezone => "idx_observation_screen_timezone",
+            ProbeFamily::RendererTimezone => "idx_observation_graphics_timezone",
+            ProbeFamily::PlatformBrowser => "idx_observation_platform_browser",
+            ProbeFamily::Renderer => "idx_observation_webgl_renderer",
+            ProbeFamily::TimezoneBrowser => "idx_observation_timezone_browser",
+        };
+        let expected: BTreeSet<&str> = probes.iter().map(|p| family_index(p.family)).collect();
+        let visitor = population::visitor(42);
+        let visitor_id = visitor.as_str();
+        let batch: Vec<String> = (40..50)
+            .map(|n| population::visitor(n).as_str().to_owned())
+            .collect();
+        let keep = 10_i64;
+        let limit = 5_i64;
+        let json = Json(&current);
+
+        for mode in ["auto", "force_generic_plan"] {
+            client
+                .batch_execute(&format!("SET plan_cache_mode = {mode}"))
+                .await
+                .unwrap();
+            let plan = explain(&client, &lookup, &lookup_params).await;
+            let used: Vec<&str> = plan
+                .reads
+                .iter()
+                .filter_map(|(_, i)| i.as_deref())
+                .collect();
+            assert_indexed(
+                &plan,
+                "lookup",
+                &expected.iter().copied().collect::<Vec<_>>(),
+            );
+            assert_eq!(
+                used.len(),
+                6,
+                "one index read per probe ({mode})\n{}",
+                plan.text
+            );
+            assert_eq!(
+                used.iter().copied().collect::<BTreeSet<_>>(),
+                expected,
+                "each probe uses its family's index ({mode})"
+            );
+
+            let plan = explain(
+                &client,
+                statements::HISTORY,
+                &[&visitor_id, &cutoff, &limit],
+            )
+            .await;
+            assert_indexed(&plan, "history", &["idx_observation_visitor_seen"]);
+            let plan = explain(
+                &client,
+                statements::HISTORY_BATCH,
+                &[&batch, &cutoff, &limit],
+            )
+            .await;
+            assert_indexed(&plan, "history batch", &["idx_observation_visitor_seen"]);
+
+            let write: [&(dyn ToSql + Sync); 9] = [
+                &visitor_id,
+                &NOW,
+                &current.platform,
+                &current.browser,
+                &current.timezone,
+                &current.webgl_renderer(),
+                &json,
+                &cutoff,
+                &keep,
+            ];
+            let plan = explain(&client, statements::SAVE_AND_TOUCH, &write).await;
+            assert_indexed(
+                &plan,
+                "save + prune + touch",
+                &["idx_observation_visitor_seen"],
+            );
+            let plan = explain(&client, statements::EXPIRE, &[&cutoff, &100_i64]).await;
+            assert_indexed(
+                &plan,
+                "expire",
+                &["idx_observation_seen", "observations_pkey"],
+            );
+        }
+    })
+    .await;
+}
