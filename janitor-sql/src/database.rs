@@ -9,7 +9,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
 
 use crate::config::{DatabaseConfig, SchemaName};
-use crate::error::{from_pool, from_postgres, SetupError};
+use crate::error::{ends_session, from_pool, from_postgres, SetupError};
 
 /// A pool of PostgreSQL connections shared by every store of one process. Cheap to clone.
 ///
@@ -104,27 +104,54 @@ impl Database {
     pub(crate) async fn connection(&self) -> Result<Connection<'_>, StoreError> {
         let client = self.inner.pool.get().await.map_err(from_pool)?;
         Ok(Connection {
-            client,
+            client: Some(client),
+            broken: false,
             inner: &self.inner,
         })
     }
 }
 
-/// One checked-out connection; returns to the pool when dropped.
+/// One checked-out connection; returns to the pool when dropped, unless it broke.
 pub(crate) struct Connection<'a> {
-    pub(crate) client: Object,
+    client: Option<Object>,
+    broken: bool,
     inner: &'a Inner,
 }
 
+impl Drop for Connection<'_> {
+    fn drop(&mut self) {
+        if self.broken {
+            // The server or the socket ended this session. Returned to the pool it would fail the next caller
+            // too (its task may not have noticed the closed socket yet), so it leaves the pool here.
+            if let Some(client) = self.client.take() {
+                drop(Object::take(client));
+            }
+        }
+    }
+}
+
 impl Connection<'_> {
-    async fn prepare(&self, sql: &str) -> Result<tokio_postgres::Statement, StoreError> {
-        let cached = self.client.statement_cache.size();
-        let statement = self
-            .client
-            .prepare_cached(sql)
-            .await
-            .map_err(|e| from_postgres(&e))?;
-        if self.client.statement_cache.size() != cached {
+    fn client(&self) -> &Object {
+        self.client.as_ref().expect("present until drop")
+    }
+
+    pub(crate) fn client_mut(&mut self) -> &mut Object {
+        self.client.as_mut().expect("present until drop")
+    }
+
+    /// Maps a failure, and marks the connection broken when the session is gone.
+    pub(crate) fn fail(&mut self, error: &tokio_postgres::Error) -> StoreError {
+        if ends_session(error) {
+            self.broken = true;
+        }
+        from_postgres(error)
+    }
+
+    async fn prepare(&mut self, sql: &str) -> Result<tokio_postgres::Statement, StoreError> {
+        let cached = self.client().statement_cache.size();
+        let prepared = self.client().prepare_cached(sql).await;
+        let statement = prepared.map_err(|e| self.fail(&e))?;
+        if self.client().statement_cache.size() != cached {
             self.inner.prepares.fetch_add(1, Ordering::Relaxed);
         }
         Ok(statement)
@@ -132,30 +159,26 @@ impl Connection<'_> {
 
     /// Runs a prepared statement and returns its rows.
     pub(crate) async fn query(
-        &self,
+        &mut self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, StoreError> {
         let statement = self.prepare(sql).await?;
         self.inner.statements.fetch_add(1, Ordering::Relaxed);
-        self.client
-            .query(&statement, params)
-            .await
-            .map_err(|e| from_postgres(&e))
+        let rows = self.client().query(&statement, params).await;
+        rows.map_err(|e| self.fail(&e))
     }
 
     /// Runs a prepared statement and returns how many rows it changed.
     pub(crate) async fn execute(
-        &self,
+        &mut self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<u64, StoreError> {
         let statement = self.prepare(sql).await?;
         self.inner.statements.fetch_add(1, Ordering::Relaxed);
-        self.client
-            .execute(&statement, params)
-            .await
-            .map_err(|e| from_postgres(&e))
+        let changed = self.client().execute(&statement, params).await;
+        changed.map_err(|e| self.fail(&e))
     }
 
     /// Counts a statement run outside [`query`](Self::query) and [`execute`](Self::execute).

@@ -58,6 +58,24 @@ fn is_transient(code: &SqlState) -> bool {
     ) || *code == SqlState::LOCK_NOT_AVAILABLE
 }
 
+/// Whether the session is gone after `error`: the socket closed, or the server ended it (terminated backend,
+/// shutdown, a connection-class error). A statement timeout or a constraint leaves the session usable.
+pub(crate) fn ends_session(error: &tokio_postgres::Error) -> bool {
+    if error.is_closed() {
+        return true;
+    }
+    match error.as_db_error() {
+        None => true,
+        Some(db) => {
+            let code = db.code();
+            code.code().starts_with("08")
+                || *code == SqlState::ADMIN_SHUTDOWN
+                || *code == SqlState::CRASH_SHUTDOWN
+                || *code == SqlState::CANNOT_CONNECT_NOW
+        }
+    }
+}
+
 /// Every pool failure is "unavailable": the pool is exhausted (wait timeout), closed, or cannot connect.
 pub(crate) fn from_pool(error: PoolError) -> StoreError {
     match error {

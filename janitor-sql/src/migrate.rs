@@ -4,7 +4,6 @@ use janitor_core::StoreError;
 use sha2::{Digest, Sha256};
 
 use crate::database::Database;
-use crate::error::from_postgres;
 
 /// One embedded migration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,15 +93,59 @@ pub enum MigrateError {
 /// it is missing. Refuses to run when an applied file's checksum no longer matches.
 pub async fn migrate(database: &Database) -> Result<MigrationReport, MigrateError> {
     let mut connection = database.connection().await?;
-    let sql_error = |e: tokio_postgres::Error| MigrateError::Store(from_postgres(&e));
-    let transaction = connection.client.transaction().await.map_err(sql_error)?;
+    let schema = database.schema().map(|s| s.as_str().to_owned());
+    let outcome = async {
+        let transaction = connection
+            .client_mut()
+            .transaction()
+            .await
+            .map_err(|e| Stop::Sql(None, e))?;
+        let report = apply(&transaction, schema.as_deref()).await?;
+        transaction.commit().await.map_err(|e| Stop::Sql(None, e))?;
+        Ok(report)
+    }
+    .await;
+    connection.count_statement();
+    let report = match outcome {
+        Ok(report) => report,
+        Err(Stop::Sql(name, e)) => {
+            let error = connection.fail(&e);
+            return Err(match name {
+                Some(name) => MigrateError::Failed { name, error },
+                None => MigrateError::Store(error),
+            });
+        }
+        Err(Stop::Refused(error)) => return Err(error),
+    };
+    if !report.newer.is_empty() {
+        tracing::warn!(
+            newer = ?report.newer,
+            "the database holds migrations from a newer release; running with the older schema code"
+        );
+    }
+    if !report.applied.is_empty() {
+        tracing::info!(applied = ?report.applied, "applied migrations");
+    }
+    Ok(report)
+}
+
+/// Why [`apply`] stopped: a statement failed (in the named migration, if any), or the ledger was refused.
+enum Stop {
+    Sql(Option<&'static str>, tokio_postgres::Error),
+    Refused(MigrateError),
+}
+
+async fn apply(
+    transaction: &deadpool_postgres::Transaction<'_>,
+    schema: Option<&str>,
+) -> Result<MigrationReport, Stop> {
+    let sql = |e| Stop::Sql(None, e);
     // Building an index over a large table can outlast the per-statement timeout; waiting for another
     // migrator (or for a table lock held by running queries) is bounded instead.
     transaction
         .batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = '60s'")
         .await
-        .map_err(sql_error)?;
-    let schema = database.schema().map(|s| s.as_str().to_owned());
+        .map_err(sql)?;
     transaction
         .execute(
             "SELECT pg_advisory_xact_lock(hashtextextended( \
@@ -110,13 +153,13 @@ pub async fn migrate(database: &Database) -> Result<MigrationReport, MigrateErro
             &[&schema],
         )
         .await
-        .map_err(sql_error)?;
-    if let Some(schema) = &schema {
+        .map_err(sql)?;
+    if let Some(schema) = schema {
         // The name is a validated plain identifier (see SchemaName): nothing to quote or escape.
         transaction
             .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
             .await
-            .map_err(sql_error)?;
+            .map_err(sql)?;
     }
     transaction
         .batch_execute(&format!(
@@ -128,39 +171,36 @@ pub async fn migrate(database: &Database) -> Result<MigrationReport, MigrateErro
              )"
         ))
         .await
-        .map_err(sql_error)?;
+        .map_err(sql)?;
     let recorded = transaction
         .query(
             &format!("SELECT version, checksum FROM {LEDGER_TABLE} ORDER BY version"),
             &[],
         )
         .await
-        .map_err(sql_error)?;
-
-    let mut report = MigrationReport::default();
+        .map_err(sql)?;
     let mut applied = std::collections::HashMap::new();
     for row in &recorded {
-        let version: i32 = row.get(0);
-        let checksum: String = row.get(1);
+        let version: i32 = row.try_get(0).map_err(sql)?;
+        let checksum: String = row.try_get(1).map_err(sql)?;
         applied.insert(version, checksum);
     }
+
+    let mut report = MigrationReport::default();
     for migration in MIGRATIONS {
         match applied.remove(&migration.version) {
             Some(recorded) if recorded == migration.checksum() => {
                 report.already_applied.push(migration.version)
             }
             Some(recorded) => {
-                return Err(MigrateError::ChecksumMismatch {
+                return Err(Stop::Refused(MigrateError::ChecksumMismatch {
                     name: migration.name,
                     recorded,
                     current: migration.checksum(),
-                })
+                }))
             }
             None => {
-                let failed = |e: tokio_postgres::Error| MigrateError::Failed {
-                    name: migration.name,
-                    error: from_postgres(&e),
-                };
+                let failed = |e| Stop::Sql(Some(migration.name), e);
                 transaction
                     .batch_execute(migration.sql)
                     .await
@@ -181,17 +221,6 @@ pub async fn migrate(database: &Database) -> Result<MigrationReport, MigrateErro
     }
     report.newer = applied.into_keys().collect();
     report.newer.sort_unstable();
-    transaction.commit().await.map_err(sql_error)?;
-    connection.count_statement();
-    if !report.newer.is_empty() {
-        tracing::warn!(
-            newer = ?report.newer,
-            "the database holds migrations from a newer release; running with the older schema code"
-        );
-    }
-    if !report.applied.is_empty() {
-        tracing::info!(applied = ?report.applied, "applied migrations");
-    }
     Ok(report)
 }
 

@@ -95,7 +95,7 @@ fn history_limit(limit: usize) -> i64 {
 impl PgVisitorStore {
     async fn save(
         &self,
-        connection: &Connection<'_>,
+        connection: &mut Connection<'_>,
         statement: &str,
         visitor: &VisitorId,
         observation: &Observation,
@@ -140,7 +140,7 @@ impl VisitorStore for PgVisitorStore {
         for probe in probes {
             params.extend(probe.keys.iter().map(|k| k as &(dyn ToSql + Sync)));
         }
-        let connection = self.database.connection().await?;
+        let mut connection = self.database.connection().await?;
         let rows = connection.query(&statement, &params).await?;
         rows.iter()
             .map(|row| {
@@ -162,7 +162,7 @@ impl VisitorStore for PgVisitorStore {
         now_ms: i64,
     ) -> Result<Vec<Arc<Observation>>, StoreError> {
         let cutoff = self.retention.cutoff(now_ms);
-        let connection = self.database.connection().await?;
+        let mut connection = self.database.connection().await?;
         let rows = connection
             .query(
                 statements::HISTORY,
@@ -191,7 +191,7 @@ impl VisitorStore for PgVisitorStore {
             return Ok(HashMap::new());
         }
         let cutoff = self.retention.cutoff(now_ms);
-        let connection = self.database.connection().await?;
+        let mut connection = self.database.connection().await?;
         let rows = connection
             .query(
                 statements::HISTORY_BATCH,
@@ -209,7 +209,7 @@ impl VisitorStore for PgVisitorStore {
     }
 
     async fn create_visitor(&self, visitor: &VisitorId, now_ms: i64) -> Result<(), StoreError> {
-        let connection = self.database.connection().await?;
+        let mut connection = self.database.connection().await?;
         connection
             .execute(statements::CREATE, &[&visitor.as_str(), &now_ms])
             .await
@@ -222,13 +222,19 @@ impl VisitorStore for PgVisitorStore {
         observation: &Observation,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let connection = self.database.connection().await?;
-        self.save(&connection, statements::SAVE, visitor, observation, now_ms)
-            .await
+        let mut connection = self.database.connection().await?;
+        self.save(
+            &mut connection,
+            statements::SAVE,
+            visitor,
+            observation,
+            now_ms,
+        )
+        .await
     }
 
     async fn touch_visitor(&self, visitor: &VisitorId, now_ms: i64) -> Result<(), StoreError> {
-        let connection = self.database.connection().await?;
+        let mut connection = self.database.connection().await?;
         connection
             .execute(statements::TOUCH, &[&visitor.as_str(), &now_ms])
             .await
@@ -238,7 +244,7 @@ impl VisitorStore for PgVisitorStore {
     /// One statement whatever the write: a new visitor is created with its observation (nothing to prune or
     /// touch), a known one saves + prunes + touches, or only touches. A failure writes nothing.
     async fn record_visit(&self, write: VisitWrite<'_>) -> Result<(), StoreError> {
-        let connection = self.database.connection().await?;
+        let mut connection = self.database.connection().await?;
         let visitor = write.visitor.as_str();
         match (write.create, write.observation) {
             (true, Some(o)) => {
@@ -265,7 +271,7 @@ impl VisitorStore for PgVisitorStore {
                 .map(drop),
             (false, Some(o)) => {
                 self.save(
-                    &connection,
+                    &mut connection,
                     statements::SAVE_AND_TOUCH,
                     write.visitor,
                     o,
@@ -290,7 +296,7 @@ impl VisitorStore for PgVisitorStore {
         let limit = batch as i64;
         let cutoff = self.retention.cutoff(now_ms);
         // Each step stands on its own, so a failure part-way loses nothing: the next call redoes what is left.
-        let connection = self.database.connection().await?;
+        let mut connection = self.database.connection().await?;
         let expired = connection
             .query(statements::EXPIRE, &[&cutoff, &limit])
             .await?;
@@ -343,7 +349,7 @@ impl VisitorStore for PgVisitorStore {
     }
 
     async fn delete_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
-        let connection = self.database.connection().await?;
+        let mut connection = self.database.connection().await?;
         Ok(connection
             .execute(statements::DELETE_VISITOR, &[&visitor.as_str()])
             .await?

@@ -1,0 +1,206 @@
+//! "Storage unavailable" versus data errors: a killed connection, a statement timeout, an exhausted pool and an
+//! unreachable server are `Unavailable`, and the pool recovers afterwards.
+
+use std::time::{Duration, Instant};
+
+use janitor_core::store::suite::{observation, visitor};
+use janitor_core::{Retention, StoreError, VisitorStore};
+use janitor_sql::testing::{admin_client, with_schemas};
+use janitor_sql::{Database, DatabaseConfig, MigrateError, PgVisitorStore};
+
+const T0: i64 = 1_735_689_600_000;
+
+async fn backend_pid(database: &Database) -> i32 {
+    let client = database.pool().get().await.unwrap();
+    client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Takes an exclusive lock on the schema's `observations` in an open transaction of a separate client, so
+/// that the store's next read waits on it. Dropping the client ends the transaction.
+async fn lock_observations(database: &Database) -> tokio_postgres::Client {
+    let admin = admin_client().await;
+    let schema = database.schema().unwrap();
+    admin
+        .batch_execute(&format!(
+            "BEGIN; LOCK TABLE {schema}.observations IN ACCESS EXCLUSIVE MODE"
+        ))
+        .await
+        .unwrap();
+    admin
+}
+
+async fn wait_until_blocked(admin: &tokio_postgres::Client, pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let waiting: bool = admin
+            .query_one(
+                "SELECT coalesce(bool_or(wait_event_type = 'Lock'), false) FROM pg_stat_activity WHERE pid = $1",
+                &[&pid],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the store's statement never blocked"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_connection_is_unavailable_and_the_pool_recovers() {
+    with_schemas(|schemas| async move {
+        let database = schemas.fresh_with(|b| b.max_connections(1)).await;
+        let store = PgVisitorStore::new(database.clone(), Retention::default());
+        store.create_visitor(&visitor(1), T0).await.unwrap();
+        store
+            .save_observation(&visitor(1), &observation("a"), T0)
+            .await
+            .unwrap();
+        let pid = backend_pid(&database).await;
+
+        let lock = lock_observations(&database).await;
+        let blocked = {
+            let store = store.clone();
+            tokio::spawn(async move { store.recent_observations(&visitor(1), 5, T0).await })
+        };
+        wait_until_blocked(&lock, pid).await;
+        let killer = admin_client().await;
+        let killed: bool = killer
+            .query_one("SELECT pg_terminate_backend($1)", &[&pid])
+            .await
+            .unwrap()
+            .get(0);
+        assert!(killed);
+        let outcome = blocked.await.unwrap();
+        assert!(
+            matches!(outcome, Err(StoreError::Unavailable(_))),
+            "a terminated backend is unavailable, got {outcome:?}"
+        );
+        drop(lock);
+
+        // The next call gets a new connection and the data is intact.
+        let history = store
+            .recent_observations(&visitor(1), 5, T0)
+            .await
+            .expect("pool recovered");
+        assert_eq!(history.len(), 1);
+        assert_ne!(
+            backend_pid(&database).await,
+            pid,
+            "a new backend serves the pool"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_timeout_is_unavailable() {
+    with_schemas(|schemas| async move {
+        let database = schemas.fresh_with(|b| b.statement_timeout_ms(200)).await;
+        let store = PgVisitorStore::new(database.clone(), Retention::default());
+        let lock = lock_observations(&database).await;
+        let started = Instant::now();
+        let outcome = store.recent_observations(&visitor(1), 5, T0).await;
+        match &outcome {
+            Err(StoreError::Unavailable(text)) => assert!(text.contains("57014"), "{text}"),
+            other => panic!("expected a statement timeout, got {other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(3));
+        drop(lock);
+        store
+            .recent_observations(&visitor(1), 5, T0)
+            .await
+            .expect("works again");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exhausted_pool_fails_fast() {
+    with_schemas(|schemas| async move {
+        let database = schemas
+            .fresh_with(|b| b.max_connections(1).wait_timeout_ms(100))
+            .await;
+        let store = PgVisitorStore::new(database.clone(), Retention::default());
+        let held = database.pool().get().await.unwrap();
+        let started = Instant::now();
+        let outcome = store.recent_observations(&visitor(1), 5, T0).await;
+        assert!(
+            matches!(outcome, Err(StoreError::Unavailable(_))),
+            "an exhausted pool is unavailable, got {outcome:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "waited {:?}",
+            started.elapsed()
+        );
+        drop(held);
+        store
+            .recent_observations(&visitor(1), 5, T0)
+            .await
+            .expect("a free connection again");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_is_unavailable() {
+    // Nothing listens on port 1.
+    let database = Database::new(
+        DatabaseConfig::builder("postgres://postgres@127.0.0.1:1/postgres")
+            .connect_timeout_ms(500)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    let store = PgVisitorStore::new(database.clone(), Retention::default());
+    let outcome = store.touch_visitor(&visitor(1), T0).await;
+    assert!(
+        matches!(outcome, Err(StoreError::Unavailable(_))),
+        "{outcome:?}"
+    );
+    let migrated = database.migrate().await;
+    assert!(
+        matches!(
+            migrated,
+            Err(MigrateError::Store(StoreError::Unavailable(_)))
+        ),
+        "{migrated:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_are_data_errors() {
+    with_schemas(|schemas| async move {
+        // Not migrated: the tables do not exist. That is a deployment mistake, not a passing outage.
+        let bare = schemas.unmigrated_with(|b| b);
+        let store = PgVisitorStore::new(bare, Retention::default());
+        let outcome = store.recent_observations(&visitor(1), 5, T0).await;
+        match outcome {
+            Err(StoreError::Data(text)) => assert!(text.contains("42P01"), "{text}"),
+            other => panic!("expected a data error, got {other:?}"),
+        }
+
+        let store = PgVisitorStore::new(schemas.fresh().await, Retention::default());
+        store.create_visitor(&visitor(1), T0).await.unwrap();
+        let duplicate = store.create_visitor(&visitor(1), T0).await;
+        match duplicate {
+            // PostgreSQL's DETAIL line would quote the id; the message must not.
+            Err(StoreError::Data(text)) => {
+                assert!(text.contains("23505"), "{text}");
+                assert!(!text.contains(visitor(1).as_str()), "{text}");
+            }
+            other => panic!("expected a data error, got {other:?}"),
+        }
+    })
+    .await;
+}
