@@ -2,8 +2,9 @@
 //!
 //! Browser `n` is a fixed, plausible device: the mix of platforms, browsers, screens, core counts, renderers and
 //! timezones of a typical audience, drawn from `n` by a hash. Common devices collide on purpose, so the broad
-//! probes (platform + browser, timezone + browser) hit crowded buckets as they do in production, while the
-//! timezone + renderer + screen combination stays rare enough that most browsers can be recognised.
+//! probes (platform + browser, timezone + browser, screen + cores) hit crowded buckets as they do in
+//! production, while a desktop's renderer and driver version with its timezone usually narrow it down. Apple
+//! devices, whose renderer is masked, mostly stay ambiguous, as they are in reality.
 
 use janitor_core::{Observation, VisitorId, VisitorPayload};
 use serde_json::{json, Value};
@@ -170,6 +171,17 @@ pub fn visitor(n: u64) -> VisitorId {
     .expect("well-formed id")
 }
 
+/// Desktop and Android renderer strings carry a driver version, which is where most of their variety lies;
+/// Apple's masked "apple gpu" carries none.
+fn renderer(family: &Family, n: u64) -> String {
+    let base = pick(family.renderers, n, 7);
+    if base == "apple gpu" {
+        base.to_owned()
+    } else {
+        format!("{base} driver 31.0.{}", draw(n, 12) % 40)
+    }
+}
+
 /// The payload browser `n` sends, as JSON (`{signals}`).
 pub fn payload_json(n: u64) -> Value {
     let total: u64 = FAMILIES.iter().map(|f| f.weight).sum();
@@ -199,7 +211,7 @@ pub fn payload_json(n: u64) -> Value {
                 "deviceMemory": if family.touch > 0 { 4 } else { 8 },
                 "maxTouchPoints": family.touch,
             },
-            "graphics": {"webglVendor": "Google Inc.", "webglRenderer": pick(family.renderers, n, 7)},
+            "graphics": {"webglVendor": "Google Inc.", "webglRenderer": renderer(family, n)},
             "automation": {"webdriver": false},
         },
     })
@@ -221,6 +233,11 @@ pub fn observation(n: u64) -> Observation {
 pub async fn seed(database: &Database, visitors: u64, per_visitor: u64, now_ms: i64) {
     const HOUR: i64 = 3_600_000;
     let client = database.pool().get().await.expect("seeding connection");
+    // One transaction, free of the pool's statement timeout: a large COPY takes longer than any identification.
+    client
+        .batch_execute("BEGIN; SET LOCAL statement_timeout = 0")
+        .await
+        .expect("BEGIN");
     let sink = client
         .copy_in("COPY visitors (id, created_at, last_seen_at) FROM STDIN BINARY")
         .await
@@ -281,7 +298,7 @@ pub async fn seed(database: &Database, visitors: u64, per_visitor: u64, now_ms: 
     }
     writer.finish().await.expect("COPY observations ends");
     client
-        .batch_execute("ANALYZE visitors; ANALYZE observations")
+        .batch_execute("COMMIT; ANALYZE visitors; ANALYZE observations")
         .await
         .expect("ANALYZE");
 }

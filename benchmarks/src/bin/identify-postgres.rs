@@ -1,0 +1,280 @@
+//! Identification on PostgreSQL: latency, round trips and throughput of the cookie path and the cookieless path
+//! over a seeded population.
+//!
+//! Run with:
+//! `cargo run --release -p janitor-benchmarks --bin identify-postgres -- --visitors 100000`
+//!
+//! Options (all optional): `--visitors` 1–2,000,000 (default 100,000), `--per-visitor` observations each 1–10
+//! (default 2), `--samples` sequential identifications per path 10–100,000 (default 2,000), `--concurrency`
+//! tasks of the throughput phase 1–256 (default 16), `--seconds` per throughput phase 1–600 (default 5),
+//! `--out` a JSON file for the results. Uses `DATABASE_URL` (default: the local server) in a throwaway schema.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use janitor_benchmarks::{number, pairs, Summary};
+use janitor_core::engine::IdentifyPath;
+use janitor_core::{Engine, EngineConfig, Retention, VisitorId, VisitorPayload};
+use janitor_sql::testing::{population, with_schemas};
+use janitor_sql::PgVisitorStore;
+use serde_json::{json, Value};
+
+const NOW: i64 = 1_735_689_600_000;
+
+#[derive(Debug, Clone)]
+struct Options {
+    visitors: u64,
+    per_visitor: u64,
+    samples: u64,
+    concurrency: u64,
+    seconds: u64,
+    out: Option<String>,
+}
+
+fn options() -> Result<Options, String> {
+    let mut o = Options {
+        visitors: 100_000,
+        per_visitor: 2,
+        samples: 2_000,
+        concurrency: 16,
+        seconds: 5,
+        out: None,
+    };
+    for (name, value) in pairs(std::env::args().skip(1))? {
+        match name.as_str() {
+            "visitors" => o.visitors = number(&name, &value, 1, 2_000_000)?,
+            "per-visitor" => o.per_visitor = number(&name, &value, 1, 10)?,
+            "samples" => o.samples = number(&name, &value, 10, 100_000)?,
+            "concurrency" => o.concurrency = number(&name, &value, 1, 256)?,
+            "seconds" => o.seconds = number(&name, &value, 1, 600)?,
+            "out" => o.out = Some(value),
+            other => return Err(format!("unknown option --{other}")),
+        }
+    }
+    Ok(o)
+}
+
+type PgEngine = Engine<PgVisitorStore>;
+
+/// Which request a sample sends for population browser `n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A known browser with its cookie.
+    Cookie,
+    /// A known browser without its cookie (a cleared cookie, a private window).
+    ReturningWithoutCookie,
+    /// A browser never seen.
+    NewBrowser,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Cookie => "cookie path",
+            Kind::ReturningWithoutCookie => "cookieless, returning browser",
+            Kind::NewBrowser => "cookieless, new browser",
+        }
+    }
+
+    fn request(self, n: u64, visitors: u64) -> (VisitorPayload, Option<VisitorId>) {
+        match self {
+            Kind::Cookie => (population::payload(n), Some(population::visitor(n))),
+            Kind::ReturningWithoutCookie => (population::payload(n), None),
+            Kind::NewBrowser => (population::payload(visitors + n), None),
+        }
+    }
+}
+
+/// Spreads sample `i` over the population without repeating a browser until all were used.
+fn browser(i: u64, visitors: u64) -> u64 {
+    (i.wrapping_mul(2_654_435_761) % visitors) + 1
+}
+
+struct Outcome {
+    latency: Duration,
+    statements: u64,
+    path: IdentifyPath,
+    restored: bool,
+}
+
+async fn one(engine: &PgEngine, kind: Kind, n: u64, visitors: u64, now: i64) -> Outcome {
+    let (payload, cookie) = kind.request(n, visitors);
+    let database = engine.store().database();
+    let before = database.statements_executed();
+    let started = Instant::now();
+    let result = engine
+        .identify_at(&payload, cookie.as_ref(), now)
+        .await
+        .unwrap_or_else(|e| panic!("identification failed: {e}"));
+    let latency = started.elapsed();
+    Outcome {
+        latency,
+        // Exact only when nothing else runs on the handle: true in the sequential phase.
+        statements: database.statements_executed() - before,
+        path: result.metrics.path,
+        restored: kind == Kind::ReturningWithoutCookie
+            && result.identity.visitor_id == population::visitor(n),
+    }
+}
+
+/// Microseconds, to one decimal.
+fn micros(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e7).round() / 10.0
+}
+
+async fn sequential(engine: &PgEngine, kind: Kind, o: &Options, clock: &AtomicU64) -> Value {
+    let mut latencies = Vec::with_capacity(o.samples as usize);
+    let (mut statements, mut restored, mut cookie_paths) = (0, 0, 0);
+    for i in 0..o.samples {
+        let now = NOW + clock.fetch_add(1, Ordering::Relaxed) as i64;
+        let outcome = one(engine, kind, browser(i, o.visitors), o.visitors, now).await;
+        latencies.push(outcome.latency);
+        statements += outcome.statements;
+        restored += u64::from(outcome.restored);
+        cookie_paths += u64::from(outcome.path == IdentifyPath::Cookie);
+    }
+    let s = Summary::of(&mut latencies).expect("samples");
+    let trips = statements as f64 / o.samples as f64;
+    println!(
+        "{:<32} median {:>8.1} µs   p95 {:>8.1} µs   p99 {:>8.1} µs   round trips {:.2}   restored {}/{}",
+        kind.name(),
+        micros(s.median),
+        micros(s.p95),
+        micros(s.p99),
+        trips,
+        restored,
+        o.samples
+    );
+    json!({
+        "kind": kind.name(),
+        "samples": s.samples,
+        "median_us": micros(s.median),
+        "p95_us": micros(s.p95),
+        "p99_us": micros(s.p99),
+        "round_trips_per_identification": trips,
+        "restored": restored,
+        "cookie_paths": cookie_paths,
+    })
+}
+
+async fn throughput(
+    engine: &Arc<PgEngine>,
+    kind: Kind,
+    o: &Options,
+    clock: &Arc<AtomicU64>,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(o.seconds);
+    let started = Instant::now();
+    let next = Arc::new(AtomicU64::new(o.samples));
+    let tasks: Vec<_> = (0..o.concurrency)
+        .map(|_| {
+            let (engine, next, clock, visitors) =
+                (engine.clone(), next.clone(), clock.clone(), o.visitors);
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                while Instant::now() < deadline {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let now = NOW + clock.fetch_add(1, Ordering::Relaxed) as i64;
+                    latencies.push(
+                        one(&engine, kind, browser(i, visitors), visitors, now)
+                            .await
+                            .latency,
+                    );
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await.expect("throughput task"));
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let s = Summary::of(&mut latencies).expect("samples");
+    let rate = s.samples as f64 / elapsed;
+    println!(
+        "{:<32} {:>8.0} /s with {} tasks   median {:>8.1} µs   p95 {:>8.1} µs",
+        kind.name(),
+        rate,
+        o.concurrency,
+        micros(s.median),
+        micros(s.p95)
+    );
+    json!({
+        "kind": kind.name(),
+        "concurrency": o.concurrency,
+        "identifications": s.samples,
+        "per_second": rate.round(),
+        "median_us": micros(s.median),
+        "p95_us": micros(s.p95),
+    })
+}
+
+#[tokio::main]
+async fn main() {
+    let o = match options() {
+        Ok(o) => o,
+        Err(problem) => {
+            eprintln!("identify-postgres: {problem}");
+            std::process::exit(2);
+        }
+    };
+    with_schemas(move |schemas| async move {
+        let pool = (o.concurrency as usize).max(4);
+        let database = schemas.fresh_with(|b| b.max_connections(pool)).await;
+        let started = Instant::now();
+        population::seed(&database, o.visitors, o.per_visitor, NOW).await;
+        println!(
+            "seeded {} visitors × {} observations in {:.1} s",
+            o.visitors,
+            o.per_visitor,
+            started.elapsed().as_secs_f64()
+        );
+        let engine = Arc::new(Engine::new(
+            PgVisitorStore::new(database.clone(), Retention::default()),
+            EngineConfig::default(),
+        ));
+        let clock = Arc::new(AtomicU64::new(1));
+        // Warm-up: prepares every statement on the connection and brings the indexes into memory.
+        for i in 0..200 {
+            for kind in [Kind::Cookie, Kind::NewBrowser] {
+                one(
+                    &engine,
+                    kind,
+                    browser(o.visitors - i % o.visitors, o.visitors),
+                    o.visitors,
+                    NOW,
+                )
+                .await;
+            }
+        }
+        let kinds = [Kind::Cookie, Kind::ReturningWithoutCookie, Kind::NewBrowser];
+        let mut sequential_results = Vec::new();
+        for kind in kinds {
+            sequential_results.push(sequential(&engine, kind, &o, &clock).await);
+        }
+        let mut throughput_results = Vec::new();
+        for kind in kinds {
+            throughput_results.push(throughput(&engine, kind, &o, &clock).await);
+        }
+        let report = json!({
+            "benchmark": "identify-postgres",
+            "visitors": o.visitors,
+            "observations_per_visitor": o.per_visitor,
+            "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            "sequential": sequential_results,
+            "throughput": throughput_results,
+            "statements_prepared": database.statements_prepared(),
+        });
+        if let Some(path) = &o.out {
+            std::fs::write(
+                path,
+                serde_json::to_string_pretty(&report).expect("json") + "\n",
+            )
+            .unwrap_or_else(|e| panic!("writing {path}: {e}"));
+            println!("wrote {path}");
+        }
+    })
+    .await;
+}
