@@ -139,7 +139,7 @@ impl std::fmt::Debug for DatabaseConfigBuilder {
 }
 
 impl DatabaseConfigBuilder {
-    /// Runs every statement in this schema (see [`SchemaName`] for the rules); [`migrate`](crate::migrate)
+    /// Runs every statement in this schema (see [`SchemaName`] for the rules); [`migrate`](crate::migrate())
     /// creates it. Without one, the server's `search_path` decides.
     pub fn schema(mut self, name: &str) -> Self {
         self.schema = Some(name.to_owned());

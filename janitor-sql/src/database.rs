@@ -10,6 +10,7 @@ use tokio_postgres::{NoTls, Row};
 
 use crate::config::{DatabaseConfig, SchemaName};
 use crate::error::{ends_session, from_pool, from_postgres, SetupError};
+use crate::migrate::{MigrateError, MigrationReport};
 
 /// A pool of PostgreSQL connections shared by every store of one process. Cheap to clone.
 ///
@@ -37,7 +38,8 @@ impl std::fmt::Debug for Database {
 }
 
 impl Database {
-    /// A pool for `config`. Must be called inside a Tokio runtime's context only when used, not when built.
+    /// A pool for `config`. Opens nothing yet; the pool's timeouts need a Tokio runtime (with its time driver)
+    /// when connections are requested.
     pub fn new(config: DatabaseConfig) -> Result<Self, SetupError> {
         let manager = Manager::from_config(
             config.postgres.clone(),
@@ -65,6 +67,16 @@ impl Database {
                 prepares: AtomicU64::new(0),
             }),
         })
+    }
+
+    /// A pool for `url` with the default options (see [`DatabaseConfig::builder`] for the others).
+    pub fn from_url(url: &str) -> Result<Database, SetupError> {
+        Database::new(DatabaseConfig::builder(url).build()?)
+    }
+
+    /// Applies the pending migrations (see [`migrate()`](crate::migrate())).
+    pub async fn migrate(&self) -> Result<MigrationReport, MigrateError> {
+        crate::migrate::migrate(self).await
     }
 
     /// The schema statements run in, if the configuration named one.

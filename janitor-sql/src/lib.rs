@@ -17,15 +17,3 @@ pub use database::Database;
 pub use error::SetupError;
 pub use migrate::{migrate, MigrateError, MigrationReport};
 pub use visitor_store::PgVisitorStore;
-
-impl Database {
-    /// Connects lazily to `url` with the default options (see [`DatabaseConfig::builder`] for the others).
-    pub fn from_url(url: &str) -> Result<Database, SetupError> {
-        Database::new(DatabaseConfig::builder(url).build()?)
-    }
-
-    /// Applies the pending migrations (see [`migrate()`]).
-    pub async fn migrate(&self) -> Result<MigrationReport, MigrateError> {
-        migrate::migrate(self).await
-    }
-}

@@ -162,6 +162,10 @@ async fn an_unreachable_server_is_unavailable() {
             .unwrap(),
     )
     .unwrap();
+    assert!(matches!(
+        database.ping().await,
+        Err(StoreError::Unavailable(_))
+    ));
     let store = PgVisitorStore::new(database.clone(), Retention::default());
     let outcome = store.touch_visitor(&visitor(1), T0).await;
     assert!(
@@ -183,6 +187,7 @@ async fn refusals_are_data_errors() {
     with_schemas(|schemas| async move {
         // Not migrated: the tables do not exist. That is a deployment mistake, not a passing outage.
         let bare = schemas.unmigrated_with(|b| b);
+        bare.ping().await.expect("the server answers");
         let store = PgVisitorStore::new(bare, Retention::default());
         let outcome = store.recent_observations(&visitor(1), 5, T0).await;
         match outcome {

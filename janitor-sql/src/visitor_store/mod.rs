@@ -31,7 +31,7 @@ pub struct PgVisitorStore {
 }
 
 impl PgVisitorStore {
-    /// A store over `database` applying `retention`. Run [`migrate`](crate::migrate) once before use.
+    /// A store over `database` applying `retention`. Run [`migrate`](crate::migrate()) once before use.
     pub fn new(database: Database, retention: Retention) -> Self {
         PgVisitorStore {
             database,
