@@ -1,10 +1,13 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+pub mod budget_store;
 mod config;
 mod database;
 mod error;
+pub mod evidence_store;
 pub mod migrate;
+pub mod quota_store;
 #[cfg(feature = "test-support")]
 pub mod testing;
 pub mod visitor_store;

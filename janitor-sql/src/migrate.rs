@@ -40,6 +40,8 @@ macro_rules! migrations {
 /// (its checksum is verified), and a change to the schema is a new file.
 pub const MIGRATIONS: &[Migration] = migrations![
     1 => "0001_visitors.sql",
+    2 => "0002_protection.sql",
+    3 => "0003_evidence.sql",
 ];
 
 /// The table recording applied migrations, in the migrated schema.

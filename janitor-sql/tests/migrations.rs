@@ -57,6 +57,17 @@ async fn shape(database: &Database) -> (Vec<String>, Vec<String>, Vec<(i32, Stri
     )
 }
 
+const TABLES: [&str; 8] = [
+    "application_events",
+    "device_links",
+    "evaluation_controls",
+    "identity_subjects",
+    "janitor_migrations",
+    "observations",
+    "protection_quotas",
+    "visitors",
+];
+
 fn expected_indexes() -> Vec<String> {
     let mut names: Vec<String> = [
         "idx_observation_graphics_timezone",
@@ -69,6 +80,24 @@ fn expected_indexes() -> Vec<String> {
         "idx_observation_webgl_renderer",
         "idx_visitor_seen",
         "janitor_migrations_pkey",
+        "idx_protection_quota_expiry",
+        "protection_quotas_pkey",
+        "idx_evaluation_control_expiry",
+        "evaluation_controls_pkey",
+        "identity_subjects_pkey",
+        "application_events_pkey",
+        "idx_events_subject_time",
+        "idx_events_session_time",
+        "idx_events_actor_time",
+        "idx_events_subject_action",
+        "idx_events_session_action",
+        "idx_events_actor_action",
+        "idx_events_expiry",
+        "idx_events_visitor",
+        "device_links_pkey",
+        "idx_device_links_subject",
+        "idx_device_links_visitor",
+        "idx_device_links_retire",
         "observations_pkey",
         "visitors_pkey",
     ]
@@ -90,9 +119,14 @@ async fn applying_twice_changes_nothing() {
         assert!(second.applied.is_empty());
         assert_eq!(second.already_applied, all_versions());
         assert_eq!(shape(&database).await, before);
-        assert_eq!(before.0, ["janitor_migrations", "observations", "visitors"]);
+        assert_eq!(before.0, TABLES);
         assert_eq!(before.1, expected_indexes());
-        assert_eq!(before.2, vec![(1, "0001_visitors.sql".to_owned())]);
+        let files: Vec<(i32, String)> = MIGRATIONS
+            .iter()
+            .map(|m| (m.version, m.name.to_owned()))
+            .collect();
+        assert_eq!(before.2, files);
+        assert_eq!(files[0].1, "0001_visitors.sql");
     })
     .await;
 }
@@ -127,7 +161,7 @@ async fn concurrent_processes_migrate_once() {
             }
             assert_eq!(applied, 1, "round {round}: exactly one process applies");
             let (tables, indexes, ledger) = shape(&first).await;
-            assert_eq!(tables, ["janitor_migrations", "observations", "visitors"]);
+            assert_eq!(tables, TABLES);
             assert_eq!(indexes, expected_indexes());
             assert_eq!(ledger.len(), MIGRATIONS.len());
         }
@@ -211,7 +245,7 @@ async fn tables_created_by_another_implementation_are_adopted() {
         let report = database.migrate().await.expect("adopts the existing tables");
         assert_eq!(report.applied, all_versions());
         let (tables, indexes, _) = shape(&database).await;
-        assert_eq!(tables, ["janitor_migrations", "observations", "visitors"]);
+        assert_eq!(tables, TABLES);
         assert_eq!(indexes, expected_indexes());
         let client = database.pool().get().await.unwrap();
         let kept: i64 = client

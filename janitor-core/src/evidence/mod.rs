@@ -1,0 +1,1 @@
+//! Application evidence: events the application reports, velocity counts, device links and erasure.

@@ -1,0 +1,1 @@
+//! Request quotas: global (optionally sharded), per account and per session.

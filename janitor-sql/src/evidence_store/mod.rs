@@ -1,0 +1,1 @@
+//! Application evidence on PostgreSQL: `application_events`, `device_links` and `identity_subjects`.
