@@ -19,4 +19,5 @@ pub use config::{
 pub use database::Database;
 pub use error::SetupError;
 pub use migrate::{migrate, MigrateError, MigrationReport};
+pub use quota_store::PgQuotaStore;
 pub use visitor_store::PgVisitorStore;

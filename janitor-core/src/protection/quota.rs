@@ -1,1 +1,0 @@
-//! Request quotas: global (optionally sharded), per account and per session.

@@ -1,0 +1,350 @@
+//! The quota options, their ranges, and the admission context server code attaches to a request.
+
+use std::ops::RangeInclusive;
+
+use serde_json::Value;
+
+use crate::config::{check, ConfigError};
+
+/// Requests per window for the whole deployment (default 600).
+pub const GLOBAL_LIMIT: (u32, RangeInclusive<u32>) = (600, 1..=1_000_000);
+/// Requests per window for one account (default 60).
+pub const ACCOUNT_LIMIT: (u32, RangeInclusive<u32>) = (60, 1..=1_000_000);
+/// Requests per window for one session (default 30).
+pub const SESSION_LIMIT: (u32, RangeInclusive<u32>) = (30, 1..=1_000_000);
+/// Slices the global quota is cut into, each its own row (default 1: no sharding).
+pub const SHARDS: (u32, RangeInclusive<u32>) = (1, 1..=128);
+/// Length of a quota window in milliseconds (default one minute).
+pub const WINDOW_MS: (i64, RangeInclusive<i64>) = (60_000, 1_000..=3_600_000);
+/// Length of an account or session id in the admission context, in characters.
+pub const CONTEXT_ID_CHARS: RangeInclusive<usize> = 1..=512;
+
+/// Why a quota configuration or an admission context was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuotaConfigError {
+    /// A value outside its range.
+    #[error(transparent)]
+    OutOfRange(#[from] ConfigError),
+    /// A key the configuration does not have.
+    #[error("unknown quota option {0:?} (known: global, account, session, shards, window_ms)")]
+    UnknownKey(String),
+    /// A value of the wrong type.
+    #[error("quota option {0} must be a whole number")]
+    NotANumber(&'static str),
+    /// The configuration is not a JSON object.
+    #[error("quota options must be an object")]
+    NotAnObject,
+}
+
+/// Validated request quota options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaConfig {
+    pub(super) global: u32,
+    pub(super) account: u32,
+    pub(super) session: u32,
+    pub(super) shards: u32,
+    pub(super) window_ms: i64,
+}
+
+impl Default for QuotaConfig {
+    fn default() -> Self {
+        QuotaConfig {
+            global: GLOBAL_LIMIT.0,
+            account: ACCOUNT_LIMIT.0,
+            session: SESSION_LIMIT.0,
+            shards: SHARDS.0,
+            window_ms: WINDOW_MS.0,
+        }
+    }
+}
+
+impl QuotaConfig {
+    /// A builder starting from the defaults.
+    pub fn builder() -> QuotaConfigBuilder {
+        QuotaConfigBuilder::default()
+    }
+
+    /// Options from a JSON object such as `{"global": 600, "shards": 4}`: every key optional, unknown keys and
+    /// out-of-range values refused (the message names the range).
+    pub fn from_value(value: &Value) -> Result<QuotaConfig, QuotaConfigError> {
+        let object = value.as_object().ok_or(QuotaConfigError::NotAnObject)?;
+        let mut builder = QuotaConfig::builder();
+        for (key, value) in object {
+            let number =
+                |name: &'static str| value.as_i64().ok_or(QuotaConfigError::NotANumber(name));
+            // Out-of-range values (negative, huge) keep their sign and size until `build` names the range.
+            let as_u32 = |n: i64| u32::try_from(n).unwrap_or(if n < 0 { 0 } else { u32::MAX });
+            builder = match key.as_str() {
+                "global" => builder.global(as_u32(number("global")?)),
+                "account" => builder.account(as_u32(number("account")?)),
+                "session" => builder.session(as_u32(number("session")?)),
+                "shards" => builder.shards(as_u32(number("shards")?)),
+                "window_ms" => builder.window_ms(number("window_ms")?),
+                other => return Err(QuotaConfigError::UnknownKey(other.to_owned())),
+            };
+        }
+        Ok(builder.build()?)
+    }
+
+    /// The global limit per window.
+    pub fn global(&self) -> u32 {
+        self.global
+    }
+
+    /// The per-account limit per window.
+    pub fn account(&self) -> u32 {
+        self.account
+    }
+
+    /// The per-session limit per window.
+    pub fn session(&self) -> u32 {
+        self.session
+    }
+
+    /// Shards actually used: `min(shards, global)`, so that no slice has a limit of zero.
+    pub fn effective_shards(&self) -> u32 {
+        self.shards.min(self.global)
+    }
+
+    /// The window length in milliseconds.
+    pub fn window_ms(&self) -> i64 {
+        self.window_ms
+    }
+
+    /// The limit of global shard `shard`: `floor(global / shards)`, plus one for the first `global % shards`
+    /// shards, so the slices sum exactly to the global limit.
+    pub fn shard_limit(&self, shard: u32) -> u32 {
+        let shards = self.effective_shards();
+        self.global / shards + u32::from(shard < self.global % shards)
+    }
+}
+
+/// Builds a [`QuotaConfig`]; [`build`](Self::build) checks every value.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QuotaConfigBuilder {
+    global: Option<u32>,
+    account: Option<u32>,
+    session: Option<u32>,
+    shards: Option<u32>,
+    window_ms: Option<i64>,
+}
+
+impl QuotaConfigBuilder {
+    /// Requests per window for the deployment: 1–1,000,000, default 600.
+    pub fn global(mut self, limit: u32) -> Self {
+        self.global = Some(limit);
+        self
+    }
+
+    /// Requests per window per account: 1–1,000,000, default 60.
+    pub fn account(mut self, limit: u32) -> Self {
+        self.account = Some(limit);
+        self
+    }
+
+    /// Requests per window per session: 1–1,000,000, default 30.
+    pub fn session(mut self, limit: u32) -> Self {
+        self.session = Some(limit);
+        self
+    }
+
+    /// Global shards: 1–128, default 1.
+    pub fn shards(mut self, shards: u32) -> Self {
+        self.shards = Some(shards);
+        self
+    }
+
+    /// Window length: 1,000–3,600,000 ms, default 60,000.
+    pub fn window_ms(mut self, ms: i64) -> Self {
+        self.window_ms = Some(ms);
+        self
+    }
+
+    /// Checks the values.
+    pub fn build(self) -> Result<QuotaConfig, ConfigError> {
+        Ok(QuotaConfig {
+            global: check(
+                "global",
+                self.global.unwrap_or(GLOBAL_LIMIT.0),
+                &GLOBAL_LIMIT.1,
+            )?,
+            account: check(
+                "account",
+                self.account.unwrap_or(ACCOUNT_LIMIT.0),
+                &ACCOUNT_LIMIT.1,
+            )?,
+            session: check(
+                "session",
+                self.session.unwrap_or(SESSION_LIMIT.0),
+                &SESSION_LIMIT.1,
+            )?,
+            shards: check("shards", self.shards.unwrap_or(SHARDS.0), &SHARDS.1)?,
+            window_ms: check(
+                "window_ms",
+                self.window_ms.unwrap_or(WINDOW_MS.0),
+                &WINDOW_MS.1,
+            )?,
+        })
+    }
+}
+
+/// Who a request is for, as server code knows it (never read from the request body): an account and a session,
+/// each counted against its own quota.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AdmissionContext<'a> {
+    account: Option<&'a str>,
+    session: Option<&'a str>,
+}
+
+impl<'a> AdmissionContext<'a> {
+    /// A context with neither: only the global quota applies.
+    pub fn anonymous() -> Self {
+        AdmissionContext::default()
+    }
+
+    /// A context with an optional account and session id, each 1–512 characters.
+    pub fn new(account: Option<&'a str>, session: Option<&'a str>) -> Result<Self, ConfigError> {
+        for (field, value) in [("account", account), ("session", session)] {
+            if let Some(value) = value {
+                check(field, value.chars().count(), &CONTEXT_ID_CHARS).map_err(|mut e| {
+                    // Name the length, never echo the id itself.
+                    e.range = format!("1 to 512 characters long ({})", e.range);
+                    e
+                })?;
+            }
+        }
+        Ok(AdmissionContext { account, session })
+    }
+
+    /// The account, if any.
+    pub fn account(&self) -> Option<&'a str> {
+        self.account
+    }
+
+    /// The session, if any.
+    pub fn session(&self) -> Option<&'a str> {
+        self.session
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn every_bound_is_checked() {
+        type Setter = fn(QuotaConfigBuilder, i64) -> QuotaConfigBuilder;
+        let cases: [(Setter, i64, i64, &str); 5] = [
+            (|b, v| b.global(v as u32), 1, 1_000_000, "global"),
+            (|b, v| b.account(v as u32), 1, 1_000_000, "account"),
+            (|b, v| b.session(v as u32), 1, 1_000_000, "session"),
+            (|b, v| b.shards(v as u32), 1, 128, "shards"),
+            (|b, v| b.window_ms(v), 1_000, 3_600_000, "window_ms"),
+        ];
+        for (set, low, high, field) in cases {
+            for ok in [low, high] {
+                assert!(
+                    set(QuotaConfig::builder(), ok).build().is_ok(),
+                    "{field} {ok}"
+                );
+            }
+            for bad in [low - 1, high + 1] {
+                let err = set(QuotaConfig::builder(), bad).build().unwrap_err();
+                assert_eq!(err.field, field);
+                assert!(
+                    err.to_string().contains(&format!("from {low} to {high}")),
+                    "{err}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn from_value_refuses_unknown_keys_types_and_ranges() {
+        let config =
+            QuotaConfig::from_value(&json!({"global": 21, "shards": 4, "window_ms": 1000}))
+                .unwrap();
+        assert_eq!(
+            (
+                config.global(),
+                config.effective_shards(),
+                config.window_ms()
+            ),
+            (21, 4, 1000)
+        );
+        assert_eq!(
+            QuotaConfig::from_value(&json!({})).unwrap(),
+            QuotaConfig::default()
+        );
+        assert!(matches!(
+            QuotaConfig::from_value(&json!({"globl": 1})),
+            Err(QuotaConfigError::UnknownKey(k)) if k == "globl"
+        ));
+        assert!(matches!(
+            QuotaConfig::from_value(&json!({"global": "600"})),
+            Err(QuotaConfigError::NotANumber("global"))
+        ));
+        assert!(matches!(
+            QuotaConfig::from_value(&json!({"global": 1.5})),
+            Err(QuotaConfigError::NotANumber("global"))
+        ));
+        let err = QuotaConfig::from_value(&json!({"shards": 129})).unwrap_err();
+        assert!(err.to_string().contains("from 1 to 128"), "{err}");
+        let err = QuotaConfig::from_value(&json!({"global": -1})).unwrap_err();
+        assert!(err.to_string().contains("from 1 to 1000000"), "{err}");
+        let err = QuotaConfig::from_value(&json!({"global": 5_000_000_000_i64})).unwrap_err();
+        assert!(err.to_string().contains("from 1 to 1000000"), "{err}");
+        assert!(matches!(
+            QuotaConfig::from_value(&json!([1])),
+            Err(QuotaConfigError::NotAnObject)
+        ));
+    }
+
+    #[test]
+    fn shard_slices_sum_to_the_global_limit() {
+        for global in [1, 2, 7, 21, 600, 1_000_000] {
+            for shards in [1, 2, 3, 4, 7, 32, 128] {
+                let c = QuotaConfig::builder()
+                    .global(global)
+                    .shards(shards)
+                    .build()
+                    .unwrap();
+                let n = c.effective_shards();
+                assert_eq!(n, shards.min(global));
+                let slices: Vec<u32> = (0..n).map(|i| c.shard_limit(i)).collect();
+                assert_eq!(
+                    slices.iter().sum::<u32>(),
+                    global,
+                    "global {global} shards {shards}"
+                );
+                assert!(slices.iter().all(|&s| s >= 1));
+                assert!(slices.windows(2).all(|w| w[0] >= w[1] && w[0] - w[1] <= 1));
+            }
+        }
+        let c = QuotaConfig::builder().global(21).shards(4).build().unwrap();
+        assert_eq!(
+            (0..4).map(|i| c.shard_limit(i)).collect::<Vec<_>>(),
+            [6, 5, 5, 5]
+        );
+    }
+
+    #[test]
+    fn context_ids_are_1_to_512_characters() {
+        let long = "é".repeat(512);
+        assert!(AdmissionContext::new(Some(&long), Some("s")).is_ok());
+        let too_long = "é".repeat(513);
+        let err = AdmissionContext::new(Some(&too_long), None).unwrap_err();
+        assert_eq!(err.field, "account");
+        assert!(!err.to_string().contains('é'));
+        assert_eq!(
+            AdmissionContext::new(None, Some("")).unwrap_err().field,
+            "session"
+        );
+        assert_eq!(
+            AdmissionContext::anonymous(),
+            AdmissionContext::new(None, None).unwrap()
+        );
+    }
+}

@@ -1,0 +1,370 @@
+//! Request quotas: the global quota (optionally cut into shards), then one per account, then one per session.
+//!
+//! Counters are rows shared by every instance (`protection_quotas(id, used, reset_at)`), keyed by HMAC labels so
+//! no raw account or session id is stored. Each counter is one atomic claim: allowed while the window has room,
+//! restarted when its window has ended. Checks run in order and stop at the first denial; the counters before it
+//! have counted the attempt, the denying one has not.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use crate::label::{LabelKey, ProtectionKey};
+use crate::store::StoreError;
+
+mod config;
+mod memory;
+#[cfg(feature = "test-suite")]
+pub mod suite;
+
+pub use config::{
+    AdmissionContext, QuotaConfig, QuotaConfigBuilder, QuotaConfigError, ACCOUNT_LIMIT,
+    CONTEXT_ID_CHARS, GLOBAL_LIMIT, SESSION_LIMIT, SHARDS, WINDOW_MS,
+};
+pub use memory::MemoryQuotaStore;
+
+/// One counter to claim: its row id, its limit, and the window the claim falls in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuotaClaim {
+    /// The row id: a protection label.
+    pub id: String,
+    /// Claims allowed per window.
+    pub limit: u32,
+    /// Start of the current window: now, or for a sharded global quota now rounded down to the window length
+    /// from the Unix epoch. A row whose `reset_at` is at or before it has expired and restarts.
+    pub window_start: i64,
+    /// Window length; a new or restarted row resets at `window_start + window_ms`.
+    pub window_ms: i64,
+}
+
+impl QuotaClaim {
+    /// When a row created or restarted by this claim resets.
+    pub fn reset_at(&self) -> i64 {
+        self.window_start + self.window_ms
+    }
+}
+
+/// What a claim did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// Counted: the request may go on.
+    Allowed,
+    /// The window is full; nothing was counted. `reset_at` is when the row's window ends, when the store could
+    /// read it.
+    Denied {
+        /// End of the full window, epoch milliseconds.
+        reset_at: Option<i64>,
+    },
+}
+
+/// Storage of quota counters.
+pub trait QuotaStore: Send + Sync {
+    /// Atomically: create the row with `used = 1`; or restart it (`used = 1`, new `reset_at`) if its window has
+    /// ended (`reset_at <= window_start`); or add one if `used < limit`; otherwise change nothing and deny.
+    fn claim(
+        &self,
+        claim: &QuotaClaim,
+    ) -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send;
+
+    /// Deletes at most `batch` rows whose window ended at or before `now_ms`, oldest first; returns how many.
+    fn cleanup(
+        &self,
+        now_ms: i64,
+        batch: usize,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send;
+}
+
+impl<S: QuotaStore> QuotaStore for Arc<S> {
+    fn claim(
+        &self,
+        claim: &QuotaClaim,
+    ) -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send {
+        (**self).claim(claim)
+    }
+
+    fn cleanup(
+        &self,
+        now_ms: i64,
+        batch: usize,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        (**self).cleanup(now_ms, batch)
+    }
+}
+
+/// Which counter denied a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaCounter {
+    /// The global quota (or, when sharded, the shard this request used).
+    Global,
+    /// The account's quota.
+    Account,
+    /// The session's quota.
+    Session,
+}
+
+/// The answer to one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Every counter had room.
+    Allowed,
+    /// A counter was full.
+    Limited {
+        /// Which one.
+        counter: QuotaCounter,
+        /// Whole seconds until its window ends, at least 1: the `Retry-After` value. (Janitor 0.7 sends the
+        /// full window length instead; this is the time actually left.)
+        retry_after_secs: u64,
+    },
+}
+
+/// The request quotas of one instance: configuration, labels, and this instance's shard rotation.
+#[derive(Debug)]
+pub struct RequestQuotas<S> {
+    store: S,
+    key: LabelKey,
+    config: QuotaConfig,
+    /// Labels of the global counter: one, or one per shard.
+    global_ids: Vec<String>,
+    next_shard: AtomicU32,
+}
+
+impl<S: QuotaStore> RequestQuotas<S> {
+    /// Quotas over `store`, with labels under `key`. Each instance starts its shard rotation at a random shard,
+    /// so instances started together do not all hit shard 0 first.
+    pub fn new(store: S, key: LabelKey, config: QuotaConfig) -> Self {
+        let shards = config.effective_shards();
+        let start = rand::random_range(0..shards);
+        Self::with_first_shard(store, key, config, start)
+    }
+
+    /// The same, starting the rotation at `first_shard` (taken modulo the shard count), for tests.
+    pub fn with_first_shard(
+        store: S,
+        key: LabelKey,
+        config: QuotaConfig,
+        first_shard: u32,
+    ) -> Self {
+        let shards = config.effective_shards();
+        let global_ids = if shards == 1 {
+            vec![key.protection(&ProtectionKey::Global)]
+        } else {
+            (0..shards)
+                .map(|shard| key.protection(&ProtectionKey::GlobalShard { shards, shard }))
+                .collect()
+        };
+        RequestQuotas {
+            store,
+            key,
+            config,
+            global_ids,
+            next_shard: AtomicU32::new(first_shard % shards),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &QuotaConfig {
+        &self.config
+    }
+
+    /// The claims one request makes, in order, using global shard `shard` (ignored when unsharded).
+    pub fn claims(
+        &self,
+        context: &AdmissionContext<'_>,
+        now_ms: i64,
+        shard: u32,
+    ) -> Vec<(QuotaCounter, QuotaClaim)> {
+        let window_ms = self.config.window_ms();
+        let mut claims = Vec::with_capacity(3);
+        let global = if self.global_ids.len() == 1 {
+            QuotaClaim {
+                id: self.global_ids[0].clone(),
+                limit: self.config.global(),
+                window_start: now_ms,
+                window_ms,
+            }
+        } else {
+            let shard = shard % self.config.effective_shards();
+            QuotaClaim {
+                id: self.global_ids[shard as usize].clone(),
+                limit: self.config.shard_limit(shard),
+                // Every slice shares the epoch-aligned clock, so slices fill and reset together.
+                window_start: now_ms.div_euclid(window_ms) * window_ms,
+                window_ms,
+            }
+        };
+        claims.push((QuotaCounter::Global, global));
+        if let Some(account) = context.account() {
+            claims.push((
+                QuotaCounter::Account,
+                QuotaClaim {
+                    id: self.key.protection(&ProtectionKey::Account(account)),
+                    limit: self.config.account(),
+                    window_start: now_ms,
+                    window_ms,
+                },
+            ));
+        }
+        if let Some(session) = context.session() {
+            claims.push((
+                QuotaCounter::Session,
+                QuotaClaim {
+                    id: self.key.protection(&ProtectionKey::Session(session)),
+                    limit: self.config.session(),
+                    window_start: now_ms,
+                    window_ms,
+                },
+            ));
+        }
+        claims
+    }
+
+    /// Claims the request's counters in order (global, account, session), stopping at the first denial.
+    /// A store failure is an error, never an admission.
+    pub async fn admit(
+        &self,
+        context: &AdmissionContext<'_>,
+        now_ms: i64,
+    ) -> Result<Admission, StoreError> {
+        let shards = self.config.effective_shards();
+        // Round-robin within this instance; a request uses one shard and never borrows from another.
+        let shard = self
+            .next_shard
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
+                Some((s + 1) % shards)
+            })
+            .unwrap_or(0);
+        for (counter, claim) in self.claims(context, now_ms, shard) {
+            if let ClaimOutcome::Denied { reset_at } = self.store.claim(&claim).await? {
+                let reset_at = reset_at.unwrap_or_else(|| claim.reset_at());
+                return Ok(Admission::Limited {
+                    counter,
+                    retry_after_secs: retry_after_secs(reset_at, now_ms),
+                });
+            }
+        }
+        Ok(Admission::Allowed)
+    }
+
+    /// Deletes at most `batch` ended windows (see [`QuotaStore::cleanup`]); `batch` is clamped to 1–1000.
+    pub async fn cleanup(&self, now_ms: i64, batch: usize) -> Result<usize, StoreError> {
+        let range = &crate::config::CLEANUP_BATCH.1;
+        self.store
+            .cleanup(now_ms, batch.clamp(*range.start(), *range.end()))
+            .await
+    }
+}
+
+/// Whole seconds from `now_ms` until `reset_at`, rounded up, at least 1.
+pub fn retry_after_secs(reset_at: i64, now_ms: i64) -> u64 {
+    let left = reset_at.saturating_sub(now_ms).max(0) as u64;
+    left.div_ceil(1000).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> LabelKey {
+        LabelKey::new(&"a".repeat(64), "fixture").unwrap()
+    }
+
+    #[test]
+    fn retry_after_rounds_up_and_is_at_least_one_second() {
+        assert_eq!(retry_after_secs(10_000, 10_000), 1);
+        assert_eq!(retry_after_secs(10_000, 20_000), 1);
+        assert_eq!(retry_after_secs(10_001, 10_000), 1);
+        assert_eq!(retry_after_secs(11_000, 10_000), 1);
+        assert_eq!(retry_after_secs(11_001, 10_000), 2);
+        assert_eq!(retry_after_secs(70_000, 10_000), 60);
+    }
+
+    #[test]
+    fn claims_follow_the_order_and_the_label_contract() {
+        let config = QuotaConfig::builder()
+            .global(21)
+            .shards(4)
+            .window_ms(60_000)
+            .build()
+            .unwrap();
+        let quotas = RequestQuotas::with_first_shard(MemoryQuotaStore::new(), key(), config, 0);
+        let context = AdmissionContext::new(Some("account-123"), Some("s-1")).unwrap();
+        let now = 1_735_689_631_234;
+        let claims = quotas.claims(&context, now, 1);
+        let counters: Vec<QuotaCounter> = claims.iter().map(|(c, _)| *c).collect();
+        assert_eq!(
+            counters,
+            [
+                QuotaCounter::Global,
+                QuotaCounter::Account,
+                QuotaCounter::Session
+            ]
+        );
+        let (_, global) = &claims[0];
+        assert_eq!(
+            global.id,
+            key().protection(&ProtectionKey::GlobalShard {
+                shards: 4,
+                shard: 1
+            })
+        );
+        assert_eq!(global.limit, 5);
+        assert_eq!(
+            global.window_start, 1_735_689_600_000,
+            "epoch-aligned when sharded"
+        );
+        let (_, account) = &claims[1];
+        // The public vector for ["account","account-123"].
+        assert_eq!(
+            account.id,
+            "sub_3270e5c2f8f309ab0c42955bb143c499f10aad4f8b766ef1e6a107f17e5cde50"
+        );
+        assert_eq!(
+            (account.limit, account.window_start),
+            (60, now),
+            "account windows start at the hit"
+        );
+        assert_eq!(claims[2].1.limit, 30);
+
+        let single = RequestQuotas::new(MemoryQuotaStore::new(), key(), QuotaConfig::default());
+        let claims = single.claims(&AdmissionContext::anonymous(), now, 7);
+        assert_eq!(claims.len(), 1);
+        assert_eq!(
+            claims[0].1.id, "sub_ace649205ec1f3a17e27be1f8d4ce96faa97d0caf1f9b3aed494dc97c418f819",
+            "the public vector for \"global\""
+        );
+        assert_eq!((claims[0].1.limit, claims[0].1.window_start), (600, now));
+    }
+
+    #[test]
+    fn effective_shards_never_exceed_the_global_limit() {
+        let config = QuotaConfig::builder().global(3).shards(8).build().unwrap();
+        let quotas = RequestQuotas::with_first_shard(MemoryQuotaStore::new(), key(), config, 5);
+        assert_eq!(quotas.global_ids.len(), 3);
+        let ids: Vec<String> = (0..3)
+            .map(|s| {
+                quotas.claims(&AdmissionContext::anonymous(), 0, s)[0]
+                    .1
+                    .id
+                    .clone()
+            })
+            .collect();
+        assert_eq!(
+            ids[0],
+            key().protection(&ProtectionKey::GlobalShard {
+                shards: 3,
+                shard: 0
+            })
+        );
+        assert!(
+            quotas.claims(&AdmissionContext::anonymous(), 0, 0)[0]
+                .1
+                .limit
+                == 1
+        );
+    }
+}
