@@ -1,6 +1,8 @@
-//! Shared pieces of the benchmark binaries: argument parsing and latency summaries.
+//! Shared pieces of the benchmark binaries: argument parsing, latency summaries and closed-loop load.
 
 use std::time::Duration;
+
+pub mod closed_loop;
 
 /// Reads `--name value` pairs into `(name, value)`, refusing anything else.
 pub fn pairs(args: impl IntoIterator<Item = String>) -> Result<Vec<(String, String)>, String> {

@@ -1,0 +1,173 @@
+//! The security SQL workloads on PostgreSQL through the library's real APIs, closed loop at several
+//! concurrencies over a small pool: request quota claims (shared and exhausted).
+//!
+//! Run with:
+//! `cargo run --release -p janitor-benchmarks --bin security-sql`
+//!
+//! Options: `--ops` operations per point 100–100,000 (default 1,000), `--pool` connections 1–64 (default 8),
+//! `--shards` of the global quota 1–128 (default 32), `--concurrency` a comma-separated list of 1–1,024
+//! (default `1,16,64,256`), `--out` a JSON file. Uses `DATABASE_URL` (default: the local server) in a throwaway
+//! schema.
+
+use std::sync::Arc;
+
+use janitor_benchmarks::closed_loop::{self, Point};
+use janitor_benchmarks::{number, pairs};
+use janitor_core::label::LabelKey;
+use janitor_core::protection::quota::{Admission, AdmissionContext, QuotaConfig, RequestQuotas};
+use janitor_sql::testing::with_schemas;
+use janitor_sql::{Database, PgQuotaStore};
+use serde_json::json;
+
+const NOW: i64 = 1_735_689_600_000;
+
+#[derive(Debug, Clone)]
+struct Options {
+    ops: u64,
+    pool: u64,
+    shards: u64,
+    concurrency: Vec<u64>,
+    out: Option<String>,
+}
+
+fn options() -> Result<Options, String> {
+    let mut o = Options {
+        ops: 1_000,
+        pool: 8,
+        shards: 32,
+        concurrency: vec![1, 16, 64, 256],
+        out: None,
+    };
+    for (name, value) in pairs(std::env::args().skip(1))? {
+        match name.as_str() {
+            "ops" => o.ops = number(&name, &value, 100, 100_000)?,
+            "pool" => o.pool = number(&name, &value, 1, 64)?,
+            "shards" => o.shards = number(&name, &value, 1, 128)?,
+            "concurrency" => {
+                o.concurrency = value
+                    .split(',')
+                    .map(|c| number(&name, c.trim(), 1, 1_024))
+                    .collect::<Result<_, _>>()?;
+            }
+            "out" => o.out = Some(value),
+            other => return Err(format!("unknown option --{other}")),
+        }
+    }
+    Ok(o)
+}
+
+fn key() -> LabelKey {
+    LabelKey::new(&"b".repeat(64), "benchmark").expect("valid key")
+}
+
+fn print(point: &Point) {
+    println!(
+        "{:<24} c={:<4} {:>8.0} ops/s   p50 {:>7.2} ms   p95 {:>7.2} ms   p99 {:>7.2} ms   failed {}",
+        point.name,
+        point.concurrency,
+        point.per_second,
+        point.latency.median.as_secs_f64() * 1e3,
+        point.latency.p95.as_secs_f64() * 1e3,
+        point.latency.p99.as_secs_f64() * 1e3,
+        point.failed
+    );
+}
+
+async fn quota_points(database: &Database, o: &Options, concurrency: u64) -> Vec<Point> {
+    let shards = o.shards as u32;
+    // A quota that never runs out within the run: every claim is admitted and counted.
+    let roomy = QuotaConfig::builder()
+        .global(1_000_000)
+        .shards(shards)
+        .window_ms(3_600_000)
+        .build()
+        .expect("valid quota");
+    let shared = Arc::new(RequestQuotas::new(
+        PgQuotaStore::new(database.clone()),
+        key(),
+        roomy,
+    ));
+    let point = closed_loop::run("shared-global-quota", concurrency, o.ops, move |_| {
+        let quotas = shared.clone();
+        async move {
+            matches!(
+                quotas.admit(&AdmissionContext::anonymous(), NOW + 1).await,
+                Ok(Admission::Allowed)
+            )
+        }
+    })
+    .await;
+
+    // A quota of one per shard, used up first: every claim is refused (and reads its reset time).
+    let tight = QuotaConfig::builder()
+        .global(shards)
+        .shards(shards)
+        .window_ms(3_600_000)
+        .build()
+        .expect("valid quota");
+    let exhausted = Arc::new(RequestQuotas::new(
+        PgQuotaStore::new(database.clone()),
+        key(),
+        tight,
+    ));
+    for _ in 0..shards {
+        exhausted
+            .admit(&AdmissionContext::anonymous(), NOW + 1)
+            .await
+            .expect("exhausting the quota");
+    }
+    let denied = closed_loop::run("exhausted-global-quota", concurrency, o.ops, move |_| {
+        let quotas = exhausted.clone();
+        async move {
+            matches!(
+                quotas.admit(&AdmissionContext::anonymous(), NOW + 2).await,
+                Ok(Admission::Limited { .. })
+            )
+        }
+    })
+    .await;
+    vec![point, denied]
+}
+
+#[tokio::main]
+async fn main() {
+    let o = match options() {
+        Ok(o) => o,
+        Err(problem) => {
+            eprintln!("security-sql: {problem}");
+            std::process::exit(2);
+        }
+    };
+    with_schemas(move |schemas| async move {
+        let pool = o.pool as usize;
+        // Waits for a connection grow with concurrency over a small pool: allow them, they are measured.
+        let database = schemas
+            .fresh_with(|b| b.max_connections(pool).wait_timeout_ms(60_000))
+            .await;
+        // Warm-up: every pooled connection opens and prepares its statements before anything is measured.
+        quota_points(&database, &Options { ops: 100 * o.pool, ..o.clone() }, o.pool).await;
+        let mut points = Vec::new();
+        for &concurrency in &o.concurrency {
+            for point in quota_points(&database, &o, concurrency).await {
+                print(&point);
+                points.push(point);
+            }
+        }
+        let report = json!({
+            "benchmark": "security-sql",
+            "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            "pool": o.pool,
+            "shards": o.shards,
+            "points": points.iter().map(Point::to_json).collect::<Vec<_>>(),
+        });
+        if let Some(path) = &o.out {
+            std::fs::write(
+                path,
+                serde_json::to_string_pretty(&report).expect("json") + "\n",
+            )
+            .unwrap_or_else(|e| panic!("writing {path}: {e}"));
+            println!("wrote {path}");
+        }
+    })
+    .await;
+}
