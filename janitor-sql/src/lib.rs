@@ -18,5 +18,6 @@ pub use config::{
 };
 pub use database::Database;
 pub use error::SetupError;
+pub use evidence_store::PgEvidenceStore;
 pub use migrate::{migrate, MigrateError, MigrationReport};
 pub use visitor_store::PgVisitorStore;
