@@ -18,6 +18,7 @@ pub use config::{
 };
 pub use database::Database;
 pub use error::SetupError;
+pub use evidence_store::PgEvidenceStore;
 pub use migrate::{migrate, MigrateError, MigrationReport};
 pub use quota_store::PgQuotaStore;
 pub use visitor_store::PgVisitorStore;

@@ -1,1 +1,331 @@
-//! Application evidence on PostgreSQL: `application_events`, `device_links` and `identity_subjects`.
+//! Application evidence on PostgreSQL: `application_events`, `device_links` and `identity_subjects`, in the
+//! tables of `migrations/0003_evidence.sql` (shared with Janitor instances in other languages).
+//!
+//! Round trips: recording an event is one statement (subject rows and the event together), plus one digest
+//! read only when the id existed; an activity read, a link write, a listing, a revocation, each erasure and
+//! each cleanup step are one statement each.
+
+use janitor_core::evidence::config::{
+    DEVICE_LINK_LIST_LIMIT, EVIDENCE_CLEANUP_BATCH, MAX_ACTIVITY_ROWS,
+};
+use janitor_core::evidence::{
+    ActivityColumn, ActivityRead, ApplicationEvent, DeviceLink, EventOwner, EventType, EventWrite,
+    EvidenceCleanup, EvidenceStore, LinkId, LinkWrite, Revocation, SubjectId, SubjectKind,
+    IMPLICIT_SUBJECT_KIND,
+};
+use janitor_core::store::StoreError;
+use janitor_core::VisitorId;
+use tokio_postgres::types::Json;
+use tokio_postgres::Row;
+
+use crate::database::Database;
+use crate::error::unreadable;
+
+pub mod statements;
+
+/// Evidence in PostgreSQL. Cheap to clone; clones share the pool. Run [`migrate`](crate::migrate()) once
+/// before use.
+///
+/// Visitor ids must name rows of `visitors` (a foreign key): a write naming an unknown visitor is a
+/// [`StoreError::Data`]. Deleting a visitor row deletes its events and links by cascade.
+#[derive(Debug, Clone)]
+pub struct PgEvidenceStore {
+    database: Database,
+}
+
+impl PgEvidenceStore {
+    /// A store over `database`.
+    pub fn new(database: Database) -> Self {
+        PgEvidenceStore { database }
+    }
+
+    /// The database handle (for its counters, or the application's own statements).
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+}
+
+/// The activity statement for a column, with or without an action.
+pub fn recent_types_statement(column: ActivityColumn, with_action: bool) -> &'static str {
+    use statements::*;
+    match (column, with_action) {
+        (ActivityColumn::Subject, false) => RECENT_TYPES_BY_SUBJECT,
+        (ActivityColumn::Session, false) => RECENT_TYPES_BY_SESSION,
+        (ActivityColumn::Actor, false) => RECENT_TYPES_BY_ACTOR,
+        (ActivityColumn::Subject, true) => RECENT_TYPES_BY_SUBJECT_ACTION,
+        (ActivityColumn::Session, true) => RECENT_TYPES_BY_SESSION_ACTION,
+        (ActivityColumn::Actor, true) => RECENT_TYPES_BY_ACTOR_ACTION,
+    }
+}
+
+fn link(row: &Row) -> Result<DeviceLink, StoreError> {
+    row.try_get::<_, Json<DeviceLink>>(0)
+        .map(|Json(link)| link)
+        .map_err(|e| unreadable("a device link", e))
+}
+
+fn event_type(row: &Row) -> Result<EventType, StoreError> {
+    let name: Option<&str> = row.try_get(0).map_err(|e| unreadable("an event type", e))?;
+    name.and_then(EventType::parse)
+        .ok_or_else(|| unreadable("an event type", "not one of the event types"))
+}
+
+fn count(row: &Row, column: usize) -> Result<u64, StoreError> {
+    let n: i64 = row
+        .try_get(column)
+        .map_err(|e| unreadable("a row count", e))?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+impl EvidenceStore for PgEvidenceStore {
+    async fn put_event(&self, event: &ApplicationEvent) -> Result<EventWrite, StoreError> {
+        let mut connection = self.database.connection().await?;
+        let subject = event.subject_id.as_ref().map(SubjectId::as_str);
+        let actor = event.actor_id.as_ref().map(SubjectId::as_str);
+        let visitor = event.visitor_id.as_ref().map(VisitorId::as_str);
+        let action = event.action.map(|a| a.as_str());
+        let kind = IMPLICIT_SUBJECT_KIND.as_str();
+        let record = Json(event);
+        let inserted = connection
+            .query(
+                statements::INSERT_EVENT,
+                &[
+                    &event.id,
+                    &event.scope,
+                    &event.digest,
+                    &subject,
+                    &event.session_id,
+                    &actor,
+                    &visitor,
+                    &action,
+                    &event.occurred_at,
+                    &event.expires_at,
+                    &record,
+                    &kind,
+                ],
+            )
+            .await?;
+        if !inserted.is_empty() {
+            return Ok(EventWrite::Inserted);
+        }
+        let stored = connection
+            .query(statements::EVENT_DIGEST, &[&event.id, &event.scope])
+            .await?;
+        let digest: Option<String> = match stored.first() {
+            Some(row) => Some(
+                row.try_get(0)
+                    .map_err(|e| unreadable("an event digest", e))?,
+            ),
+            None => None,
+        };
+        // No row in this scope (another scope's id, or erased in between) counts as a conflict, as in the
+        // reference: the caller's id did not record this content.
+        Ok(if digest.as_deref() == Some(event.digest.as_str()) {
+            EventWrite::Repeated
+        } else {
+            EventWrite::Conflict
+        })
+    }
+
+    async fn recent_event_types(
+        &self,
+        read: &ActivityRead<'_>,
+    ) -> Result<Vec<EventType>, StoreError> {
+        let mut connection = self.database.connection().await?;
+        let statement = recent_types_statement(read.column, read.action.is_some());
+        let limit = i64::from(read.limit.min(MAX_ACTIVITY_ROWS));
+        let rows = match read.action {
+            None => {
+                connection
+                    .query(
+                        statement,
+                        &[&read.key, &read.scope, &read.since, &read.until, &limit],
+                    )
+                    .await?
+            }
+            Some(action) => {
+                let action = action.as_str();
+                connection
+                    .query(
+                        statement,
+                        &[
+                            &read.key,
+                            &read.scope,
+                            &read.since,
+                            &read.until,
+                            &limit,
+                            &action,
+                        ],
+                    )
+                    .await?
+            }
+        };
+        rows.iter().map(event_type).collect()
+    }
+
+    async fn put_device_link(&self, link_record: &DeviceLink) -> Result<LinkWrite, StoreError> {
+        let mut connection = self.database.connection().await?;
+        let kind = IMPLICIT_SUBJECT_KIND.as_str();
+        let record = Json(link_record);
+        let retire_at = link_record.retire_at();
+        let inserted = connection
+            .query(
+                statements::INSERT_LINK,
+                &[
+                    &link_record.id.as_str(),
+                    &link_record.scope,
+                    &link_record.digest,
+                    &link_record.subject_id.as_str(),
+                    &link_record.visitor_id.as_str(),
+                    &link_record.created_at,
+                    &retire_at,
+                    &record,
+                    &kind,
+                ],
+            )
+            .await?;
+        if let Some(row) = inserted.first() {
+            return link(row).map(LinkWrite::Created);
+        }
+        let stored = connection
+            .query(
+                statements::LINK,
+                &[&link_record.id.as_str(), &link_record.scope],
+            )
+            .await?;
+        match stored.first().map(link).transpose()? {
+            Some(existing) if existing.digest == link_record.digest => {
+                Ok(LinkWrite::Existing(existing))
+            }
+            _ => Ok(LinkWrite::Conflict),
+        }
+    }
+
+    async fn device_link(
+        &self,
+        scope: &str,
+        id: &LinkId,
+    ) -> Result<Option<DeviceLink>, StoreError> {
+        let mut connection = self.database.connection().await?;
+        let rows = connection
+            .query(statements::LINK, &[&id.as_str(), &scope])
+            .await?;
+        rows.first().map(link).transpose()
+    }
+
+    async fn device_links(
+        &self,
+        scope: &str,
+        subject: &SubjectId,
+        limit: usize,
+    ) -> Result<Vec<DeviceLink>, StoreError> {
+        let mut connection = self.database.connection().await?;
+        let limit = limit.clamp(1, *DEVICE_LINK_LIST_LIMIT.1.end()) as i64;
+        let rows = connection
+            .query(
+                statements::LINKS_OF_SUBJECT,
+                &[&subject.as_str(), &scope, &limit],
+            )
+            .await?;
+        rows.iter().map(link).collect()
+    }
+
+    async fn revoke_device_link(
+        &self,
+        scope: &str,
+        id: &LinkId,
+        revocation: &Revocation,
+    ) -> Result<bool, StoreError> {
+        let mut connection = self.database.connection().await?;
+        let changed = connection
+            .execute(
+                statements::REVOKE_LINK,
+                &[
+                    &Json(revocation),
+                    &revocation.revoked_at,
+                    &id.as_str(),
+                    &scope,
+                ],
+            )
+            .await?;
+        Ok(changed > 0)
+    }
+
+    async fn delete_events(&self, scope: &str, owner: EventOwner<'_>) -> Result<u64, StoreError> {
+        let mut connection = self.database.connection().await?;
+        match owner {
+            EventOwner::Subject(subject) => {
+                connection
+                    .execute(
+                        statements::DELETE_SUBJECT_EVENTS,
+                        &[&scope, &subject.as_str()],
+                    )
+                    .await
+            }
+            EventOwner::Session(label) => {
+                connection
+                    .execute(statements::DELETE_SESSION_EVENTS, &[&scope, &label])
+                    .await
+            }
+        }
+    }
+
+    async fn put_subject(
+        &self,
+        subject: &SubjectId,
+        kind: SubjectKind,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let mut connection = self.database.connection().await?;
+        let rows = connection
+            .query(
+                statements::PUT_SUBJECT,
+                &[&subject.as_str(), &kind.as_str(), &now_ms],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn delete_subject(&self, subject: &SubjectId) -> Result<bool, StoreError> {
+        let mut connection = self.database.connection().await?;
+        let deleted = connection
+            .execute(statements::DELETE_SUBJECT, &[&subject.as_str()])
+            .await?;
+        Ok(deleted > 0)
+    }
+
+    async fn delete_visitor_evidence(&self, visitor: &VisitorId) -> Result<u64, StoreError> {
+        let mut connection = self.database.connection().await?;
+        let rows = connection
+            .query(statements::DELETE_VISITOR_EVIDENCE, &[&visitor.as_str()])
+            .await?;
+        match rows.first() {
+            Some(row) => count(row, 0),
+            None => Err(unreadable("a row count", "no row")),
+        }
+    }
+
+    async fn cleanup(
+        &self,
+        scope: &str,
+        now_ms: i64,
+        link_cutoff: i64,
+        batch: usize,
+    ) -> Result<EvidenceCleanup, StoreError> {
+        let mut connection = self.database.connection().await?;
+        let batch = batch.clamp(1, *EVIDENCE_CLEANUP_BATCH.1.end()) as i64;
+        let rows = connection
+            .query(
+                statements::CLEANUP,
+                &[&scope, &now_ms, &link_cutoff, &batch],
+            )
+            .await?;
+        let row = rows
+            .first()
+            .ok_or_else(|| unreadable("cleanup counts", "no row"))?;
+        Ok(EvidenceCleanup {
+            events_deleted: count(row, 0)?,
+            links_deleted: count(row, 1)?,
+        })
+    }
+}

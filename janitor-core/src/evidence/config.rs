@@ -1,0 +1,209 @@
+//! Options of application evidence, each a named constant with its range, checked when the value is built.
+
+use std::ops::RangeInclusive;
+
+use crate::config::{check, ConfigError, DAY_MS};
+
+/// Days an application event counts and is kept: default and range.
+pub const EVENT_RETENTION_DAYS: (u32, RangeInclusive<u32>) = (7, 1..=30);
+/// Days a retired (expired or revoked) device link is kept before cleanup deletes it: default and range.
+pub const LINK_RETENTION_DAYS: (u32, RangeInclusive<u32>) = (90, 1..=365);
+/// Most events one activity query counts: default and range.
+pub const MAX_EVENTS_PER_QUERY: (u32, RangeInclusive<u32>) = (1000, 1..=1000);
+/// Width of the activity window in milliseconds: default and range (one second to one day).
+pub const VELOCITY_WINDOW_MS: (i64, RangeInclusive<i64>) = (900_000, 1_000..=DAY_MS);
+/// Rows of each table one cleanup call deletes at most: default and range.
+pub const EVIDENCE_CLEANUP_BATCH: (usize, RangeInclusive<usize>) = (100, 1..=1000);
+/// Device links one listing returns at most: default and range.
+pub const DEVICE_LINK_LIST_LIMIT: (usize, RangeInclusive<usize>) = (20, 1..=100);
+
+/// Hard ceiling on the rows an activity read fetches: the largest `max_events_per_query` plus one, so that a
+/// full window can be told apart from an overflowing one.
+pub const MAX_ACTIVITY_ROWS: u32 = 1001;
+
+/// Validated evidence options; [`EvidenceConfig::builder`] starts from the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EvidenceConfig {
+    event_retention_days: u32,
+    link_retention_days: u32,
+    max_events_per_query: u32,
+}
+
+impl Default for EvidenceConfig {
+    fn default() -> Self {
+        EvidenceConfig {
+            event_retention_days: EVENT_RETENTION_DAYS.0,
+            link_retention_days: LINK_RETENTION_DAYS.0,
+            max_events_per_query: MAX_EVENTS_PER_QUERY.0,
+        }
+    }
+}
+
+impl EvidenceConfig {
+    /// A builder starting from the defaults.
+    pub fn builder() -> EvidenceConfigBuilder {
+        EvidenceConfigBuilder::default()
+    }
+
+    /// Days an event is kept and counted.
+    pub fn event_retention_days(&self) -> u32 {
+        self.event_retention_days
+    }
+
+    /// Days a retired device link is kept.
+    pub fn link_retention_days(&self) -> u32 {
+        self.link_retention_days
+    }
+
+    /// Most events one activity query counts.
+    pub fn max_events_per_query(&self) -> u32 {
+        self.max_events_per_query
+    }
+
+    /// When an event recorded at `now_ms` expires.
+    pub fn event_expiry(&self, now_ms: i64) -> i64 {
+        now_ms.saturating_add(i64::from(self.event_retention_days) * DAY_MS)
+    }
+
+    /// Links whose `retire_at` is at or before this are deleted by cleanup at `now_ms`.
+    pub fn link_cutoff(&self, now_ms: i64) -> i64 {
+        now_ms.saturating_sub(i64::from(self.link_retention_days) * DAY_MS)
+    }
+
+    /// Rows an activity read asks for: one more than it counts, so saturation shows.
+    pub fn activity_rows(&self) -> u32 {
+        (self.max_events_per_query + 1).min(MAX_ACTIVITY_ROWS)
+    }
+}
+
+/// Builds an [`EvidenceConfig`]; [`build`](Self::build) checks every value.
+#[derive(Debug, Clone, Default)]
+pub struct EvidenceConfigBuilder {
+    event_retention_days: Option<u32>,
+    link_retention_days: Option<u32>,
+    max_events_per_query: Option<u32>,
+}
+
+impl EvidenceConfigBuilder {
+    /// Days an event is kept and counted: 1–30, default 7.
+    pub fn event_retention_days(mut self, days: u32) -> Self {
+        self.event_retention_days = Some(days);
+        self
+    }
+
+    /// Days a retired device link is kept: 1–365, default 90.
+    pub fn link_retention_days(mut self, days: u32) -> Self {
+        self.link_retention_days = Some(days);
+        self
+    }
+
+    /// Most events one activity query counts: 1–1000, default 1000.
+    pub fn max_events_per_query(mut self, max: u32) -> Self {
+        self.max_events_per_query = Some(max);
+        self
+    }
+
+    /// Checks the values; the error names the first option out of range and its range.
+    pub fn build(self) -> Result<EvidenceConfig, ConfigError> {
+        Ok(EvidenceConfig {
+            event_retention_days: check(
+                "event_retention_days",
+                self.event_retention_days.unwrap_or(EVENT_RETENTION_DAYS.0),
+                &EVENT_RETENTION_DAYS.1,
+            )?,
+            link_retention_days: check(
+                "link_retention_days",
+                self.link_retention_days.unwrap_or(LINK_RETENTION_DAYS.0),
+                &LINK_RETENTION_DAYS.1,
+            )?,
+            max_events_per_query: check(
+                "max_events_per_query",
+                self.max_events_per_query.unwrap_or(MAX_EVENTS_PER_QUERY.0),
+                &MAX_EVENTS_PER_QUERY.1,
+            )?,
+        })
+    }
+}
+
+/// A validated velocity window (1,000–86,400,000 ms).
+pub fn velocity_window(window_ms: i64) -> Result<i64, ConfigError> {
+    check("windowMs", window_ms, &VELOCITY_WINDOW_MS.1)
+}
+
+/// A validated evidence cleanup batch (1–1000).
+pub fn evidence_cleanup_batch(batch: usize) -> Result<usize, ConfigError> {
+    check("batch", batch, &EVIDENCE_CLEANUP_BATCH.1)
+}
+
+/// A validated device-link listing limit (1–100).
+pub fn device_link_list_limit(limit: usize) -> Result<usize, ConfigError> {
+    check("limit", limit, &DEVICE_LINK_LIST_LIMIT.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let config = EvidenceConfig::builder().build().unwrap();
+        assert_eq!(config, EvidenceConfig::default());
+        assert_eq!(config.event_retention_days(), 7);
+        assert_eq!(config.link_retention_days(), 90);
+        assert_eq!(config.max_events_per_query(), 1000);
+        assert_eq!(config.activity_rows(), 1001);
+        assert_eq!(config.event_expiry(0), 7 * DAY_MS);
+        assert_eq!(config.link_cutoff(100 * DAY_MS), 10 * DAY_MS);
+    }
+
+    #[test]
+    fn every_bound_plus_and_minus_one() {
+        let b = EvidenceConfig::builder;
+        for (days, ok) in [(0, false), (1, true), (30, true), (31, false)] {
+            let built = b().event_retention_days(days).build();
+            assert_eq!(built.is_ok(), ok, "event_retention_days {days}");
+            if let Err(e) = built {
+                assert_eq!(e.field, "event_retention_days");
+                assert!(e.to_string().contains("from 1 to 30"), "{e}");
+            }
+        }
+        for (days, ok) in [(0, false), (1, true), (365, true), (366, false)] {
+            let built = b().link_retention_days(days).build();
+            assert_eq!(built.is_ok(), ok, "link_retention_days {days}");
+            if let Err(e) = built {
+                assert_eq!(e.field, "link_retention_days");
+                assert!(e.to_string().contains("from 1 to 365"), "{e}");
+            }
+        }
+        for (max, ok) in [(0, false), (1, true), (1000, true), (1001, false)] {
+            let built = b().max_events_per_query(max).build();
+            assert_eq!(built.is_ok(), ok, "max_events_per_query {max}");
+            if let Err(e) = built {
+                assert_eq!(e.field, "max_events_per_query");
+                assert!(e.to_string().contains("from 1 to 1000"), "{e}");
+            }
+        }
+        assert_eq!(
+            b().max_events_per_query(1).build().unwrap().activity_rows(),
+            2
+        );
+    }
+
+    #[test]
+    fn per_call_bounds() {
+        assert!(velocity_window(999).is_err());
+        assert_eq!(velocity_window(1_000), Ok(1_000));
+        assert_eq!(velocity_window(86_400_000), Ok(86_400_000));
+        let err = velocity_window(86_400_001).unwrap_err();
+        assert_eq!(err.field, "windowMs");
+        assert!(err.to_string().contains("from 1000 to 86400000"), "{err}");
+        assert!(evidence_cleanup_batch(0).is_err());
+        assert_eq!(evidence_cleanup_batch(1), Ok(1));
+        assert_eq!(evidence_cleanup_batch(1000), Ok(1000));
+        assert_eq!(evidence_cleanup_batch(1001).unwrap_err().field, "batch");
+        assert!(device_link_list_limit(0).is_err());
+        assert_eq!(device_link_list_limit(1), Ok(1));
+        assert_eq!(device_link_list_limit(100), Ok(100));
+        assert_eq!(device_link_list_limit(101).unwrap_err().field, "limit");
+    }
+}
