@@ -12,6 +12,7 @@ pub mod quota_store;
 pub mod testing;
 pub mod visitor_store;
 
+pub use budget_store::PgBudgetStore;
 pub use config::{
     DatabaseConfig, DatabaseConfigBuilder, SchemaName, APPLICATION_NAME, CONNECT_TIMEOUT_MS,
     MAX_CONNECTIONS, POOL_WAIT_TIMEOUT_MS, STATEMENT_TIMEOUT_MS,

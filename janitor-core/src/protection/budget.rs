@@ -1,1 +1,0 @@
-//! The shared inference budget: calls per window, concurrent leases and a circuit breaker, for every instance.

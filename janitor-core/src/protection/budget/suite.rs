@@ -1,0 +1,409 @@
+//! The behaviour every [`BudgetStore`] must show, as one reusable suite.
+//!
+//! ```text
+//! janitor_core::protection::budget::suite::run(|| async { MyBudgetStore::fresh().await }).await;
+//! ```
+//!
+//! The factory must return an empty store (for a database: a fresh schema). Each case asks for its own store.
+//! A failed expectation panics with the case's name. The first cases exercise the compare-and-swap contract
+//! directly; the others drive an [`InferenceBudget`] over the store.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use super::{
+    BudgetConfig, BudgetDenial, BudgetRecord, BudgetRow, BudgetStore, CallOutcome, InferenceBudget,
+    LeaseRecord,
+};
+use crate::label::LabelKey;
+
+const T0: i64 = 1_735_689_600_000;
+
+/// A label key for the suite's namespace `ns`.
+pub fn label_key(ns: &str) -> LabelKey {
+    LabelKey::new("suite-secret-suite-secret-suite-secret", ns).expect("valid test key")
+}
+
+/// A row at `version` expiring at `expires_at`, with two leases (one probe) and non-zero counters.
+pub fn sample_row(version: i64, expires_at: i64) -> BudgetRow {
+    BudgetRow {
+        version,
+        expires_at,
+        record: BudgetRecord {
+            version,
+            window_start: T0 - 5,
+            used: 7,
+            failures: 2,
+            open_until: T0 + 30_000,
+            epoch: 3,
+            leases: vec![
+                LeaseRecord {
+                    id: "4b8e2f8a-5a52-4c1e-9d59-0a1b2c3d4e5f".into(),
+                    expires_at: T0 + 6_200,
+                    epoch: 3,
+                    probe: false,
+                    cost: 1,
+                },
+                LeaseRecord {
+                    id: "0f9e8d7c-6b5a-4a39-8b27-161514131211".into(),
+                    expires_at: T0 + 9_000,
+                    epoch: 2,
+                    probe: true,
+                    cost: 16,
+                },
+            ],
+        },
+    }
+}
+
+/// Runs every case, each on a fresh store from `fresh`.
+pub async fn run<S, F, Fut>(mut fresh: F)
+where
+    S: BudgetStore,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = S>,
+{
+    absent_rows_read_as_none(&fresh().await).await;
+    insert_only_when_absent(&fresh().await).await;
+    update_only_at_the_expected_version(&fresh().await).await;
+    rows_are_isolated(&fresh().await).await;
+    expired_rows_are_read_and_replaceable(&fresh().await).await;
+    cleanup_is_bounded_and_spares_live_rows(&fresh().await).await;
+    budget_counts_calls_per_window(fresh().await).await;
+    concurrency_is_released_by_finish(fresh().await).await;
+    circuit_opens_probes_and_closes(fresh().await).await;
+    writes_keep_version_and_expiry(fresh().await).await;
+    forgotten_leases_finish_without_writing(fresh().await).await;
+    namespaces_do_not_share_a_budget(fresh().await).await;
+}
+
+async fn absent_rows_read_as_none<S: BudgetStore>(store: &S) {
+    assert_eq!(
+        store.read("sub_absent").await.expect("read"),
+        None,
+        "absent_rows_read_as_none"
+    );
+}
+
+async fn insert_only_when_absent<S: BudgetStore>(store: &S) {
+    let first = sample_row(1, T0 + 60_000);
+    assert!(
+        store
+            .compare_and_swap("sub_a", 0, &first)
+            .await
+            .expect("cas"),
+        "insert_only_when_absent: the first insert wins"
+    );
+    assert_eq!(
+        store.read("sub_a").await.expect("read"),
+        Some(first.clone()),
+        "insert_only_when_absent: the row round-trips"
+    );
+    let mut other = sample_row(1, T0 + 1);
+    other.record.used = 99;
+    assert!(
+        !store
+            .compare_and_swap("sub_a", 0, &other)
+            .await
+            .expect("cas"),
+        "insert_only_when_absent: a second insert loses"
+    );
+    assert_eq!(
+        store.read("sub_a").await.expect("read"),
+        Some(first),
+        "insert_only_when_absent: the loser changed nothing"
+    );
+}
+
+async fn update_only_at_the_expected_version<S: BudgetStore>(store: &S) {
+    assert!(
+        !store
+            .compare_and_swap("sub_u", 1, &sample_row(2, T0))
+            .await
+            .expect("cas"),
+        "update_only_at_the_expected_version: an absent row is not updated"
+    );
+    assert_eq!(store.read("sub_u").await.expect("read"), None);
+    assert!(store
+        .compare_and_swap("sub_u", 0, &sample_row(1, T0))
+        .await
+        .expect("cas"));
+    let second = sample_row(2, T0 + 10);
+    assert!(
+        store
+            .compare_and_swap("sub_u", 1, &second)
+            .await
+            .expect("cas"),
+        "update_only_at_the_expected_version: the current version wins"
+    );
+    for stale in [1, 3, 0] {
+        assert!(
+            !store
+                .compare_and_swap("sub_u", stale, &sample_row(9, T0 + 20))
+                .await
+                .expect("cas"),
+            "update_only_at_the_expected_version: version {stale} loses"
+        );
+    }
+    assert_eq!(
+        store.read("sub_u").await.expect("read"),
+        Some(second),
+        "update_only_at_the_expected_version: losers changed nothing"
+    );
+}
+
+async fn rows_are_isolated<S: BudgetStore>(store: &S) {
+    assert!(store
+        .compare_and_swap("sub_x", 0, &sample_row(1, T0))
+        .await
+        .expect("cas"));
+    assert!(
+        store
+            .compare_and_swap("sub_y", 0, &sample_row(1, T0 + 5))
+            .await
+            .expect("cas"),
+        "rows_are_isolated: another id inserts"
+    );
+    assert!(store
+        .compare_and_swap("sub_x", 1, &sample_row(2, T0))
+        .await
+        .expect("cas"));
+    assert_eq!(
+        store.read("sub_y").await.expect("read").map(|r| r.version),
+        Some(1),
+        "rows_are_isolated: the other row is untouched"
+    );
+}
+
+async fn expired_rows_are_read_and_replaceable<S: BudgetStore>(store: &S) {
+    assert!(store
+        .compare_and_swap("sub_e", 0, &sample_row(1, T0))
+        .await
+        .expect("cas"));
+    // Expiry only marks the row for cleanup: its record still says what is running.
+    assert_eq!(
+        store.read("sub_e").await.expect("read").map(|r| r.version),
+        Some(1),
+        "expired_rows_are_read_and_replaceable: read after expiry"
+    );
+    let next = sample_row(2, T0 + 120_000);
+    assert!(
+        store
+            .compare_and_swap("sub_e", 1, &next)
+            .await
+            .expect("cas"),
+        "expired_rows_are_read_and_replaceable: replaced by version"
+    );
+    assert_eq!(store.read("sub_e").await.expect("read"), Some(next));
+}
+
+async fn cleanup_is_bounded_and_spares_live_rows<S: BudgetStore>(store: &S) {
+    for n in 1..=5 {
+        let row = sample_row(1, T0 + n);
+        assert!(store
+            .compare_and_swap(&format!("sub_old{n}"), 0, &row)
+            .await
+            .expect("cas"));
+    }
+    assert!(store
+        .compare_and_swap("sub_live", 0, &sample_row(1, T0 + 11))
+        .await
+        .expect("cas"));
+    let now = T0 + 10;
+    assert_eq!(
+        store.cleanup(2, now).await.expect("cleanup"),
+        2,
+        "cleanup_is_bounded_and_spares_live_rows: at most the batch"
+    );
+    for gone in ["sub_old1", "sub_old2"] {
+        assert_eq!(
+            store.read(gone).await.expect("read"),
+            None,
+            "cleanup_is_bounded_and_spares_live_rows: soonest-expired first ({gone})"
+        );
+    }
+    assert_eq!(
+        store.cleanup(0, now).await.expect("cleanup"),
+        1,
+        "cleanup_is_bounded_and_spares_live_rows: a batch of 0 is clamped to 1"
+    );
+    assert_eq!(store.cleanup(1000, now).await.expect("cleanup"), 2);
+    assert_eq!(
+        store.cleanup(1000, now).await.expect("cleanup"),
+        0,
+        "cleanup_is_bounded_and_spares_live_rows: nothing left to delete"
+    );
+    assert!(
+        store.read("sub_live").await.expect("read").is_some(),
+        "cleanup_is_bounded_and_spares_live_rows: a live row stays"
+    );
+    assert_eq!(
+        store.cleanup(1000, T0 + 11).await.expect("cleanup"),
+        1,
+        "cleanup_is_bounded_and_spares_live_rows: expiring exactly now counts as expired"
+    );
+}
+
+fn config(max_calls: u32, max_concurrent: u32, threshold: u32) -> BudgetConfig {
+    BudgetConfig::builder()
+        .max_calls(max_calls)
+        .max_concurrent(max_concurrent)
+        .failure_threshold(threshold)
+        .window_ms(1_000)
+        .cooldown_ms(1_000)
+        .build()
+        .expect("valid suite configuration")
+}
+
+async fn budget_counts_calls_per_window<S: BudgetStore>(store: S) {
+    let budget = InferenceBudget::new(store, config(3, 32, 3), &label_key("window"));
+    for k in 0..3 {
+        assert!(
+            budget.reserve(T0 + k, 1, 100).await.is_ok(),
+            "budget_counts_calls_per_window: call {k}"
+        );
+    }
+    assert_eq!(
+        budget.reserve(T0 + 999, 1, 100).await,
+        Err(BudgetDenial::Budget),
+        "budget_counts_calls_per_window: the fourth call in the window"
+    );
+    assert!(
+        budget.reserve(T0 + 1_000, 1, 100).await.is_ok(),
+        "budget_counts_calls_per_window: a new window starts when the old one has elapsed"
+    );
+}
+
+async fn concurrency_is_released_by_finish<S: BudgetStore>(store: S) {
+    let budget = InferenceBudget::new(store, config(100, 2, 3), &label_key("concurrency"));
+    let first = budget.reserve(T0, 1, 100).await.expect("first");
+    budget.reserve(T0, 1, 100).await.expect("second");
+    assert_eq!(
+        budget.reserve(T0, 1, 100).await,
+        Err(BudgetDenial::Concurrency),
+        "concurrency_is_released_by_finish: the third concurrent call"
+    );
+    assert_eq!(
+        budget.finish(&first, CallOutcome::Success, T0 + 1).await,
+        Ok(true)
+    );
+    assert!(
+        budget.reserve(T0 + 2, 1, 100).await.is_ok(),
+        "concurrency_is_released_by_finish: a finished lease frees its place"
+    );
+}
+
+async fn circuit_opens_probes_and_closes<S: BudgetStore>(store: S) {
+    let budget = InferenceBudget::new(store, config(100, 4, 2), &label_key("circuit"));
+    for k in 0..2 {
+        let lease = budget.reserve(T0 + k, 1, 100).await.expect("closed");
+        assert!(!lease.is_probe());
+        assert_eq!(
+            budget.finish(&lease, CallOutcome::Failure, T0 + 10).await,
+            Ok(true)
+        );
+    }
+    assert_eq!(
+        budget.reserve(T0 + 1_009, 1, 100).await,
+        Err(BudgetDenial::CircuitOpen),
+        "circuit_opens_probes_and_closes: open during the cooldown"
+    );
+    let probe = budget.reserve(T0 + 1_010, 1, 100).await.expect("probe");
+    assert!(
+        probe.is_probe(),
+        "circuit_opens_probes_and_closes: the first call after the cooldown is a probe"
+    );
+    assert_eq!(
+        budget.reserve(T0 + 1_010, 1, 100).await,
+        Err(BudgetDenial::Concurrency),
+        "circuit_opens_probes_and_closes: one probe at a time"
+    );
+    assert_eq!(
+        budget
+            .finish(&probe, CallOutcome::Success, T0 + 1_011)
+            .await,
+        Ok(true)
+    );
+    let row = budget
+        .store()
+        .read(budget.id())
+        .await
+        .expect("read")
+        .expect("row");
+    assert_eq!(
+        (row.record.open_until, row.record.failures, row.record.epoch),
+        (0, 0, 2),
+        "circuit_opens_probes_and_closes: a successful probe closes the circuit"
+    );
+    let a = budget.reserve(T0 + 1_012, 1, 100).await.expect("closed");
+    let b = budget.reserve(T0 + 1_012, 1, 100).await.expect("closed");
+    assert!(!a.is_probe() && !b.is_probe());
+}
+
+async fn writes_keep_version_and_expiry<S: BudgetStore>(store: S) {
+    let config = config(100, 4, 3);
+    let budget = InferenceBudget::new(store, config, &label_key("rows"));
+    let lease = budget.reserve(T0, 2, 700).await.expect("admitted");
+    let row = budget
+        .store()
+        .read(budget.id())
+        .await
+        .expect("read")
+        .expect("row");
+    assert_eq!(
+        (row.version, row.record.version),
+        (1, 1),
+        "writes_keep_version_and_expiry: the first write is version 1"
+    );
+    assert_eq!(row.expires_at, config.row_expires_at(T0, 700));
+    assert_eq!(row.expires_at, T0 + 2 * 5_700);
+    assert_eq!(row.record.leases, vec![lease.record().clone()]);
+    assert_eq!((row.record.used, lease.cost()), (2, 2));
+    assert_eq!(lease.expires_at(), T0 + 5_700);
+    budget
+        .finish(&lease, CallOutcome::Success, T0 + 3)
+        .await
+        .expect("finish");
+    let row = budget
+        .store()
+        .read(budget.id())
+        .await
+        .expect("read")
+        .expect("row");
+    assert_eq!(
+        (row.version, row.record.version, row.expires_at),
+        (2, 2, T0 + 3 + 2 * 5_700),
+        "writes_keep_version_and_expiry: every write bumps the version and renews the expiry"
+    );
+    assert!(row.record.leases.is_empty());
+}
+
+async fn forgotten_leases_finish_without_writing<S: BudgetStore>(store: S) {
+    let budget = InferenceBudget::new(store, config(100, 4, 3), &label_key("forgotten"));
+    let lease = budget.reserve(T0, 1, 100).await.expect("admitted");
+    let far = T0 + 3_600_000;
+    assert_eq!(budget.cleanup(10, far).await, Ok(1));
+    assert_eq!(
+        budget.finish(&lease, CallOutcome::Failure, far).await,
+        Ok(false),
+        "forgotten_leases_finish_without_writing: nothing to finish"
+    );
+    assert_eq!(
+        budget.store().read(budget.id()).await.expect("read"),
+        None,
+        "forgotten_leases_finish_without_writing: no row was recreated"
+    );
+}
+
+async fn namespaces_do_not_share_a_budget<S: BudgetStore>(store: S) {
+    let store = Arc::new(store);
+    let one = InferenceBudget::new(Arc::clone(&store), config(1, 4, 3), &label_key("one"));
+    let two = InferenceBudget::new(store, config(1, 4, 3), &label_key("two"));
+    assert_ne!(one.id(), two.id());
+    one.reserve(T0, 1, 100).await.expect("first namespace");
+    assert_eq!(one.reserve(T0, 1, 100).await, Err(BudgetDenial::Budget));
+    assert!(
+        two.reserve(T0, 1, 100).await.is_ok(),
+        "namespaces_do_not_share_a_budget"
+    );
+}
