@@ -206,7 +206,7 @@ fn evaluator_config_bounds() {
     assert_eq!(d, BudgetedEvaluatorConfig::default());
     assert_eq!(
         (d.timeout_ms(), d.evaluate_cost(), d.batch_cost()),
-        (1_200, 1, BatchCost::PerCandidate)
+        (1_200, 1, BatchCost::Fixed(1))
     );
     for ok in [1, 5_000] {
         assert!(BudgetedEvaluatorConfig::builder()
@@ -441,8 +441,25 @@ async fn outcomes_are_reported_to_the_budget() {
 }
 
 #[tokio::test]
-async fn a_batch_reserves_one_call_per_candidate_by_default() {
+async fn a_batch_reserves_one_call_by_default() {
     let h = Harness::new(vec![], BudgetConfig::default());
+    let o = current();
+    let ten: Vec<_> = (0..10).map(|_| input(&o)).collect();
+    assert_eq!(h.evaluator.evaluate_batch(&ten).await, Ok(vec![GOOD; 10]));
+    assert_eq!(
+        h.row().await.record.used,
+        1,
+        "one request answers the whole batch"
+    );
+}
+
+#[tokio::test]
+async fn a_per_candidate_batch_cost_reserves_one_call_each() {
+    let config = BudgetedEvaluatorConfig::builder()
+        .batch_cost(BatchCost::PerCandidate)
+        .build()
+        .unwrap();
+    let h = Harness::with(vec![], BudgetConfig::default(), config);
     let o = current();
     let three = [input(&o), input(&o), input(&o)];
     assert_eq!(h.evaluator.evaluate_batch(&three).await, Ok(vec![GOOD; 3]));

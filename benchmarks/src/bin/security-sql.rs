@@ -145,7 +145,15 @@ async fn main() {
             .fresh_with(|b| b.max_connections(pool).wait_timeout_ms(60_000))
             .await;
         // Warm-up: every pooled connection opens and prepares its statements before anything is measured.
-        quota_points(&database, &Options { ops: 100 * o.pool, ..o.clone() }, o.pool).await;
+        quota_points(
+            &database,
+            &Options {
+                ops: 100 * o.pool,
+                ..o.clone()
+            },
+            o.pool,
+        )
+        .await;
         let mut points = Vec::new();
         for &concurrency in &o.concurrency {
             for point in quota_points(&database, &o, concurrency).await {

@@ -35,7 +35,7 @@ impl Default for BudgetedEvaluatorConfig {
         BudgetedEvaluatorConfig {
             timeout_ms: EVALUATION_TIMEOUT_MS.0,
             evaluate_cost: REQUEST_COST.0,
-            batch_cost: BatchCost::PerCandidate,
+            batch_cost: BatchCost::Fixed(REQUEST_COST.0),
         }
     }
 }
@@ -83,7 +83,8 @@ impl BudgetedEvaluatorConfigBuilder {
         self
     }
 
-    /// What one `evaluate_batch` reserves: default [`BatchCost::PerCandidate`].
+    /// What one `evaluate_batch` reserves: default `Fixed(1)`, one request per batch (the provider protocol
+    /// answers every candidate in one call).
     pub fn batch_cost(mut self, value: BatchCost) -> Self {
         self.batch_cost = Some(value);
         self
@@ -91,7 +92,7 @@ impl BudgetedEvaluatorConfigBuilder {
 
     /// Checks the values.
     pub fn build(self) -> Result<BudgetedEvaluatorConfig, ConfigError> {
-        let batch_cost = match self.batch_cost.unwrap_or(BatchCost::PerCandidate) {
+        let batch_cost = match self.batch_cost.unwrap_or(BatchCost::Fixed(REQUEST_COST.0)) {
             BatchCost::PerCandidate => BatchCost::PerCandidate,
             BatchCost::Fixed(cost) => BatchCost::Fixed(check("batch_cost", cost, &REQUEST_COST.1)?),
         };
