@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 pub mod closed_loop;
+pub mod evidence_seed;
 
 /// Reads `--name value` pairs into `(name, value)`, refusing anything else.
 pub fn pairs(args: impl IntoIterator<Item = String>) -> Result<Vec<(String, String)>, String> {
