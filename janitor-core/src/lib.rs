@@ -7,6 +7,7 @@ pub mod decision;
 pub mod engine;
 pub mod evaluator;
 pub mod evidence;
+pub mod jev;
 pub mod label;
 pub mod observation;
 pub mod payload;

@@ -1,0 +1,1 @@
+//! The admission layer: a bounded number of requests in flight per adapter instance, refusing the rest at once.

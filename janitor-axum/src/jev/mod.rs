@@ -1,0 +1,1 @@
+//! The Jev evaluator: an HTTP client for the provider protocol, behind the shared inference budget.
