@@ -1,6 +1,17 @@
-//! The HTTP edge of Janitor for axum: the admission layer, the identify endpoint, private assessment for server
-//! code, and the Jev evaluator client.
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 pub mod admission;
+mod backend;
+mod config;
+pub mod identify;
+mod janitor;
 pub mod jev;
+
+pub use backend::{Backend, InMemory, Postgres};
+pub use config::{
+    Environment, JanitorConfig, JanitorConfigBuilder, JanitorConfigError, COOKIE_MAX_AGE_DAYS,
+    ENDPOINT_PATH, MAX_BODY_BYTES, MAX_IN_FLIGHT_REQUESTS, REQUEST_TIMEOUT_MS,
+};
+pub use identify::VisitorContext;
+pub use janitor::{Assessment, CleanupError, Janitor, Maintenance};

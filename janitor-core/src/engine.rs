@@ -152,6 +152,16 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
         }
     }
 
+    /// The same engine with an evaluator, or in deterministic-only mode when `evaluator` is `None` (for code that
+    /// decides at run time).
+    pub fn with_optional_evaluator<E2: Evaluator>(self, evaluator: Option<E2>) -> Engine<S, E2> {
+        Engine {
+            store: self.store,
+            evaluator,
+            config: self.config,
+        }
+    }
+
     /// The store.
     pub fn store(&self) -> &S {
         &self.store

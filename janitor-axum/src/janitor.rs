@@ -1,0 +1,276 @@
+//! The handle an application holds: the endpoint, private assessment, evidence and maintenance.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::response::Response;
+use axum::routing::any;
+use axum::Router;
+use janitor_core::config::{cleanup_batch, ConfigError};
+use janitor_core::evidence::{
+    ActivitySummary, DeviceAssessment, DeviceLink, DeviceLinkInput, EventInput, Evidence,
+    EvidenceCleanup, EvidenceError, LinkId, Recorded, RevocationInput, SubjectId, VelocityQuery,
+};
+use janitor_core::protection::quota::RequestQuotas;
+use janitor_core::store::{CleanupReport, StoreError, VisitorStore};
+use janitor_core::{
+    Engine, Evaluator, Identification, IdentifyError, Identity, NoEvaluator, VisitorId,
+    VisitorPayload,
+};
+
+use crate::config::JanitorConfig;
+use crate::identify;
+use crate::Backend;
+
+/// Janitor for one application: cheap to clone, shared by every route and task.
+///
+/// `B` is where state lives ([`InMemory`](crate::InMemory) or [`Postgres`](crate::Postgres)); `E` the optional
+/// evaluator.
+pub struct Janitor<B: Backend, E: Evaluator = NoEvaluator> {
+    inner: Arc<Inner<B, E>>,
+}
+
+impl<B: Backend, E: Evaluator> Clone for Janitor<B, E> {
+    fn clone(&self) -> Self {
+        Janitor {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<B: Backend, E: Evaluator> std::fmt::Debug for Janitor<B, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Janitor")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Inner<B: Backend, E: Evaluator> {
+    pub(crate) config: JanitorConfig,
+    pub(crate) backend: B,
+    pub(crate) engine: Engine<B::Visitors, E>,
+    pub(crate) quotas: Option<RequestQuotas<B::Quotas>>,
+    pub(crate) evidence: Evidence<B::Evidence>,
+}
+
+/// What [`Janitor::assess`] gives server code: the answer to send, and the full identity when there is one.
+#[derive(Debug)]
+pub struct Assessment {
+    /// Send this to the browser (it carries the cookie, and only what the configuration exposes).
+    pub response: Response,
+    /// Confidence, risk, risk status and browser match, for the application's own decisions; `None` when the
+    /// request was refused (the response says why).
+    pub identity: Option<Identity>,
+}
+
+/// What one [`Janitor::cleanup`] call did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Maintenance {
+    /// Visitors and observations.
+    pub visitors: CleanupReport,
+    /// Quota rows whose window ended.
+    pub quotas: usize,
+    /// Expired events and retired links.
+    pub evidence: EvidenceCleanup,
+}
+
+impl<B: Backend> Janitor<B, NoEvaluator> {
+    /// A handle with deterministic matching only (risk status `disabled`).
+    pub fn new(config: JanitorConfig, backend: B) -> Self {
+        Janitor::with_evaluator(config, backend, None::<NoEvaluator>)
+    }
+}
+
+impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
+    /// A handle whose engine asks `evaluator` (wrap it in the shared inference budget:
+    /// `janitor_core::protection::budget::BudgetedEvaluator` over `backend.budget()`).
+    pub fn with_evaluator(config: JanitorConfig, backend: B, evaluator: Option<E>) -> Self {
+        let engine = Engine::new(backend.visitors(config.retention), config.engine)
+            .with_optional_evaluator(evaluator);
+        let quotas = config
+            .quotas
+            .map(|q| RequestQuotas::new(backend.quotas(), config.key.clone(), q));
+        let evidence = Evidence::new(backend.evidence(), config.key.clone(), config.evidence);
+        Janitor {
+            inner: Arc::new(Inner {
+                config,
+                backend,
+                engine,
+                quotas,
+                evidence,
+            }),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &JanitorConfig {
+        &self.inner.config
+    }
+
+    /// The backend the stores come from.
+    pub fn backend(&self) -> &B {
+        &self.inner.backend
+    }
+
+    /// The identification engine, for direct calls from server code.
+    pub fn engine(&self) -> &Engine<B::Visitors, E> {
+        &self.inner.engine
+    }
+
+    /// A router with the endpoint at its path (any method; the endpoint answers 405 itself).
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route(&self.inner.config.endpoint_path, any(endpoint::<B, E>))
+            .with_state(self.clone())
+    }
+
+    /// Runs the endpoint on `request` and gives the full identity to server code along with the response to
+    /// send, so the application can decide on a challenge without exposing scores to the browser.
+    pub async fn assess(&self, request: Request) -> Assessment {
+        let (response, identity) = identify::handle(&self.inner, request).await;
+        Assessment { response, identity }
+    }
+
+    /// Identifies a payload directly (no HTTP checks, no quota), for server code that has one.
+    pub async fn identify(
+        &self,
+        payload: &VisitorPayload,
+        cookie: Option<&VisitorId>,
+    ) -> Result<Identification, IdentifyError> {
+        self.inner.engine.identify(payload, cookie).await
+    }
+
+    /// The evidence service, for everything below and more.
+    pub fn evidence(&self) -> &Evidence<B::Evidence> {
+        &self.inner.evidence
+    }
+
+    /// Records an application event (see `docs/evidence.md`).
+    pub async fn record_event(&self, event: &EventInput) -> Result<Recorded, EvidenceError> {
+        self.inner
+            .evidence
+            .record(event, janitor_core::engine::now_ms())
+            .await
+    }
+
+    /// Counts recent events of one subject, session or actor.
+    pub async fn velocity(&self, query: &VelocityQuery) -> Result<ActivitySummary, EvidenceError> {
+        self.inner
+            .evidence
+            .velocity(query, janitor_core::engine::now_ms())
+            .await
+    }
+
+    /// Records a browser the application verified as the subject's.
+    pub async fn link_device(&self, link: &DeviceLinkInput) -> Result<DeviceLink, EvidenceError> {
+        self.inner
+            .evidence
+            .link(link, janitor_core::engine::now_ms())
+            .await
+    }
+
+    /// Whether a device link still associates `visitor` with `subject`.
+    pub async fn assess_device(
+        &self,
+        link: &LinkId,
+        subject: &SubjectId,
+        visitor: &VisitorId,
+    ) -> Result<DeviceAssessment, EvidenceError> {
+        let now = janitor_core::engine::now_ms();
+        self.inner
+            .evidence
+            .assess(link, subject, visitor, now)
+            .await
+    }
+
+    /// A subject's device links, newest first (limit 1–100).
+    pub async fn list_devices(
+        &self,
+        subject: &SubjectId,
+        limit: usize,
+    ) -> Result<Vec<DeviceLink>, EvidenceError> {
+        self.inner.evidence.list(subject, limit).await
+    }
+
+    /// Revokes a device link; false when it was revoked already.
+    pub async fn revoke_device(
+        &self,
+        link: &LinkId,
+        revocation: &RevocationInput,
+    ) -> Result<bool, EvidenceError> {
+        let now = janitor_core::engine::now_ms();
+        self.inner.evidence.revoke(link, revocation, now).await
+    }
+
+    /// Erases a session's events (by its raw id).
+    pub async fn delete_session(&self, session: &str) -> Result<u64, EvidenceError> {
+        self.inner.evidence.delete_session(session).await
+    }
+
+    /// Erases every event naming `subject` as subject or actor.
+    pub async fn delete_subject_events(&self, subject: &SubjectId) -> Result<u64, EvidenceError> {
+        self.inner.evidence.delete_subject_events(subject).await
+    }
+
+    /// Erases a subject and everything that refers to it.
+    pub async fn delete_subject(&self, subject: &SubjectId) -> Result<bool, EvidenceError> {
+        self.inner.evidence.delete_subject(subject).await
+    }
+
+    /// Erases a visitor with its observations, events and links. The application must authorize erasure and
+    /// should not re-identify the browser automatically afterwards.
+    pub async fn delete_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
+        let erased = self.inner.engine.store().delete_visitor(visitor).await?;
+        // The in-memory evidence store has no cascade: erase its rows explicitly (PostgreSQL cascades).
+        self.inner
+            .evidence
+            .delete_visitor(visitor)
+            .await
+            .map_err(|e| StoreError::Data(e.to_string()))?;
+        Ok(erased)
+    }
+
+    /// One bounded maintenance step of every store (`batch` 1–1000). Pass the returned
+    /// `visitors.next_visitor` as `after` to continue the visitor scan.
+    pub async fn cleanup(
+        &self,
+        after: Option<&str>,
+        batch: usize,
+    ) -> Result<Maintenance, CleanupError> {
+        let batch = cleanup_batch(batch)?;
+        let now = janitor_core::engine::now_ms();
+        let visitors = self.inner.engine.store().cleanup(after, batch, now).await?;
+        let quotas = match &self.inner.quotas {
+            Some(q) => q.cleanup(now, batch).await?,
+            None => 0,
+        };
+        let evidence = self.inner.evidence.cleanup(batch, now).await?;
+        Ok(Maintenance {
+            visitors,
+            quotas,
+            evidence,
+        })
+    }
+}
+
+/// Why a cleanup step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CleanupError {
+    /// The batch size.
+    #[error(transparent)]
+    Batch(#[from] ConfigError),
+    /// A store.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The evidence store.
+    #[error(transparent)]
+    Evidence(#[from] EvidenceError),
+}
+
+async fn endpoint<B: Backend, E: Evaluator + 'static>(
+    State(janitor): State<Janitor<B, E>>,
+    request: Request,
+) -> Response {
+    identify::handle(&janitor.inner, request).await.0
+}
