@@ -1,0 +1,234 @@
+//! The future of one request through the admission layer: the admitted call, or a refusal that may first
+//! drain a small unread body.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use http::header::{
+    CACHE_CONTROL, CONNECTION, CONTENT_TYPE, EXPECT, RETRY_AFTER, VARY, X_CONTENT_TYPE_OPTIONS,
+};
+use http::{HeaderValue, Request, Response, StatusCode, Version};
+use http_body::Body;
+use tokio::time::Sleep;
+use tower::util::Oneshot;
+use tower::Service;
+
+use super::{AdmissionBody, AdmissionConfig, AdmissionPermit};
+
+/// The JSON body of every refusal.
+pub(super) const BUSY_JSON: &str = r#"{"error":"Visitor measurement is busy"}"#;
+
+/// Frames read from a refused body in one poll before yielding, so that a body which never stops producing
+/// ready frames cannot keep the drain from checking its deadline.
+const DRAIN_FRAMES_PER_POLL: usize = 64;
+
+/// The answer of an [`AdmissionService`](super::AdmissionService) to one request.
+pub struct ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    state: State<S, ReqBody>,
+}
+
+enum State<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    Admitted {
+        // Boxed so any inner future works without pin projection, which this crate does without.
+        call: Pin<Box<Oneshot<S, Request<ReqBody>>>>,
+        permit: Option<AdmissionPermit>,
+    },
+    Refused(Refusal<ReqBody>),
+    Done,
+}
+
+/// What a refused request needs before its answer.
+enum Refusal<B> {
+    /// Answer now; `close` asks the client to drop the connection.
+    Answer { close: bool },
+    /// Read and discard a small body first so the connection can carry the next request.
+    Drain(Drain<B>),
+}
+
+struct Drain<B> {
+    body: Pin<Box<B>>,
+    /// Bytes the body declared; more than this means it lied, and the connection is closed.
+    left: u64,
+    timeout: Duration,
+    // Started on the first poll, which always runs inside the runtime.
+    deadline: Option<Pin<Box<Sleep>>>,
+}
+
+impl<S, ReqBody> ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+    ReqBody: Body,
+{
+    pub(super) fn admitted(call: Oneshot<S, Request<ReqBody>>, permit: AdmissionPermit) -> Self {
+        ResponseFuture {
+            state: State::Admitted {
+                call: Box::pin(call),
+                permit: Some(permit),
+            },
+        }
+    }
+
+    pub(super) fn refused(request: Request<ReqBody>, config: &AdmissionConfig) -> Self {
+        ResponseFuture {
+            state: State::Refused(Refusal::plan(request, config)),
+        }
+    }
+}
+
+impl<B: Body> Refusal<B> {
+    fn plan(request: Request<B>, config: &AdmissionConfig) -> Self {
+        // HTTP/2 and later end an unread stream on their own without harming the connection.
+        if request.version() >= Version::HTTP_2 {
+            return Refusal::Answer { close: false };
+        }
+        let expects_continue = request.headers().contains_key(EXPECT);
+        let body = request.into_body();
+        if body.is_end_stream() {
+            return Refusal::Answer { close: false };
+        }
+        // A client waiting for `100 Continue` has not sent its body; draining would only invite it to.
+        if expects_continue {
+            return Refusal::Answer { close: true };
+        }
+        match body.size_hint().exact() {
+            Some(length) if length <= config.max_drain_bytes() => Refusal::Drain(Drain {
+                body: Box::pin(body),
+                left: length,
+                timeout: config.drain_timeout(),
+                deadline: None,
+            }),
+            // Too large to be worth reading, or of unknown length: only closing is safe.
+            _ => Refusal::Answer { close: true },
+        }
+    }
+
+    /// Ready with whether the connection must be closed.
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        match self {
+            Refusal::Answer { close } => Poll::Ready(*close),
+            Refusal::Drain(drain) => drain.poll_drained(cx).map(|drained| !drained),
+        }
+    }
+}
+
+impl<B: Body> Drain<B> {
+    /// Ready with `true` once the whole declared body was read, `false` when it failed, overran its length or
+    /// did not arrive in time.
+    fn poll_drained(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        let timeout = self.timeout;
+        let deadline = self
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        if deadline.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(false);
+        }
+        for _ in 0..DRAIN_FRAMES_PER_POLL {
+            match self.body.as_mut().poll_frame(cx) {
+                Poll::Ready(None) => return Poll::Ready(true),
+                Poll::Ready(Some(Err(_))) => return Poll::Ready(false),
+                Poll::Ready(Some(Ok(frame))) => {
+                    let read = frame.data_ref().map_or(0, |data| data.remaining() as u64);
+                    match self.left.checked_sub(read) {
+                        Some(left) => self.left = left,
+                        None => return Poll::Ready(false),
+                    }
+                }
+                // The deadline was polled above, so its timer will wake this task too.
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+impl<S, ReqBody, ResBody> Future for ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    ReqBody: Body,
+    ResBody: Body,
+    ResBody::Data: From<Bytes>,
+{
+    type Output = Result<Response<AdmissionBody<ResBody>>, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        match &mut this.state {
+            State::Admitted { call, permit } => {
+                // Held in a local while the inner future runs, so a panic there frees the slot while unwinding,
+                // even if whoever catches the panic keeps this future alive.
+                let held = permit.take();
+                match call.as_mut().poll(cx) {
+                    Poll::Pending => {
+                        *permit = held;
+                        Poll::Pending
+                    }
+                    Poll::Ready(result) => {
+                        this.state = State::Done;
+                        // On an error `held` is dropped here; on a response it moves into the body.
+                        Poll::Ready(result.map(|response| {
+                            response.map(|body| AdmissionBody::admitted(body, held))
+                        }))
+                    }
+                }
+            }
+            State::Refused(refusal) => {
+                let close = match refusal.poll_close(cx) {
+                    Poll::Ready(close) => close,
+                    Poll::Pending => return Poll::Pending,
+                };
+                this.state = State::Done;
+                Poll::Ready(Ok(busy_response(close)))
+            }
+            State::Done => panic!("admission response future polled after completion"),
+        }
+    }
+}
+
+impl<S, ReqBody> fmt::Debug for ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Admitted { .. } => "admitted",
+            State::Refused(Refusal::Answer { .. }) => "refused",
+            State::Refused(Refusal::Drain(_)) => "draining refused body",
+            State::Done => "done",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .finish()
+    }
+}
+
+/// `503` with the busy body, `Retry-After: 1` and the headers every JSON answer of the adapter carries.
+fn busy_response<B>(close: bool) -> Response<AdmissionBody<B>> {
+    let mut response = Response::new(AdmissionBody::busy(Bytes::from_static(
+        BUSY_JSON.as_bytes(),
+    )));
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+    headers.insert(
+        VARY,
+        HeaderValue::from_static("Cookie, Origin, Authorization"),
+    );
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    if close {
+        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
