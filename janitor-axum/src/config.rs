@@ -8,14 +8,15 @@ use janitor_core::label::{LabelError, LabelKey};
 use janitor_core::protection::quota::QuotaConfig;
 use janitor_core::EngineConfig;
 
+use crate::admission::AdmissionConfig;
+
 /// Largest accepted request body in bytes (default 16,384).
 pub const MAX_BODY_BYTES: (usize, RangeInclusive<usize>) = (16_384, 1..=65_536);
 /// Longest wait for the whole request body, in milliseconds (default 5,000).
 pub const REQUEST_TIMEOUT_MS: (u64, RangeInclusive<u64>) = (5_000, 100..=30_000);
 /// Lifetime of the `__visitor` cookie in days (default: the observation retention, at most 400).
 pub const COOKIE_MAX_AGE_DAYS: RangeInclusive<u32> = 1..=400;
-/// Requests in flight per handle (default 64).
-pub const MAX_IN_FLIGHT_REQUESTS: (usize, RangeInclusive<usize>) = (64, 1..=1024);
+pub use crate::admission::MAX_IN_FLIGHT_REQUESTS;
 /// The endpoint's default path.
 pub const ENDPOINT_PATH: &str = "/api/visitor";
 
@@ -62,7 +63,7 @@ pub struct JanitorConfig {
     pub(crate) cookie_secure: bool,
     pub(crate) max_body_bytes: usize,
     pub(crate) request_timeout_ms: u64,
-    pub(crate) max_in_flight_requests: usize,
+    pub(crate) admission: AdmissionConfig,
     pub(crate) endpoint_path: String,
     pub(crate) expose_client_scores: bool,
     pub(crate) quotas: Option<QuotaConfig>,
@@ -97,7 +98,7 @@ impl JanitorConfig {
 
     /// Requests in flight per handle.
     pub fn max_in_flight_requests(&self) -> usize {
-        self.max_in_flight_requests
+        self.admission.max_in_flight_requests()
     }
 
     /// Whether the browser receives the full identity.
@@ -283,12 +284,12 @@ impl JanitorConfigBuilder {
                 self.request_timeout_ms.unwrap_or(REQUEST_TIMEOUT_MS.0),
                 &REQUEST_TIMEOUT_MS.1,
             )?,
-            max_in_flight_requests: check(
-                "max_in_flight_requests",
-                self.max_in_flight_requests
-                    .unwrap_or(MAX_IN_FLIGHT_REQUESTS.0),
-                &MAX_IN_FLIGHT_REQUESTS.1,
-            )?,
+            admission: AdmissionConfig::builder()
+                .max_in_flight_requests(
+                    self.max_in_flight_requests
+                        .unwrap_or(MAX_IN_FLIGHT_REQUESTS.0),
+                )
+                .build()?,
             endpoint_path,
             expose_client_scores: self.expose_client_scores,
             quotas: self.quotas,
@@ -316,7 +317,7 @@ mod tests {
             (
                 c.max_body_bytes,
                 c.request_timeout_ms,
-                c.max_in_flight_requests
+                c.max_in_flight_requests()
             ),
             (16_384, 5_000, 64)
         );

@@ -18,6 +18,7 @@ use janitor_core::{
     VisitorPayload,
 };
 
+use crate::admission::Admission;
 use crate::config::JanitorConfig;
 use crate::identify;
 use crate::Backend;
@@ -48,6 +49,7 @@ impl<B: Backend, E: Evaluator> std::fmt::Debug for Janitor<B, E> {
 
 pub(crate) struct Inner<B: Backend, E: Evaluator> {
     pub(crate) config: JanitorConfig,
+    pub(crate) admission: Admission,
     pub(crate) backend: B,
     pub(crate) engine: Engine<B::Visitors, E>,
     pub(crate) quotas: Option<RequestQuotas<B::Quotas>>,
@@ -92,9 +94,11 @@ impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
             .quotas
             .map(|q| RequestQuotas::new(backend.quotas(), config.key.clone(), q));
         let evidence = Evidence::new(backend.evidence(), config.key.clone(), config.evidence);
+        let admission = Admission::new(config.admission);
         Janitor {
             inner: Arc::new(Inner {
                 config,
+                admission,
                 backend,
                 engine,
                 quotas,
@@ -118,10 +122,21 @@ impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
         &self.inner.engine
     }
 
-    /// A router with the endpoint at its path (any method; the endpoint answers 405 itself).
+    /// The admission boundary of this handle: its in-flight count, its overload callback, and a layer to put
+    /// the application's other sensitive routes (evidence, erasure) behind the same limit.
+    pub fn admission(&self) -> &Admission {
+        &self.inner.admission
+    }
+
+    /// A router with the endpoint at its path (any method; the endpoint answers 405 itself), behind this
+    /// handle's admission layer: when `max_in_flight_requests` are being measured, the next request is refused
+    /// with 503 before anything else happens.
     pub fn router(&self) -> Router {
         Router::new()
-            .route(&self.inner.config.endpoint_path, any(endpoint::<B, E>))
+            .route(
+                &self.inner.config.endpoint_path,
+                any(endpoint::<B, E>).layer(self.inner.admission.layer()),
+            )
             .with_state(self.clone())
     }
 
