@@ -3,7 +3,8 @@
 //! Run with: `cargo run -p janitor-axum --example quickstart`, then open http://127.0.0.1:3000/.
 //!
 //! - `JANITOR_ADDR`: where to listen (default `127.0.0.1:3000`).
-//! - `DATABASE_URL`: use PostgreSQL (migrations are applied at start) instead of the in-memory store.
+//! - `DATABASE_URL`: use PostgreSQL (migrations are applied at start) instead of the in-memory store;
+//!   `JANITOR_SCHEMA` names a schema to work in (created by the migrations), else the server's `search_path`.
 //! - `JANITOR_SECRET`: the identity secret (32–4096 characters). Without it a random development secret is made
 //!   for this run, so ids restored by similarity do not survive a restart on PostgreSQL.
 //! - `JANITOR_MAX_IN_FLIGHT`: requests measured at once (1–1024, default 64).
@@ -109,7 +110,11 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let config = config.build()?;
     match std::env::var("DATABASE_URL") {
         Ok(url) => {
-            let database = Database::new(DatabaseConfig::builder(&url).build()?)?;
+            let mut db_config = DatabaseConfig::builder(&url);
+            if let Ok(schema) = std::env::var("JANITOR_SCHEMA") {
+                db_config = db_config.schema(&schema);
+            }
+            let database = Database::new(db_config.build()?)?;
             let report = database.migrate().await?;
             println!("PostgreSQL: migrations applied now {:?}", report.applied);
             serve(Janitor::new(config, Postgres(database)), addr).await
