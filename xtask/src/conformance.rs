@@ -1,14 +1,18 @@
 //! Checks files in the format of the Janitor project's `conformance.json` against janitor-core.
 //!
 //! Sections checked: `vectors` (normalized object exactly, similarity score and cap within 1e-12, feature map,
-//! contradiction), `subjects`, `protectionLabels` and `evidenceLabels` (with the subjects' secret and
-//! namespace). Sections this version does not check are reported as notes, never silently passed.
+//! contradiction), `jev` (the provider state and questions built for the `reference` observation), `subjects`,
+//! `protectionLabels` and `evidenceLabels` (with the subjects' secret and namespace). Sections this version
+//! does not check are reported as notes, never silently passed.
 
+use std::sync::Arc;
+
+use janitor_core::jev::JevRequest;
 use janitor_core::label::compact_json;
 use janitor_core::observation::Observation;
 use janitor_core::payload::Signals;
 use janitor_core::similarity::compare;
-use janitor_core::{EvidenceKey, LabelKey, ProtectionKey};
+use janitor_core::{EvaluationInput, EvidenceKey, LabelKey, ProtectionKey};
 use serde_json::{json, Map, Value};
 
 /// Largest difference allowed between two floats.
@@ -17,6 +21,7 @@ pub const TOLERANCE: f64 = 1e-12;
 const CHECKED: &[&str] = &[
     "reference",
     "vectors",
+    "jev",
     "subjects",
     "protectionLabels",
     "evidenceLabels",
@@ -81,29 +86,43 @@ pub fn check_document(doc: &Value) -> Report {
             .push(format!("section `{key}` is not checked by this version"));
     }
     vectors(sections, &mut report);
+    jev(sections, &mut report);
     labels(sections, &mut report);
     report
+}
+
+/// The `reference` observation, which `section` needs; a failure is reported once per section needing it.
+fn reference(
+    sections: &Map<String, Value>,
+    section: &str,
+    report: &mut Report,
+) -> Option<Observation> {
+    match sections
+        .get("reference")
+        .map(|r| serde_json::from_value::<Observation>(r.clone()))
+    {
+        Some(Ok(reference)) => Some(reference),
+        Some(Err(e)) => {
+            report
+                .failures
+                .push(format!("reference: not a normalized observation: {e}"));
+            None
+        }
+        None => {
+            report.failures.push(format!(
+                "reference: missing, the `{section}` section needs it"
+            ));
+            None
+        }
+    }
 }
 
 fn vectors(sections: &Map<String, Value>, report: &mut Report) {
     let Some(vectors) = sections.get("vectors") else {
         return;
     };
-    let reference = match sections
-        .get("reference")
-        .map(|r| serde_json::from_value::<Observation>(r.clone()))
-    {
-        Some(Ok(reference)) => reference,
-        Some(Err(e)) => {
-            return report
-                .failures
-                .push(format!("reference: not a normalized observation: {e}"))
-        }
-        None => {
-            return report
-                .failures
-                .push("reference: missing, the vectors are compared with it".into())
-        }
+    let Some(reference) = reference(sections, "vectors", report) else {
+        return;
     };
     let Some(vectors) = vectors.as_array() else {
         return report.failures.push("vectors: not an array".into());
@@ -151,6 +170,40 @@ fn vectors(sections: &Map<String, Value>, report: &mut Report) {
                 &json!(comparison.contradiction),
                 0.0,
             ),
+        );
+    }
+}
+
+/// The reference's generator writes the provider request for one visit whose history is the reference
+/// observation itself, at deterministic similarity 1; the file holds only the result, so that input is
+/// rebuilt here.
+fn jev(sections: &Map<String, Value>, report: &mut Report) {
+    let Some(expected) = sections.get("jev") else {
+        return;
+    };
+    let Some(reference) = reference(sections, "jev", report) else {
+        return;
+    };
+    let history = [Arc::new(reference.clone())];
+    let request = JevRequest::single(EvaluationInput {
+        history: &history,
+        current: &reference,
+        deterministic_similarity: 1.0,
+    });
+    let actual = serde_json::to_value(&request).expect("requests serialize");
+    if let Some(key) = expected
+        .as_object()
+        .and_then(|e| e.keys().find(|k| actual.get(k.as_str()).is_none()))
+    {
+        report.failures.push(format!(
+            "jev.{key}: expected {}, got nothing",
+            expected[key]
+        ));
+    }
+    for part in ["state", "questions"] {
+        report.check(
+            format!("jev.{part}"),
+            same_json(expected.get(part), &actual[part], 0.0),
         );
     }
 }
@@ -349,6 +402,49 @@ mod tests {
         assert_eq!(
             report.notes,
             ["section `other` is not checked by this version"]
+        );
+    }
+
+    fn public_file() -> Value {
+        let text = include_str!("../../contract/conformance.json");
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn jev_state_and_questions_are_checked() {
+        let public = public_file();
+        let mut doc = json!({"reference": public["reference"], "jev": public["jev"]});
+        let report = check_document(&doc);
+        assert_eq!((report.passed, report.failures.len()), (2, 0), "{report:?}");
+        assert!(report.notes.is_empty());
+
+        doc["jev"]["state"]["deterministicSimilarity"] = json!(0.5);
+        doc["jev"]["state"]["current"]["userAgent"] = json!("Mozilla/5.0");
+        doc["jev"]["questions"]["suspicious"]["instructions"] = json!("Judge it.");
+        let report = check_document(&doc);
+        assert_eq!(report.passed, 0);
+        assert_eq!(report.failures.len(), 2, "{:?}", report.failures);
+        assert!(
+            report.failures[0].starts_with("jev.state: .current.userAgent: expected"),
+            "{:?}",
+            report.failures
+        );
+        assert!(report.failures[1].starts_with("jev.questions: .suspicious.instructions: expected"));
+
+        doc["jev"]["extra"] = json!(1);
+        assert!(check_document(&doc)
+            .failures
+            .iter()
+            .any(|f| f.starts_with("jev.extra: expected 1, got nothing")));
+    }
+
+    #[test]
+    fn jev_without_reference_fails_loudly() {
+        let report = check_document(&json!({"jev": public_file()["jev"]}));
+        assert_eq!(report.passed, 0);
+        assert_eq!(
+            report.failures,
+            ["reference: missing, the `jev` section needs it"]
         );
     }
 
