@@ -18,9 +18,14 @@ use janitor_core::{
     VisitorPayload,
 };
 
+use janitor_core::protection::budget::{
+    BudgetConfig, BudgetedEvaluator, BudgetedEvaluatorConfig, InferenceBudget,
+};
+
 use crate::admission::Admission;
 use crate::config::JanitorConfig;
 use crate::identify;
+use crate::jev::{JevConfig, JevEvaluator};
 use crate::Backend;
 
 /// Janitor for one application: cheap to clone, shared by every route and task.
@@ -81,6 +86,30 @@ impl<B: Backend> Janitor<B, NoEvaluator> {
     /// A handle with deterministic matching only (risk status `disabled`).
     pub fn new(config: JanitorConfig, backend: B) -> Self {
         Janitor::with_evaluator(config, backend, None::<NoEvaluator>)
+    }
+}
+
+/// The evaluator [`Janitor::with_jev`] builds: the Jev provider behind the shared inference budget.
+pub type JevBehindBudget<B> = BudgetedEvaluator<JevEvaluator, <B as Backend>::Budget>;
+
+impl<B: Backend> Janitor<B, JevBehindBudget<B>> {
+    /// A handle that asks a Jev provider for risk (and, on the cookieless path, for same-visitor judgements),
+    /// through the shared inference budget of `backend`. Every refusal or failure falls back to deterministic
+    /// matching with `riskStatus: "unavailable"`.
+    pub fn with_jev(
+        config: JanitorConfig,
+        backend: B,
+        jev: JevConfig,
+        budget: BudgetConfig,
+    ) -> Self {
+        let shared = InferenceBudget::new(backend.budget(), budget, &config.key);
+        // The lease is sized by the provider's own timeout, so a slow call keeps its slot until it gives up.
+        let evaluator_config = BudgetedEvaluatorConfig::builder()
+            .timeout_ms(jev.timeout_ms())
+            .build()
+            .unwrap_or_default();
+        let evaluator = BudgetedEvaluator::new(JevEvaluator::new(jev), shared, evaluator_config);
+        Janitor::with_evaluator(config, backend, Some(evaluator))
     }
 }
 

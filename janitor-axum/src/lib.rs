@@ -14,4 +14,4 @@ pub use config::{
     ENDPOINT_PATH, MAX_BODY_BYTES, MAX_IN_FLIGHT_REQUESTS, REQUEST_TIMEOUT_MS,
 };
 pub use identify::VisitorContext;
-pub use janitor::{Assessment, CleanupError, Janitor, Maintenance};
+pub use janitor::{Assessment, CleanupError, Janitor, JevBehindBudget, Maintenance};

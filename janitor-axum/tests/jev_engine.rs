@@ -159,3 +159,61 @@ async fn a_slow_provider_is_unavailable_risk_not_a_slow_identification() {
         (RiskStatus::Unavailable, Risk::default())
     );
 }
+
+/// The whole handle, configured with `Janitor::with_jev`: through the endpoint, risk comes from the provider
+/// and stays private unless exposed; a failing provider leaves identification working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_handle_wires_jev_behind_the_budget() {
+    use axum::body::Body;
+    use http_body_util::BodyExt;
+    use janitor_axum::{InMemory, Janitor, JanitorConfig};
+    use tower::ServiceExt;
+
+    let provider = Provider::start(good()).await;
+    let config = JanitorConfig::builder()
+        .secret(&"h".repeat(32))
+        .expose_client_scores(true)
+        .build()
+        .unwrap();
+    let janitor = Janitor::with_jev(
+        config,
+        InMemory,
+        provider.config(TIMEOUT_MS),
+        BudgetConfig::default(),
+    );
+    let body = serde_json::to_vec(&json!({"signals": {"userAgent": "Mozilla/5.0 Chrome/131.0 Safari/537.36", "timezone": "Asia/Tokyo"}})).unwrap();
+    let request = |body: Vec<u8>| {
+        http::Request::builder()
+            .method("POST")
+            .uri("/api/visitor")
+            .header("host", "example.com")
+            .header("content-type", "application/json")
+            .body(Body::from(body))
+            .unwrap()
+    };
+    let response = janitor
+        .router()
+        .oneshot(request(body.clone()))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: serde_json::Value =
+        serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(answer["riskStatus"], "evaluated", "{answer}");
+    assert_eq!(provider.received().len(), 1);
+
+    provider.set_reply(Reply::Raw {
+        status: 503,
+        body: b"{}".to_vec(),
+    });
+    let response = janitor.router().oneshot(request(body)).await.unwrap();
+    assert_eq!(
+        response.status(),
+        200,
+        "a failing provider never fails identification"
+    );
+    let answer: serde_json::Value =
+        serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(answer["riskStatus"], "unavailable");
+    assert_eq!(answer["risk"], json!({"automation": 0, "suspicious": 0}));
+}
