@@ -7,7 +7,7 @@
 //! `wrk -t2 -c64 -d10s -s benchmarks/wrk/identify-cookie.lua http://127.0.0.1:3000/api/visitor`.
 //!
 //! Options: `--port` 1–65535 (default 3000), `--visitors` 1–100,000 (default 1,000), `--max-in-flight` 1–1024
-//! (default 64), `--visitors-file` (default /tmp/janitor-bench-visitors.txt: one "id<TAB>timezone" per line,
+//! (default 64), `--visitors-file` (default /tmp/janitor-bench-visitors.txt: one `id<TAB>timezone` per line,
 //! read by the wrk script). Uses PostgreSQL when `DATABASE_URL` is set (in the schema `janitor_bench`, emptied
 //! first), the in-memory store otherwise. Routes: `POST /api/visitor`, `GET /plain`, `GET /admitted`.
 
