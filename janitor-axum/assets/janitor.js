@@ -13,7 +13,7 @@
 
 const VISITOR_ID = /^vis_[a-f0-9]{48}$/;
 const ATTEMPTS = 3;
-const BACKOFF_BASE_MS = 500;
+const BACKOFF_BASE_MS = 1000;
 const BACKOFF_CAP_MS = 5000;
 const TIMEOUT_MS = 10000;
 const COUNT_MAX = 1e6;

@@ -167,10 +167,7 @@ impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
                 &self.inner.config.endpoint_path,
                 any(endpoint::<B, E>).layer(self.inner.admission.layer()),
             )
-            .route(
-                &self.inner.config.script_path,
-                get(crate::script::serve),
-            )
+            .route(&self.inner.config.script_path, get(crate::script::serve))
             .with_state(self.clone())
     }
 

@@ -15,5 +15,5 @@ pub use config::{
     ENDPOINT_PATH, MAX_BODY_BYTES, MAX_IN_FLIGHT_REQUESTS, REQUEST_TIMEOUT_MS, SCRIPT_PATH,
 };
 pub use identify::VisitorContext;
-pub use script::{client_script_etag, CLIENT_SCRIPT};
 pub use janitor::{Assessment, CleanupError, Janitor, JevBehindBudget, Maintenance};
+pub use script::{client_script_etag, CLIENT_SCRIPT};

@@ -53,13 +53,19 @@ async fn served_with_its_headers() {
     assert_script_headers(&response);
     assert_eq!(body(response).await, CLIENT_SCRIPT.as_bytes());
 
-    let head = get("/janitor.js").method("HEAD").body(Body::empty()).unwrap();
+    let head = get("/janitor.js")
+        .method("HEAD")
+        .body(Body::empty())
+        .unwrap();
     let response = janitor.router().oneshot(head).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_script_headers(&response);
     assert!(body(response).await.is_empty());
 
-    let post = get("/janitor.js").method("POST").body(Body::empty()).unwrap();
+    let post = get("/janitor.js")
+        .method("POST")
+        .body(Body::empty())
+        .unwrap();
     let response = janitor.router().oneshot(post).await.unwrap();
     assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
 }
