@@ -1,10 +1,12 @@
 //! A small W3C WebDriver client for the browser tests: starts `chromedriver` on a free port, opens headless
 //! Chromium sessions on fresh profiles, navigates, runs scripts and takes screenshots.
 
-use std::net::TcpListener;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -19,10 +21,13 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const INSTALL: &str = "install them with: \
     sudo apt-get install -y --no-install-recommends chromium chromium-driver";
 
-/// One running `chromedriver`; killed when dropped.
+/// One running `chromedriver`; killed when dropped, after ending the sessions a failed test left open (the
+/// browsers would outlive the driver otherwise).
 pub struct Driver {
     child: Child,
+    port: u16,
     base: String,
+    open: Mutex<Vec<(String, PathBuf)>>,
     client: Client<HttpConnector, Full<Bytes>>,
 }
 
@@ -48,7 +53,9 @@ impl Driver {
             .unwrap_or_else(|e| panic!("cannot start {CHROMEDRIVER} ({e}): {INSTALL}"));
         let driver = Driver {
             child,
+            port,
             base: format!("http://127.0.0.1:{port}"),
+            open: Mutex::new(Vec::new()),
             client: Client::builder(TokioExecutor::new()).build_http(),
         };
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -122,6 +129,10 @@ impl Driver {
             .as_str()
             .expect("a session id")
             .to_owned();
+        self.open
+            .lock()
+            .unwrap()
+            .push((id.clone(), profile.clone()));
         let session = Session {
             driver: self,
             id,
@@ -140,6 +151,20 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        let open = std::mem::take(&mut *self.open.lock().unwrap_or_else(|e| e.into_inner()));
+        for (id, profile) in open {
+            // Blocking and minimal: this runs while a failed test unwinds, outside any runtime guarantee.
+            if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+                let request = format!(
+                    "DELETE /session/{id} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+                if stream.write_all(request.as_bytes()).is_ok() {
+                    let _ = stream.read_to_end(&mut Vec::new());
+                }
+            }
+            let _ = std::fs::remove_dir_all(profile);
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -216,6 +241,11 @@ impl Session<'_> {
         let path = format!("/session/{}", self.id);
         let _ = self.driver.call("DELETE", &path, None).await;
         let _ = std::fs::remove_dir_all(&self.profile);
+        self.driver
+            .open
+            .lock()
+            .unwrap()
+            .retain(|(id, _)| *id != self.id);
     }
 }
 
