@@ -1,4 +1,5 @@
-//! A small site that recognises returning browsers: a page at `/` and the endpoint at `/api/visitor`.
+//! A small site that recognises returning browsers: a page at `/` that loads the browser client from
+//! `/janitor.js`, and the endpoint at `/api/visitor`.
 //!
 //! Run with: `cargo run -p janitor-axum --example quickstart`, then open http://127.0.0.1:3000/.
 //!
@@ -19,56 +20,8 @@ use axum::routing::get;
 use janitor_axum::{Backend, Environment, InMemory, Janitor, JanitorConfig, Postgres};
 use janitor_sql::{Database, DatabaseConfig};
 
-const PAGE: &str = r#"<!doctype html>
-<html lang="en">
-<meta charset="utf-8">
-<title>Janitor quick start</title>
-<style>body{font:16px system-ui,sans-serif;margin:3rem auto;max-width:40rem} code{font-size:1.1em}</style>
-<h1>Janitor quick start</h1>
-<p>Visitor: <code id="visitor">measuring…</code></p>
-<p>Returning: <span id="returning">–</span></p>
-<p>Confidence: <span id="confidence">–</span>, risk: <span id="risk">–</span></p>
-<p>Reload the page: the id stays. Clear the cookie or open a private window: the id comes back by similarity.</p>
-<script type="module">
-const screen_ = window.screen;
-const signals = {
-  userAgent: navigator.userAgent.slice(0, 512),
-  platform: (navigator.platform || "").slice(0, 128),
-  languages: (navigator.languages || []).slice(0, 20).map((l) => l.slice(0, 64)),
-  timezone: Intl.DateTimeFormat().resolvedOptions().timeZone.slice(0, 128),
-  screen: {
-    width: Math.min(screen_.width, 32768),
-    height: Math.min(screen_.height, 32768),
-    colorDepth: Math.min(screen_.colorDepth, 64),
-    pixelRatio: Math.min(window.devicePixelRatio || 1, 16),
-  },
-  viewport: { width: Math.min(innerWidth, 32768), height: Math.min(innerHeight, 32768) },
-  hardware: {
-    hardwareConcurrency: Math.min(navigator.hardwareConcurrency || 0, 1024),
-    ...(navigator.deviceMemory ? { deviceMemory: Math.min(navigator.deviceMemory, 1024) } : {}),
-    maxTouchPoints: Math.min(navigator.maxTouchPoints || 0, 256),
-  },
-  automation: { webdriver: navigator.webdriver === true },
-};
-const response = await fetch("/api/visitor", {
-  method: "POST",
-  credentials: "same-origin",
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify({ signals }),
-});
-const answer = await response.json();
-if (response.ok) {
-  document.getElementById("visitor").textContent = answer.visitorId;
-  document.getElementById("returning").textContent = String(answer.isReturning);
-  if ("confidence" in answer) {
-    document.getElementById("confidence").textContent = String(answer.confidence);
-    document.getElementById("risk").textContent = answer.riskStatus;
-  }
-} else {
-  document.getElementById("visitor").textContent = `${response.status}: ${answer.error}`;
-}
-</script>
-"#;
+/// The page (the browser tests serve the same file).
+const PAGE: &str = include_str!("quickstart.html");
 
 /// A random development secret (64 hex characters) for runs without `JANITOR_SECRET`.
 fn development_secret() -> String {

@@ -19,6 +19,7 @@ pub const COOKIE_MAX_AGE_DAYS: RangeInclusive<u32> = 1..=400;
 pub use crate::admission::MAX_IN_FLIGHT_REQUESTS;
 /// The endpoint's default path.
 pub const ENDPOINT_PATH: &str = "/api/visitor";
+pub use crate::script::SCRIPT_PATH;
 
 /// Where the handle runs: production refuses development-only settings.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -65,6 +66,7 @@ pub struct JanitorConfig {
     pub(crate) request_timeout_ms: u64,
     pub(crate) admission: AdmissionConfig,
     pub(crate) endpoint_path: String,
+    pub(crate) script_path: String,
     pub(crate) expose_client_scores: bool,
     pub(crate) quotas: Option<QuotaConfig>,
     pub(crate) evidence: EvidenceConfig,
@@ -94,6 +96,11 @@ impl JanitorConfig {
     /// The endpoint's path.
     pub fn endpoint_path(&self) -> &str {
         &self.endpoint_path
+    }
+
+    /// Where the browser client is served.
+    pub fn script_path(&self) -> &str {
+        &self.script_path
     }
 
     /// Requests in flight per handle.
@@ -126,6 +133,7 @@ pub struct JanitorConfigBuilder {
     request_timeout_ms: Option<u64>,
     max_in_flight_requests: Option<usize>,
     endpoint_path: Option<String>,
+    script_path: Option<String>,
     expose_client_scores: bool,
     quotas: Option<QuotaConfig>,
     evidence: Option<EvidenceConfig>,
@@ -137,6 +145,7 @@ impl std::fmt::Debug for JanitorConfigBuilder {
             .field("namespace", &self.namespace)
             .field("environment", &self.environment)
             .field("endpoint_path", &self.endpoint_path)
+            .field("script_path", &self.script_path)
             .finish_non_exhaustive()
     }
 }
@@ -210,6 +219,13 @@ impl JanitorConfigBuilder {
         self
     }
 
+    /// Where [`Janitor::router`](crate::Janitor::router) serves the browser client `janitor.js` (default
+    /// `/janitor.js`): starts with `/`, at most 256 characters, not the endpoint's path.
+    pub fn script_path(mut self, path: &str) -> Self {
+        self.script_path = Some(path.to_owned());
+        self
+    }
+
     /// Send the full identity (confidence, risk, browser match) to the browser. Off by default: server code
     /// gets it privately through [`Janitor::assess`](crate::Janitor::assess).
     pub fn expose_client_scores(mut self, expose: bool) -> Self {
@@ -258,13 +274,23 @@ impl JanitorConfigBuilder {
         let endpoint_path = self
             .endpoint_path
             .unwrap_or_else(|| ENDPOINT_PATH.to_owned());
-        if !endpoint_path.starts_with('/')
-            || endpoint_path.len() > 256
-            || endpoint_path.contains(['?', '#', '{', '}', '*', ':'])
-        {
+        if !is_plain_path(&endpoint_path) {
             return Err(JanitorConfigError::Invalid {
                 field: "endpoint_path",
                 reason: "must start with / and be a plain path of at most 256 characters",
+            });
+        }
+        let script_path = self.script_path.unwrap_or_else(|| SCRIPT_PATH.to_owned());
+        if !is_plain_path(&script_path) {
+            return Err(JanitorConfigError::Invalid {
+                field: "script_path",
+                reason: "must start with / and be a plain path of at most 256 characters",
+            });
+        }
+        if script_path == endpoint_path {
+            return Err(JanitorConfigError::Invalid {
+                field: "script_path",
+                reason: "must differ from endpoint_path",
             });
         }
         Ok(JanitorConfig {
@@ -291,11 +317,17 @@ impl JanitorConfigBuilder {
                 )
                 .build()?,
             endpoint_path,
+            script_path,
             expose_client_scores: self.expose_client_scores,
             quotas: self.quotas,
             evidence: self.evidence.unwrap_or_default(),
         })
     }
+}
+
+/// A path the router can take literally: no query, fragment or route pattern characters.
+fn is_plain_path(path: &str) -> bool {
+    path.starts_with('/') && path.len() <= 256 && !path.contains(['?', '#', '{', '}', '*', ':'])
 }
 
 #[cfg(test)]
@@ -312,6 +344,7 @@ mod tests {
     fn defaults() {
         let c = base().build().unwrap();
         assert_eq!(c.endpoint_path(), "/api/visitor");
+        assert_eq!(c.script_path(), "/janitor.js");
         assert_eq!(c.cookie_max_age_secs(), 90 * 86_400);
         assert_eq!(
             (
@@ -419,6 +452,34 @@ mod tests {
                 "{path}"
             );
         }
+        for path in [
+            "janitor.js",
+            "/a?b",
+            "/static/*file",
+            "/api/visitor",
+            &format!("/{}", "a".repeat(256)),
+        ] {
+            assert!(
+                matches!(
+                    base().script_path(path).build(),
+                    Err(JanitorConfigError::Invalid {
+                        field: "script_path",
+                        ..
+                    })
+                ),
+                "{path}"
+            );
+        }
+        let longest = format!("/{}", "a".repeat(255));
+        assert_eq!(
+            base().script_path(&longest).build().unwrap().script_path(),
+            longest
+        );
+        assert!(base()
+            .endpoint_path("/v")
+            .script_path("/api/visitor")
+            .build()
+            .is_ok());
         assert!(matches!(
             base().retention(0, 10).build(),
             Err(JanitorConfigError::OutOfRange(_))

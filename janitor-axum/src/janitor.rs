@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::response::Response;
-use axum::routing::any;
+use axum::routing::{any, get};
 use axum::Router;
 use janitor_core::config::{cleanup_batch, ConfigError};
 use janitor_core::evidence::{
@@ -159,13 +159,15 @@ impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
 
     /// A router with the endpoint at its path (any method; the endpoint answers 405 itself), behind this
     /// handle's admission layer: when `max_in_flight_requests` are being measured, the next request is refused
-    /// with 503 before anything else happens.
+    /// with 503 before anything else happens. The browser client is served at the script path (GET and HEAD),
+    /// outside the admission layer: a static file must load even while measurements are busy.
     pub fn router(&self) -> Router {
         Router::new()
             .route(
                 &self.inner.config.endpoint_path,
                 any(endpoint::<B, E>).layer(self.inner.admission.layer()),
             )
+            .route(&self.inner.config.script_path, get(crate::script::serve))
             .with_state(self.clone())
     }
 

@@ -1,0 +1,117 @@
+//! The browser client, served from the binary: `janitor.js`, an ES module that collects the payload's signals
+//! and calls the endpoint (see the README's "Add the client to your app").
+
+use std::sync::LazyLock;
+
+use axum::body::Body;
+use axum::response::Response;
+use http::header::{
+    HeaderValue, CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, X_CONTENT_TYPE_OPTIONS,
+};
+use http::{HeaderMap, StatusCode};
+use sha2::{Digest, Sha256};
+
+/// The browser client's source, as served at the script path.
+pub const CLIENT_SCRIPT: &str = include_str!("../assets/janitor.js");
+
+/// The script's default path.
+pub const SCRIPT_PATH: &str = "/janitor.js";
+
+/// A strong validator that changes whenever the embedded file does: the first 128 bits of its SHA-256.
+static ETAG_VALUE: LazyLock<String> = LazyLock::new(|| {
+    let digest = Sha256::digest(CLIENT_SCRIPT.as_bytes());
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("\"{hex}\"")
+});
+
+/// The `ETag` the script is served with (quotes included).
+pub fn client_script_etag() -> &'static str {
+    &ETAG_VALUE
+}
+
+/// Whether an `If-None-Match` header names the current version (`*`, or a tag in its list; `W/` tags compare
+/// weakly, as the header requires).
+fn matches(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
+}
+
+/// Answers a GET (or HEAD) for the script: the file, or 304 when the browser's copy is current.
+pub(crate) async fn serve(headers: HeaderMap) -> Response {
+    let etag = client_script_etag();
+    let fresh = matches(&headers, etag);
+    let mut response = if fresh {
+        Response::new(Body::empty())
+    } else {
+        Response::new(Body::from(CLIENT_SCRIPT))
+    };
+    if fresh {
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+    }
+    let h = response.headers_mut();
+    h.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/javascript; charset=utf-8"),
+    );
+    h.insert(
+        CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=3600"),
+    );
+    h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    if let Ok(value) = HeaderValue::from_str(etag) {
+        h.insert(ETAG, value);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(values: &[&str]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for v in values {
+            headers.append(IF_NONE_MATCH, HeaderValue::from_str(v).unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn etag_is_a_strong_hash_of_the_file() {
+        let etag = client_script_etag();
+        assert_eq!(etag.len(), 34);
+        assert!(etag.starts_with('"') && etag.ends_with('"'));
+        assert!(etag[1..33].bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(etag, client_script_etag(), "computed once, stable");
+    }
+
+    #[test]
+    fn if_none_match_forms() {
+        let etag = client_script_etag();
+        assert!(matches(&with(&[etag]), etag));
+        assert!(matches(&with(&["*"]), etag));
+        assert!(matches(&with(&[&format!("\"old\", {etag}")]), etag));
+        assert!(matches(&with(&["\"old\"", etag]), etag));
+        assert!(matches(&with(&[&format!("W/{etag}")]), etag));
+        assert!(!matches(&with(&[]), etag));
+        assert!(!matches(&with(&["\"old\""]), etag));
+        assert!(!matches(&with(&[&etag[1..33]]), etag), "unquoted");
+    }
+
+    #[test]
+    fn the_client_stays_small_and_self_contained() {
+        assert!(CLIENT_SCRIPT.contains("export function createVisitorClient"));
+        assert!(
+            !CLIENT_SCRIPT
+                .lines()
+                .any(|l| l.trim_start().starts_with("import")),
+            "no dependencies"
+        );
+        assert!(CLIENT_SCRIPT.len() < 16_384);
+    }
+}

@@ -1,0 +1,532 @@
+//! The browser client in a real headless Chromium, against a real server on 127.0.0.1, on the in-memory store
+//! and on PostgreSQL: the quick start page identifies, the cookie stays out of reach of scripts, a fresh
+//! profile is recognised by similarity, a burst against one measurement slot succeeds through Retry-After
+//! backoff, a disabled client sends nothing, and destroy() in flight leaves no error behind.
+//!
+//! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (Debian: `apt-get install chromium chromium-driver`);
+//! the tests fail without them. `JANITOR_WRITE_SCREENSHOT=1` writes the quick start page to
+//! `docs/quickstart.png`.
+
+mod browser_support;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::middleware::{from_fn_with_state, Next};
+use axum::response::{Html, Response};
+use axum::routing::get;
+use browser_support::Driver;
+use janitor_axum::{Backend, Environment, Janitor, JanitorConfig, JanitorConfigBuilder};
+use janitor_core::candidates::{LookupRow, Probe};
+use janitor_core::store::{CleanupReport, StoreError, VisitWrite, VisitorStore};
+use janitor_core::{Observation, Retention, VisitorId};
+use serde_json::json;
+
+const SECRET: &str = "0123456789abcdef0123456789abcdef-browser";
+const QUICKSTART: &str = include_str!("../examples/quickstart.html");
+const BLANK: &str = "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>blank</title>";
+
+/// One browser at a time: the burst measures timing, and parallel browsers would disturb it.
+static BROWSERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn config() -> JanitorConfigBuilder {
+    JanitorConfig::builder()
+        .secret(SECRET)
+        .namespace("browser-tests")
+        .environment(Environment::Development)
+        .cookie_secure(false)
+        .expose_client_scores(true)
+}
+
+/// One request the server answered.
+#[derive(Debug, Clone)]
+struct Seen {
+    path: String,
+    status: u16,
+    client: Option<String>,
+}
+
+type Log = Arc<Mutex<Vec<Seen>>>;
+
+async fn record(State(log): State<Log>, request: Request, next: Next) -> Response {
+    let path = request.uri().path().to_owned();
+    let client = request
+        .headers()
+        .get("x-client")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let response = next.run(request).await;
+    let status = response.status().as_u16();
+    log.lock().unwrap().push(Seen {
+        path,
+        status,
+        client,
+    });
+    response
+}
+
+/// The application under test on a loopback port: the handle's router, the quick start page at `/` and an
+/// empty page at `/blank`, with every answer logged.
+struct Server {
+    addr: SocketAddr,
+    log: Log,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    async fn start<B: Backend>(janitor: &Janitor<B>) -> Server {
+        let log = Log::default();
+        let app = janitor
+            .router()
+            .route("/", get(|| async { Html(QUICKSTART) }))
+            .route("/blank", get(|| async { Html(BLANK) }))
+            .layer(from_fn_with_state(log.clone(), record));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Server { addr, log, task }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn endpoint_statuses(&self) -> Vec<u16> {
+        self.seen("/api/visitor").iter().map(|s| s.status).collect()
+    }
+
+    fn seen(&self, path: &str) -> Vec<Seen> {
+        let log = self.log.lock().unwrap();
+        log.iter().filter(|s| s.path == path).cloned().collect()
+    }
+
+    fn requests_of(&self, client: &str) -> Vec<u16> {
+        self.seen("/api/visitor")
+            .iter()
+            .filter(|s| s.client.as_deref() == Some(client))
+            .map(|s| s.status)
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The visitor id the quick start page shows once it is known (or its error text).
+const SHOWN: &str = r#"(t => t.startsWith("vis_") || t.startsWith("not measured") ? t : "")(document.getElementById("visitor").textContent)"#;
+
+fn is_visitor_id(text: &str) -> bool {
+    text.len() == 52
+        && text.starts_with("vis_")
+        && text[4..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Runs `body` (an async function body that may use `createVisitorClient`) on the current page; its value,
+/// or `{error, status}` when it threw.
+fn with_client(body: &str) -> String {
+    format!(
+        r#"const done = arguments[arguments.length - 1];
+import("/janitor.js")
+  .then(async ({{ createVisitorClient }}) => {{ {body} }})
+  .then(done, (e) => done({{ error: String(e && e.message || e), status: e && e.status }}));"#
+    )
+}
+
+// ---- scenarios, each run on both stores ----
+
+async fn quick_start_journey<B: Backend>(backend: B) {
+    let _one_browser = BROWSERS.lock().await;
+    let janitor = Janitor::new(config().build().unwrap(), backend);
+    let server = Server::start(&janitor).await;
+    let driver = Driver::start().await;
+
+    // First visit: a new id, shown as text; the cookie is HttpOnly.
+    let first = driver.session().await;
+    first.navigate(&server.url("/")).await;
+    let id = first.wait_for(SHOWN).await;
+    let id = id.as_str().unwrap().to_owned();
+    assert!(is_visitor_id(&id), "{id}");
+    let returning = first
+        .execute(
+            "return document.getElementById('returning').textContent",
+            json!([]),
+        )
+        .await;
+    assert_eq!(returning, "false");
+    let cookie = first.execute("return document.cookie", json!([])).await;
+    assert!(!cookie.as_str().unwrap().contains("__visitor"), "{cookie}");
+
+    // Reload: the cookie brings the same id back.
+    first.navigate(&server.url("/")).await;
+    assert_eq!(first.wait_for(SHOWN).await, id.as_str());
+    let shown = first
+        .execute(
+            "return ['returning', 'confidence', 'risk'].map((id) => document.getElementById(id).textContent)",
+            json!([]),
+        )
+        .await;
+    assert_eq!(shown, json!(["true", "1", "disabled"]));
+    if std::env::var("JANITOR_WRITE_SCREENSHOT").as_deref() == Ok("1") {
+        let png = first.screenshot().await;
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/quickstart.png");
+        std::fs::write(path, png).unwrap();
+    }
+    // The module was served by the router, with its caching headers honoured by the browser.
+    assert!(server
+        .seen("/janitor.js")
+        .iter()
+        .all(|s| s.status == 200 || s.status == 304));
+
+    // A disabled client sends nothing until it is enabled.
+    first.navigate(&server.url("/blank")).await;
+    let disabled = first
+        .execute_async(
+            &with_client(
+                r#"const client = createVisitorClient({ enabled: false, headers: { "x-client": "disabled" } });
+const before = await client.identify();
+await new Promise((r) => setTimeout(r, 300));
+return { before };"#,
+            ),
+            json!([]),
+        )
+        .await;
+    assert_eq!(disabled, json!({ "before": null }));
+    assert!(server.requests_of("disabled").is_empty());
+    let enabled = first
+        .execute_async(
+            &with_client(
+                r#"const sent = [];
+const fetch_ = window.fetch;
+window.fetch = (url, init) => (sent.push(JSON.parse(init.body)), fetch_(url, init));
+const client = createVisitorClient({ enabled: false, headers: { "x-client": "enabled" } });
+client.setEnabled(true);
+for (const type of ["mousemove", "mousemove", "pointerdown", "keydown", "scroll"])
+  window.dispatchEvent(new Event(type));
+document.dispatchEvent(new Event("visibilitychange"));
+const answer = await client.identify();
+window.fetch = fetch_;
+return { id: answer.visitorId, sent };"#,
+            ),
+            json!([]),
+        )
+        .await;
+    assert_eq!(enabled["id"], id.as_str(), "{enabled}");
+    // What a browser offers, in the payload's names, and the behaviour counters the payload requires.
+    let payload = &enabled["sent"][0];
+    let signals = &payload["signals"];
+    for field in ["userAgent", "platform", "languages", "timezone"] {
+        assert!(!signals[field].is_null(), "{field}: {payload}");
+    }
+    for (group, fields) in [
+        (
+            "screen",
+            &["width", "height", "colorDepth", "pixelRatio"][..],
+        ),
+        ("viewport", &["width", "height"]),
+        ("hardware", &["hardwareConcurrency", "maxTouchPoints"]),
+    ] {
+        for field in fields {
+            assert!(
+                signals[group][field].is_number(),
+                "{group}.{field}: {payload}"
+            );
+        }
+    }
+    assert_eq!(signals["automation"]["webdriver"], true, "{payload}");
+    let behavior = payload["behavior"].as_object().expect("behavior");
+    for field in [
+        "pageAgeMs",
+        "mouseMoveCount",
+        "pointerDownCount",
+        "keyDownCount",
+        "scrollCount",
+        "visibilityChangeCount",
+    ] {
+        assert!(behavior[field].is_u64(), "{field}: {payload}");
+    }
+    assert_eq!(behavior.len(), 6, "{payload}");
+    for (field, count) in [
+        ("mouseMoveCount", 2),
+        ("pointerDownCount", 1),
+        ("keyDownCount", 1),
+        ("scrollCount", 1),
+        ("visibilityChangeCount", 1),
+    ] {
+        assert_eq!(behavior[field], count, "{field}: {payload}");
+    }
+    assert!(signals["graphics"]["webglVendor"].is_string(), "{payload}");
+    assert!(
+        signals["graphics"]["webglRenderer"].is_string(),
+        "{payload}"
+    );
+
+    // A browser reporting values past the payload's bounds is clipped into them, never refused.
+    let clipped = first
+        .execute_async(
+            &with_client(
+                r#"const fake = (object, values) => {
+  for (const [key, value] of Object.entries(values)) Object.defineProperty(object, key, { get: () => value });
+};
+fake(navigator, {
+  userAgent: "a".repeat(511) + "\u{1F600}" + "b".repeat(100),
+  platform: "p".repeat(500),
+  languages: Array.from({ length: 30 }, (_, i) => "l" + i + "x".repeat(100)),
+  hardwareConcurrency: 5000,
+  deviceMemory: 2048.5,
+  maxTouchPoints: -3,
+});
+fake(screen, { width: 99999.7, height: NaN, colorDepth: 65 });
+fake(window, { devicePixelRatio: 20 });
+const sent = [];
+const fetch_ = window.fetch;
+window.fetch = (url, init) => (sent.push(JSON.parse(init.body)), fetch_(url, init));
+const answer = await createVisitorClient({ headers: { "x-client": "clipped" } }).identify();
+return { id: answer.visitorId, signals: sent[0].signals };"#,
+            ),
+            json!([]),
+        )
+        .await;
+    assert_eq!(clipped["id"], id.as_str(), "{clipped}");
+    assert_eq!(server.requests_of("clipped"), [200]);
+    let signals = &clipped["signals"];
+    assert_eq!(
+        signals["userAgent"],
+        "a".repeat(511),
+        "no half surrogate pair"
+    );
+    assert_eq!(signals["platform"], "p".repeat(128));
+    let languages = signals["languages"].as_array().unwrap();
+    assert_eq!(languages.len(), 20);
+    assert!(languages.iter().all(|l| l.as_str().unwrap().len() == 64));
+    assert_eq!(
+        signals["hardware"],
+        json!({"hardwareConcurrency": 1024, "deviceMemory": 1024, "maxTouchPoints": 0})
+    );
+    assert_eq!(
+        signals["screen"],
+        json!({"width": 32768, "colorDepth": 64, "pixelRatio": 16}),
+        "NaN is left out"
+    );
+    assert_eq!(server.requests_of("enabled"), [200]);
+    eprintln!("payload sent by the browser: {payload}");
+
+    // destroy() with a request in flight: the promise settles with null, nothing is left unhandled.
+    let destroyed = first
+        .execute_async(
+            &with_client(
+                r#"const unhandled = [];
+window.onunhandledrejection = (event) => unhandled.push(String(event.reason));
+const dropped = createVisitorClient({ headers: { "x-client": "destroyed" } });
+dropped.identify(); // deliberately without a handler
+dropped.destroy();
+const awaited = createVisitorClient({ headers: { "x-client": "destroyed" } });
+const pending = awaited.identify();
+awaited.destroy();
+const value = await pending;
+const after = await awaited.identify();
+await new Promise((r) => setTimeout(r, 1000));
+return { value, after, unhandled };"#,
+            ),
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        destroyed,
+        json!({ "value": null, "after": null, "unhandled": [] })
+    );
+    first.close().await;
+
+    // A fresh profile (no cookie, no storage) gets the same id back by similarity.
+    let second = driver.session().await;
+    second.navigate(&server.url("/blank")).await;
+    let answer = second
+        .execute_async(
+            &with_client("return await createVisitorClient().identify();"),
+            json!([]),
+        )
+        .await;
+    assert_eq!(answer["visitorId"], id.as_str(), "{answer}");
+    assert_eq!(answer["isReturning"], true, "{answer}");
+    assert_eq!(answer["browserMatch"]["visitorId"], id.as_str(), "{answer}");
+    let score = answer["browserMatch"]["score"].as_f64().unwrap();
+    assert!(score >= 0.90, "{answer}");
+    assert!(answer["confidence"].as_f64().unwrap() >= 0.90, "{answer}");
+    second.close().await;
+
+    // Real browsers never send a payload the server refuses.
+    let statuses = server.endpoint_statuses();
+    assert!(!statuses.is_empty());
+    assert!(statuses.iter().all(|&s| s == 200), "{statuses:?}");
+}
+
+/// How many clients the burst page starts at once.
+const BURST: usize = 3;
+
+async fn burst_backs_off<B: Backend>(backend: B) {
+    let _one_browser = BROWSERS.lock().await;
+    let config = config().max_in_flight_requests(1).build().unwrap();
+    let janitor = Janitor::new(config, Slow(backend));
+    let server = Server::start(&janitor).await;
+    let driver = Driver::start().await;
+    let session = driver.session().await;
+    session.navigate(&server.url("/blank")).await;
+    let results = session
+        .execute_async(
+            &with_client(&format!(
+                r#"const clients = Array.from({{ length: {BURST} }}, (_, i) =>
+  createVisitorClient({{ headers: {{ "x-client": "burst-" + i }} }}));
+const settled = await Promise.allSettled(clients.map((c) => c.identify()));
+return settled.map((s) => s.status === "fulfilled" ? s.value.visitorId : "failed " + s.reason.status);"#
+            )),
+            json!([]),
+        )
+        .await;
+    session.close().await;
+
+    let results = results.as_array().expect("one result per client");
+    assert_eq!(results.len(), BURST);
+    for result in results {
+        assert!(is_visitor_id(result.as_str().unwrap()), "{results:?}");
+    }
+    let mut refused = 0;
+    for i in 0..BURST {
+        let attempts = server.requests_of(&format!("burst-{i}"));
+        assert!((1..=3).contains(&attempts.len()), "{i}: {attempts:?}");
+        assert_eq!(attempts.last(), Some(&200), "{i}: {attempts:?}");
+        assert!(attempts[..attempts.len() - 1].iter().all(|&s| s == 503));
+        refused += attempts.len() - 1;
+    }
+    // One slot for requests that arrive together: the others were refused at first and came back later.
+    assert!(refused >= BURST - 1, "{refused}");
+    let statuses = server.endpoint_statuses();
+    assert!(
+        statuses.iter().all(|&s| s == 200 || s == 503),
+        "{statuses:?}"
+    );
+}
+
+// ---- a deliberately slow visitor store ----
+
+/// How long a candidate lookup takes in the burst.
+const LOOKUP_DELAY: Duration = Duration::from_millis(50);
+
+/// Any backend whose visitor store takes [`LOOKUP_DELAY`] for each candidate lookup.
+struct Slow<B>(B);
+
+/// A visitor store that sleeps before each candidate lookup.
+#[derive(Clone)]
+struct SlowVisitors<V>(V);
+
+impl<B: Backend> Backend for Slow<B> {
+    type Visitors = SlowVisitors<B::Visitors>;
+    type Quotas = B::Quotas;
+    type Budget = B::Budget;
+    type Evidence = B::Evidence;
+
+    fn visitors(&self, retention: Retention) -> Self::Visitors {
+        SlowVisitors(self.0.visitors(retention))
+    }
+    fn quotas(&self) -> Self::Quotas {
+        self.0.quotas()
+    }
+    fn budget(&self) -> Self::Budget {
+        self.0.budget()
+    }
+    fn evidence(&self) -> Self::Evidence {
+        self.0.evidence()
+    }
+}
+
+impl<V: VisitorStore> VisitorStore for SlowVisitors<V> {
+    async fn find_candidate_rows(
+        &self,
+        probes: &[Probe],
+        now_ms: i64,
+    ) -> Result<Vec<LookupRow>, StoreError> {
+        tokio::time::sleep(LOOKUP_DELAY).await;
+        self.0.find_candidate_rows(probes, now_ms).await
+    }
+    async fn recent_observations(
+        &self,
+        v: &VisitorId,
+        limit: usize,
+        now_ms: i64,
+    ) -> Result<Vec<Arc<Observation>>, StoreError> {
+        self.0.recent_observations(v, limit, now_ms).await
+    }
+    async fn recent_observations_batch(
+        &self,
+        visitors: &[VisitorId],
+        limit: usize,
+        now_ms: i64,
+    ) -> Result<HashMap<VisitorId, Vec<Arc<Observation>>>, StoreError> {
+        self.0
+            .recent_observations_batch(visitors, limit, now_ms)
+            .await
+    }
+    async fn create_visitor(&self, v: &VisitorId, now_ms: i64) -> Result<(), StoreError> {
+        self.0.create_visitor(v, now_ms).await
+    }
+    async fn save_observation(
+        &self,
+        v: &VisitorId,
+        o: &Observation,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.0.save_observation(v, o, now_ms).await
+    }
+    async fn touch_visitor(&self, v: &VisitorId, now_ms: i64) -> Result<(), StoreError> {
+        self.0.touch_visitor(v, now_ms).await
+    }
+    async fn record_visit(&self, write: VisitWrite<'_>) -> Result<(), StoreError> {
+        self.0.record_visit(write).await
+    }
+    async fn cleanup(
+        &self,
+        after: Option<&str>,
+        batch: usize,
+        now_ms: i64,
+    ) -> Result<CleanupReport, StoreError> {
+        self.0.cleanup(after, batch, now_ms).await
+    }
+    async fn delete_visitor(&self, v: &VisitorId) -> Result<bool, StoreError> {
+        self.0.delete_visitor(v).await
+    }
+}
+
+macro_rules! on_both_stores {
+    ($($scenario:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario(janitor_axum::InMemory).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    janitor_sql::testing::with_schemas(|schemas| async move {
+                        super::$scenario(janitor_axum::Postgres(schemas.fresh().await)).await;
+                    })
+                    .await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_stores!(quick_start_journey, burst_backs_off);

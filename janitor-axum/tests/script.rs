@@ -1,0 +1,138 @@
+//! The browser client through the real router: its headers, conditional requests, a configured path, and that
+//! it loads while every measurement slot is taken.
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::Response;
+use http::StatusCode;
+use http_body_util::BodyExt;
+use janitor_axum::{client_script_etag, InMemory, Janitor, JanitorConfig, CLIENT_SCRIPT};
+use tower::ServiceExt;
+
+const SECRET: &str = "0123456789abcdef0123456789abcdef-script";
+
+fn janitor(config: janitor_axum::JanitorConfigBuilder) -> Janitor<InMemory> {
+    Janitor::new(config.secret(SECRET).build().unwrap(), InMemory)
+}
+
+fn get(path: &str) -> http::request::Builder {
+    Request::builder()
+        .method("GET")
+        .uri(path)
+        .header("host", "example.com")
+}
+
+async fn body(response: Response) -> Vec<u8> {
+    response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec()
+}
+
+fn assert_script_headers(response: &Response) {
+    let h = response.headers();
+    assert_eq!(h["content-type"], "text/javascript; charset=utf-8");
+    assert_eq!(h["cache-control"], "public, max-age=3600");
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    assert_eq!(h["etag"], client_script_etag());
+    assert!(!h["etag"].to_str().unwrap().starts_with("W/"), "strong");
+}
+
+#[tokio::test]
+async fn served_with_its_headers() {
+    let janitor = janitor(JanitorConfig::builder());
+    let response = janitor
+        .router()
+        .oneshot(get("/janitor.js").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_script_headers(&response);
+    assert_eq!(body(response).await, CLIENT_SCRIPT.as_bytes());
+
+    let head = get("/janitor.js")
+        .method("HEAD")
+        .body(Body::empty())
+        .unwrap();
+    let response = janitor.router().oneshot(head).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_script_headers(&response);
+    assert!(body(response).await.is_empty());
+
+    let post = get("/janitor.js")
+        .method("POST")
+        .body(Body::empty())
+        .unwrap();
+    let response = janitor.router().oneshot(post).await.unwrap();
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn not_modified_for_the_current_etag_only() {
+    let janitor = janitor(JanitorConfig::builder());
+    for (tag, status) in [
+        (client_script_etag().to_owned(), StatusCode::NOT_MODIFIED),
+        (
+            format!("\"stale\", {}", client_script_etag()),
+            StatusCode::NOT_MODIFIED,
+        ),
+        ("*".to_owned(), StatusCode::NOT_MODIFIED),
+        ("\"stale\"".to_owned(), StatusCode::OK),
+    ] {
+        let request = get("/janitor.js")
+            .header("if-none-match", &tag)
+            .body(Body::empty())
+            .unwrap();
+        let response = janitor.router().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), status, "{tag}");
+        assert_script_headers(&response);
+        let bytes = body(response).await;
+        if status == StatusCode::NOT_MODIFIED {
+            assert!(bytes.is_empty(), "{tag}");
+        } else {
+            assert_eq!(bytes, CLIENT_SCRIPT.as_bytes());
+        }
+    }
+}
+
+#[tokio::test]
+async fn configured_path() {
+    let janitor = janitor(JanitorConfig::builder().script_path("/assets/visitor.js"));
+    let response = janitor
+        .router()
+        .oneshot(get("/assets/visitor.js").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_script_headers(&response);
+    let response = janitor
+        .router()
+        .oneshot(get("/janitor.js").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn loads_while_measurements_are_busy() {
+    let janitor = janitor(JanitorConfig::builder().max_in_flight_requests(1));
+    let _slot = janitor.admission().try_admit().unwrap();
+    let measure = Request::builder()
+        .method("POST")
+        .uri("/api/visitor")
+        .header("host", "example.com")
+        .header("content-type", "application/json")
+        .body(Body::from(r#"{"signals":{}}"#))
+        .unwrap();
+    let busy = janitor.router().oneshot(measure).await.unwrap();
+    assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let script = janitor
+        .router()
+        .oneshot(get("/janitor.js").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(script.status(), StatusCode::OK);
+}
