@@ -8,8 +8,8 @@
 //! `docs/quickstart.png`.
 
 mod browser_support;
+mod stores;
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,10 +20,8 @@ use axum::response::{Html, Response};
 use axum::routing::get;
 use browser_support::Driver;
 use janitor_axum::{Backend, Environment, Janitor, JanitorConfig, JanitorConfigBuilder};
-use janitor_core::candidates::{LookupRow, Probe};
-use janitor_core::store::{CleanupReport, StoreError, VisitWrite, VisitorStore};
-use janitor_core::{Observation, Retention, VisitorId};
 use serde_json::json;
+use stores::on_both_stores;
 
 const SECRET: &str = "0123456789abcdef0123456789abcdef-browser";
 const QUICKSTART: &str = include_str!("../examples/quickstart.html");
@@ -376,7 +374,14 @@ const BURST: usize = 3;
 async fn burst_backs_off<B: Backend>(backend: B) {
     let _one_browser = BROWSERS.lock().await;
     let config = config().max_in_flight_requests(1).build().unwrap();
-    let janitor = Janitor::new(config, Slow(backend));
+    let slow: stores::Hook = Arc::new(|| Box::pin(tokio::time::sleep(LOOKUP_DELAY)));
+    let janitor = Janitor::new(
+        config,
+        stores::Hooked {
+            backend,
+            before_lookup: slow,
+        },
+    );
     let server = Server::start(&janitor).await;
     let driver = Driver::start().await;
     let session = driver.session().await;
@@ -420,113 +425,5 @@ return settled.map((s) => s.status === "fulfilled" ? s.value.visitorId : "failed
 
 /// How long a candidate lookup takes in the burst.
 const LOOKUP_DELAY: Duration = Duration::from_millis(50);
-
-/// Any backend whose visitor store takes [`LOOKUP_DELAY`] for each candidate lookup.
-struct Slow<B>(B);
-
-/// A visitor store that sleeps before each candidate lookup.
-#[derive(Clone)]
-struct SlowVisitors<V>(V);
-
-impl<B: Backend> Backend for Slow<B> {
-    type Visitors = SlowVisitors<B::Visitors>;
-    type Quotas = B::Quotas;
-    type Budget = B::Budget;
-    type Evidence = B::Evidence;
-
-    fn visitors(&self, retention: Retention) -> Self::Visitors {
-        SlowVisitors(self.0.visitors(retention))
-    }
-    fn quotas(&self) -> Self::Quotas {
-        self.0.quotas()
-    }
-    fn budget(&self) -> Self::Budget {
-        self.0.budget()
-    }
-    fn evidence(&self) -> Self::Evidence {
-        self.0.evidence()
-    }
-}
-
-impl<V: VisitorStore> VisitorStore for SlowVisitors<V> {
-    async fn find_candidate_rows(
-        &self,
-        probes: &[Probe],
-        now_ms: i64,
-    ) -> Result<Vec<LookupRow>, StoreError> {
-        tokio::time::sleep(LOOKUP_DELAY).await;
-        self.0.find_candidate_rows(probes, now_ms).await
-    }
-    async fn recent_observations(
-        &self,
-        v: &VisitorId,
-        limit: usize,
-        now_ms: i64,
-    ) -> Result<Vec<Arc<Observation>>, StoreError> {
-        self.0.recent_observations(v, limit, now_ms).await
-    }
-    async fn recent_observations_batch(
-        &self,
-        visitors: &[VisitorId],
-        limit: usize,
-        now_ms: i64,
-    ) -> Result<HashMap<VisitorId, Vec<Arc<Observation>>>, StoreError> {
-        self.0
-            .recent_observations_batch(visitors, limit, now_ms)
-            .await
-    }
-    async fn create_visitor(&self, v: &VisitorId, now_ms: i64) -> Result<(), StoreError> {
-        self.0.create_visitor(v, now_ms).await
-    }
-    async fn save_observation(
-        &self,
-        v: &VisitorId,
-        o: &Observation,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.0.save_observation(v, o, now_ms).await
-    }
-    async fn touch_visitor(&self, v: &VisitorId, now_ms: i64) -> Result<(), StoreError> {
-        self.0.touch_visitor(v, now_ms).await
-    }
-    async fn record_visit(&self, write: VisitWrite<'_>) -> Result<(), StoreError> {
-        self.0.record_visit(write).await
-    }
-    async fn cleanup(
-        &self,
-        after: Option<&str>,
-        batch: usize,
-        now_ms: i64,
-    ) -> Result<CleanupReport, StoreError> {
-        self.0.cleanup(after, batch, now_ms).await
-    }
-    async fn delete_visitor(&self, v: &VisitorId) -> Result<bool, StoreError> {
-        self.0.delete_visitor(v).await
-    }
-}
-
-macro_rules! on_both_stores {
-    ($($scenario:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    super::$scenario(janitor_axum::InMemory).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    janitor_sql::testing::with_schemas(|schemas| async move {
-                        super::$scenario(janitor_axum::Postgres(schemas.fresh().await)).await;
-                    })
-                    .await;
-                }
-            )*
-        }
-    };
-}
 
 on_both_stores!(quick_start_journey, burst_backs_off);

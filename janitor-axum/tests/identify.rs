@@ -20,6 +20,9 @@ use janitor_core::protection::quota::QuotaConfig;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
+mod stores;
+use stores::on_both_stores;
+
 const SECRET: &str = "0123456789abcdef0123456789abcdef-tests";
 
 fn config() -> JanitorConfigBuilder {
@@ -482,30 +485,6 @@ async fn evidence_and_maintenance_entry_points<B: Backend>(backend: B) {
         janitor.cleanup(None, 1001).await,
         Err(janitor_axum::CleanupError::Batch(_))
     ));
-}
-
-macro_rules! on_both_stores {
-    ($($scenario:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $scenario() {
-                    super::$scenario(janitor_axum::InMemory).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    janitor_sql::testing::with_schemas(|schemas| async move {
-                        super::$scenario(janitor_axum::Postgres(schemas.fresh().await)).await;
-                    })
-                    .await;
-                }
-            )*
-        }
-    };
 }
 
 on_both_stores!(

@@ -3,115 +3,16 @@
 //! 503 and `Retry-After: 1`, and the in-flight count returns to 0 — also when clients disconnect mid-request.
 
 mod admission_support;
+mod stores;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use admission_support::{post_with_length, serve, wait_until, within, Connection};
-use janitor_axum::{Backend, Janitor, JanitorConfig};
-use janitor_core::candidates::{LookupRow, Probe};
-use janitor_core::evidence::MemoryEvidenceStore;
-use janitor_core::protection::budget::MemoryBudgetStore;
-use janitor_core::protection::quota::MemoryQuotaStore;
-use janitor_core::store::{
-    CleanupReport, MemoryVisitorStore, StoreError, VisitWrite, VisitorStore,
-};
-use janitor_core::{Observation, Retention, VisitorId};
+use janitor_axum::{InMemory, Janitor, JanitorConfig};
+use stores::{Hook, Hooked};
 use tokio::sync::Semaphore;
-
-/// The in-memory store, except that every lookup first waits for a permit of `gate` (none until the test
-/// releases them) and counts itself in `calls`.
-#[derive(Clone)]
-struct Gated {
-    inner: Arc<MemoryVisitorStore>,
-    gate: Arc<Semaphore>,
-    calls: Arc<AtomicUsize>,
-}
-
-impl VisitorStore for Gated {
-    async fn find_candidate_rows(
-        &self,
-        probes: &[Probe],
-        now_ms: i64,
-    ) -> Result<Vec<LookupRow>, StoreError> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        let _permit = self
-            .gate
-            .acquire()
-            .await
-            .map_err(|_| StoreError::Unavailable("closed".into()))?;
-        self.inner.find_candidate_rows(probes, now_ms).await
-    }
-    async fn recent_observations(
-        &self,
-        v: &VisitorId,
-        limit: usize,
-        now_ms: i64,
-    ) -> Result<Vec<Arc<Observation>>, StoreError> {
-        self.inner.recent_observations(v, limit, now_ms).await
-    }
-    async fn recent_observations_batch(
-        &self,
-        visitors: &[VisitorId],
-        limit: usize,
-        now_ms: i64,
-    ) -> Result<std::collections::HashMap<VisitorId, Vec<Arc<Observation>>>, StoreError> {
-        self.inner
-            .recent_observations_batch(visitors, limit, now_ms)
-            .await
-    }
-    async fn create_visitor(&self, v: &VisitorId, now_ms: i64) -> Result<(), StoreError> {
-        self.inner.create_visitor(v, now_ms).await
-    }
-    async fn save_observation(
-        &self,
-        v: &VisitorId,
-        o: &Observation,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.inner.save_observation(v, o, now_ms).await
-    }
-    async fn touch_visitor(&self, v: &VisitorId, now_ms: i64) -> Result<(), StoreError> {
-        self.inner.touch_visitor(v, now_ms).await
-    }
-    async fn record_visit(&self, write: VisitWrite<'_>) -> Result<(), StoreError> {
-        self.inner.record_visit(write).await
-    }
-    async fn cleanup(
-        &self,
-        after: Option<&str>,
-        batch: usize,
-        now_ms: i64,
-    ) -> Result<CleanupReport, StoreError> {
-        self.inner.cleanup(after, batch, now_ms).await
-    }
-    async fn delete_visitor(&self, v: &VisitorId) -> Result<bool, StoreError> {
-        self.inner.delete_visitor(v).await
-    }
-}
-
-struct GatedBackend(Gated);
-
-impl Backend for GatedBackend {
-    type Visitors = Gated;
-    type Quotas = MemoryQuotaStore;
-    type Budget = MemoryBudgetStore;
-    type Evidence = MemoryEvidenceStore;
-
-    fn visitors(&self, _: Retention) -> Gated {
-        self.0.clone()
-    }
-    fn quotas(&self) -> MemoryQuotaStore {
-        MemoryQuotaStore::new()
-    }
-    fn budget(&self) -> MemoryBudgetStore {
-        MemoryBudgetStore::new()
-    }
-    fn evidence(&self) -> MemoryEvidenceStore {
-        MemoryEvidenceStore::new()
-    }
-}
 
 // Browser and timezone give the lookup keys, so every admitted request reaches the (blocking) lookup.
 const BODY: &[u8] = br#"{"signals":{"userAgent":"Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36","platform":"Linux x86_64","timezone":"Europe/Paris","screen":{"width":1920,"height":1080}}}"#;
@@ -120,24 +21,41 @@ fn request() -> Vec<u8> {
     post_with_length("/api/visitor", BODY.len(), BODY)
 }
 
-fn setup(slots: usize) -> (Janitor<GatedBackend>, Gated, Arc<AtomicUsize>) {
-    let gated = Gated {
-        inner: Arc::new(MemoryVisitorStore::new(Retention::default())),
-        gate: Arc::new(Semaphore::new(0)),
-        calls: Arc::new(AtomicUsize::new(0)),
+/// What the tests see of the store: how many lookups started, and the gate that holds them (no permit until the
+/// test adds some).
+struct Gate {
+    calls: Arc<AtomicUsize>,
+    gate: Arc<Semaphore>,
+}
+
+fn setup(slots: usize) -> (Janitor<Hooked<InMemory>>, Gate, Arc<AtomicUsize>) {
+    let (calls, gate) = (Arc::new(AtomicUsize::new(0)), Arc::new(Semaphore::new(0)));
+    let hook: Hook = {
+        let (calls, gate) = (calls.clone(), gate.clone());
+        Arc::new(move || {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let gate = gate.clone();
+            Box::pin(async move {
+                let _ = gate.acquire().await;
+            })
+        })
     };
     let config = JanitorConfig::builder()
         .secret(&"overload-secret-".repeat(2))
         .max_in_flight_requests(slots)
         .build()
         .unwrap();
-    let janitor = Janitor::new(config, GatedBackend(gated.clone()));
+    let backend = Hooked {
+        backend: InMemory,
+        before_lookup: hook,
+    };
+    let janitor = Janitor::new(config, backend);
     let overloads = Arc::new(AtomicUsize::new(0));
     let counter = overloads.clone();
     janitor.admission().on_overload(move || {
         counter.fetch_add(1, Ordering::SeqCst);
     });
-    (janitor, gated, overloads)
+    (janitor, Gate { calls, gate }, overloads)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
