@@ -18,6 +18,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Application events and device links.
     type Evidence: EvidenceStore + 'static;
 
+    /// Whether deleting a visitor also deletes its events and links (a database's foreign keys cascade; separate
+    /// in-memory stores do not, so the handle erases them itself).
+    const VISITOR_DELETE_CASCADES: bool;
+
     /// The visitor store, applying `retention`.
     fn visitors(&self, retention: Retention) -> Self::Visitors;
     /// The quota store.
@@ -37,6 +41,8 @@ impl Backend for InMemory {
     type Quotas = MemoryQuotaStore;
     type Budget = MemoryBudgetStore;
     type Evidence = MemoryEvidenceStore;
+
+    const VISITOR_DELETE_CASCADES: bool = false;
 
     fn visitors(&self, retention: Retention) -> Self::Visitors {
         MemoryVisitorStore::new(retention)
@@ -64,6 +70,8 @@ impl Backend for Postgres {
     type Quotas = PgQuotaStore;
     type Budget = PgBudgetStore;
     type Evidence = PgEvidenceStore;
+
+    const VISITOR_DELETE_CASCADES: bool = true;
 
     fn visitors(&self, retention: Retention) -> Self::Visitors {
         PgVisitorStore::new(self.0.clone(), retention)

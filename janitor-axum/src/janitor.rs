@@ -268,12 +268,16 @@ impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
     /// should not re-identify the browser automatically afterwards.
     pub async fn delete_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
         let erased = self.inner.engine.store().delete_visitor(visitor).await?;
-        // The in-memory evidence store has no cascade: erase its rows explicitly (PostgreSQL cascades).
-        self.inner
-            .evidence
-            .delete_visitor(visitor)
-            .await
-            .map_err(|e| StoreError::Data(e.to_string()))?;
+        if !B::VISITOR_DELETE_CASCADES {
+            self.inner
+                .evidence
+                .delete_visitor(visitor)
+                .await
+                .map_err(|e| match e {
+                    EvidenceError::Store(store) => store,
+                    other => StoreError::Data(other.to_string()),
+                })?;
+        }
         Ok(erased)
     }
 

@@ -61,6 +61,8 @@ impl<B: Backend> Backend for Hooked<B> {
     type Budget = B::Budget;
     type Evidence = B::Evidence;
 
+    const VISITOR_DELETE_CASCADES: bool = B::VISITOR_DELETE_CASCADES;
+
     fn visitors(&self, retention: Retention) -> Self::Visitors {
         HookedVisitors {
             inner: self.backend.visitors(retention),
