@@ -1,48 +1,12 @@
 //! The shared inference budget's configuration, record format and admission (`reserve`): every transition
 //! and every bound the specification names, on either side. `budget_finish.rs` covers completions.
 
-use janitor_core::protection::budget::{
-    BudgetConfig, BudgetDenial, BudgetRecord, LeaseRecord, LEASE_GRACE_MS,
-};
+use janitor_core::protection::budget::{BudgetConfig, BudgetDenial, BudgetRecord, LEASE_GRACE_MS};
 use serde_json::json;
 
-const T0: i64 = 1_735_689_600_000;
+mod budget_support;
 
-fn config() -> BudgetConfig {
-    BudgetConfig::builder()
-        .max_calls(10)
-        .window_ms(60_000)
-        .max_concurrent(4)
-        .failure_threshold(3)
-        .cooldown_ms(30_000)
-        .build()
-        .unwrap()
-}
-
-fn lease(id: &str, expires_at: i64, epoch: u64, probe: bool, cost: u32) -> LeaseRecord {
-    LeaseRecord {
-        id: id.into(),
-        expires_at,
-        epoch,
-        probe,
-        cost,
-    }
-}
-
-/// Reserves on `record` with timeout 1000 and lease id `id`.
-fn reserve(
-    record: &BudgetRecord,
-    config: &BudgetConfig,
-    now: i64,
-    cost: u32,
-    id: &str,
-) -> Result<(BudgetRecord, LeaseRecord), BudgetDenial> {
-    record.reserve(config, now, cost, 1_000, id.into())
-}
-
-fn admitted(record: &BudgetRecord, now: i64, cost: u32, id: &str) -> (BudgetRecord, LeaseRecord) {
-    reserve(record, &config(), now, cost, id).expect("admitted")
-}
+use budget_support::{admitted, config, lease, reserve, T0};
 
 // ---- configuration ----
 

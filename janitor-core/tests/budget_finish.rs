@@ -5,43 +5,9 @@ use janitor_core::protection::budget::{
     BudgetConfig, BudgetDenial, BudgetRecord, CallOutcome, LeaseRecord,
 };
 
-const T0: i64 = 1_735_689_600_000;
+mod budget_support;
 
-fn config() -> BudgetConfig {
-    BudgetConfig::builder()
-        .max_calls(10)
-        .window_ms(60_000)
-        .max_concurrent(4)
-        .failure_threshold(3)
-        .cooldown_ms(30_000)
-        .build()
-        .unwrap()
-}
-
-fn lease(id: &str, expires_at: i64, epoch: u64, probe: bool, cost: u32) -> LeaseRecord {
-    LeaseRecord {
-        id: id.into(),
-        expires_at,
-        epoch,
-        probe,
-        cost,
-    }
-}
-
-/// Reserves on `record` with timeout 1000 and lease id `id`.
-fn reserve(
-    record: &BudgetRecord,
-    config: &BudgetConfig,
-    now: i64,
-    cost: u32,
-    id: &str,
-) -> Result<(BudgetRecord, LeaseRecord), BudgetDenial> {
-    record.reserve(config, now, cost, 1_000, id.into())
-}
-
-fn admitted(record: &BudgetRecord, now: i64, cost: u32, id: &str) -> (BudgetRecord, LeaseRecord) {
-    reserve(record, &config(), now, cost, id).expect("admitted")
-}
+use budget_support::{admitted, config, lease, reserve, T0};
 
 /// A record holding `held`, as of epoch `epoch`, with `failures` failures.
 fn holding(held: Vec<LeaseRecord>, epoch: u64, failures: u64) -> BudgetRecord {
