@@ -33,6 +33,28 @@ pub fn number(name: &str, value: &str, low: u64, high: u64) -> Result<u64, Strin
     }
 }
 
+/// The options of a benchmark binary, or the problem printed with the binary's name and exit status 2.
+pub fn options_or_exit<T>(binary: &str, options: Result<T, String>) -> T {
+    options.unwrap_or_else(|problem| {
+        eprintln!("{binary}: {problem}");
+        std::process::exit(2);
+    })
+}
+
+/// Cores this process may use, for the machine line of a report.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Writes `report` as pretty JSON to `path`, when one was given.
+pub fn write_report(path: Option<&str>, report: &serde_json::Value) {
+    if let Some(path) = path {
+        let text = serde_json::to_string_pretty(report).expect("a JSON value serializes") + "\n";
+        std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {path}: {e}"));
+        println!("wrote {path}");
+    }
+}
+
 /// Median, 95th and 99th percentile of a set of latencies.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use janitor_benchmarks::{number, pairs, Summary};
+use janitor_benchmarks::{cores, number, options_or_exit, pairs, write_report, Summary};
 use janitor_core::engine::IdentifyPath;
 use janitor_core::{Engine, EngineConfig, Retention, VisitorId, VisitorPayload};
 use janitor_sql::testing::{population, with_schemas};
@@ -213,13 +213,7 @@ async fn throughput(
 
 #[tokio::main]
 async fn main() {
-    let o = match options() {
-        Ok(o) => o,
-        Err(problem) => {
-            eprintln!("identify-postgres: {problem}");
-            std::process::exit(2);
-        }
-    };
+    let o = options_or_exit("identify-postgres", options());
     with_schemas(move |schemas| async move {
         let pool = (o.concurrency as usize).max(4);
         let database = schemas.fresh_with(|b| b.max_connections(pool)).await;
@@ -262,19 +256,12 @@ async fn main() {
             "benchmark": "identify-postgres",
             "visitors": o.visitors,
             "observations_per_visitor": o.per_visitor,
-            "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            "cores": cores(),
             "sequential": sequential_results,
             "throughput": throughput_results,
             "statements_prepared": database.statements_prepared(),
         });
-        if let Some(path) = &o.out {
-            std::fs::write(
-                path,
-                serde_json::to_string_pretty(&report).expect("json") + "\n",
-            )
-            .unwrap_or_else(|e| panic!("writing {path}: {e}"));
-            println!("wrote {path}");
-        }
+        write_report(o.out.as_deref(), &report);
     })
     .await;
 }

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use janitor_benchmarks::closed_loop::{self, Point};
-use janitor_benchmarks::{number, pairs};
+use janitor_benchmarks::{cores, number, options_or_exit, pairs, write_report};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use janitor_benchmarks::evidence_seed::{self, HOT_ACCOUNT};
@@ -204,13 +204,7 @@ async fn quota_points(database: &Database, o: &Options, concurrency: u64) -> Vec
 
 #[tokio::main]
 async fn main() {
-    let o = match options() {
-        Ok(o) => o,
-        Err(problem) => {
-            eprintln!("security-sql: {problem}");
-            std::process::exit(2);
-        }
-    };
+    let o = options_or_exit("security-sql", options());
     with_schemas(move |schemas| async move {
         let pool = o.pool as usize;
         // Waits for a connection grow with concurrency over a small pool: allow them, they are measured.
@@ -251,7 +245,7 @@ async fn main() {
         }
         let report = json!({
             "benchmark": "security-sql",
-            "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            "cores": cores(),
             "pool": o.pool,
             "events": o.events,
             "subjects": o.subjects + 1,
@@ -259,14 +253,7 @@ async fn main() {
             "shards": o.shards,
             "points": points.iter().map(Point::to_json).collect::<Vec<_>>(),
         });
-        if let Some(path) = &o.out {
-            std::fs::write(
-                path,
-                serde_json::to_string_pretty(&report).expect("json") + "\n",
-            )
-            .unwrap_or_else(|e| panic!("writing {path}: {e}"));
-            println!("wrote {path}");
-        }
+        write_report(o.out.as_deref(), &report);
     })
     .await;
 }
