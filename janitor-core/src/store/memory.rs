@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{CleanupReport, StoreError, VisitorStore, MAX_BATCH_VISITORS};
+use super::{batch_visitors, history_limit, CleanupReport, StoreError, VisitorStore};
 use crate::candidates::{probes_for, LookupRow, Probe, ROWS_PER_PROBE};
-use crate::config::{Retention, CLEANUP_BATCH, MAX_OBSERVATIONS_PER_VISITOR};
+use crate::config::{Retention, CLEANUP_BATCH};
 use crate::observation::Observation;
 use crate::visitor::VisitorId;
 
@@ -166,10 +166,6 @@ impl Inner {
     }
 }
 
-fn history_limit(limit: usize) -> usize {
-    limit.clamp(1, *MAX_OBSERVATIONS_PER_VISITOR.1.end())
-}
-
 impl VisitorStore for MemoryVisitorStore {
     async fn find_candidate_rows(
         &self,
@@ -225,15 +221,7 @@ impl VisitorStore for MemoryVisitorStore {
         let cutoff = self.retention.cutoff(now_ms);
         let inner = self.lock();
         let mut out = HashMap::new();
-        let mut seen = Vec::with_capacity(MAX_BATCH_VISITORS);
-        for visitor in visitors {
-            if seen.contains(&visitor) {
-                continue;
-            }
-            if seen.len() == MAX_BATCH_VISITORS {
-                break;
-            }
-            seen.push(visitor);
+        for visitor in batch_visitors(visitors) {
             let history = inner.history(visitor.as_str(), history_limit(limit), cutoff);
             if !history.is_empty() {
                 out.insert(visitor.clone(), history);

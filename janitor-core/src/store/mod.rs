@@ -22,6 +22,26 @@ pub use memory::MemoryVisitorStore;
 /// Most visitors whose histories are read in one call.
 pub const MAX_BATCH_VISITORS: usize = crate::candidates::CANDIDATE_LIMIT;
 
+/// The visitors a batch history read considers: the first [`MAX_BATCH_VISITORS`] distinct ones, in order.
+/// Every store applies this one rule.
+pub fn batch_visitors(visitors: &[VisitorId]) -> Vec<&VisitorId> {
+    let mut wanted: Vec<&VisitorId> = Vec::with_capacity(MAX_BATCH_VISITORS);
+    for visitor in visitors {
+        if wanted.len() == MAX_BATCH_VISITORS {
+            break;
+        }
+        if !wanted.contains(&visitor) {
+            wanted.push(visitor);
+        }
+    }
+    wanted
+}
+
+/// A history read's limit as every store applies it: at least 1, at most the most observations a visitor keeps.
+pub fn history_limit(limit: usize) -> usize {
+    limit.clamp(1, *crate::config::MAX_OBSERVATIONS_PER_VISITOR.1.end())
+}
+
 /// A storage failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {

@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use janitor_core::candidates::{LookupRow, Probe};
-use janitor_core::config::{Retention, CLEANUP_BATCH, MAX_OBSERVATIONS_PER_VISITOR};
+use janitor_core::config::{Retention, CLEANUP_BATCH};
 use janitor_core::store::{
-    CleanupReport, StoreError, VisitWrite, VisitorStore, MAX_BATCH_VISITORS,
+    batch_visitors, history_limit, CleanupReport, StoreError, VisitWrite, VisitorStore,
 };
 use janitor_core::{Observation, VisitorId};
 use tokio_postgres::types::{Json, ToSql};
@@ -88,8 +88,9 @@ fn visitor_id(row: &Row, column: usize) -> Result<VisitorId, StoreError> {
     VisitorId::parse(text).ok_or_else(|| unreadable("a visitor id", "not vis_ and 48 hex digits"))
 }
 
-fn history_limit(limit: usize) -> i64 {
-    limit.clamp(1, *MAX_OBSERVATIONS_PER_VISITOR.1.end()) as i64
+/// The store-wide history limit, as the `LIMIT` parameter.
+fn limit_parameter(limit: usize) -> i64 {
+    history_limit(limit) as i64
 }
 
 impl PgVisitorStore {
@@ -166,7 +167,7 @@ impl VisitorStore for PgVisitorStore {
         let rows = connection
             .query(
                 statements::HISTORY,
-                &[&visitor.as_str(), &cutoff, &history_limit(limit)],
+                &[&visitor.as_str(), &cutoff, &limit_parameter(limit)],
             )
             .await?;
         rows.iter().map(|row| observation(row, 0)).collect()
@@ -178,15 +179,10 @@ impl VisitorStore for PgVisitorStore {
         limit: usize,
         now_ms: i64,
     ) -> Result<HashMap<VisitorId, Vec<Arc<Observation>>>, StoreError> {
-        let mut wanted: Vec<&str> = Vec::with_capacity(MAX_BATCH_VISITORS);
-        for visitor in visitors {
-            if wanted.len() == MAX_BATCH_VISITORS {
-                break;
-            }
-            if !wanted.contains(&visitor.as_str()) {
-                wanted.push(visitor.as_str());
-            }
-        }
+        let wanted: Vec<&str> = batch_visitors(visitors)
+            .into_iter()
+            .map(VisitorId::as_str)
+            .collect();
         if wanted.is_empty() {
             return Ok(HashMap::new());
         }
@@ -195,7 +191,7 @@ impl VisitorStore for PgVisitorStore {
         let rows = connection
             .query(
                 statements::HISTORY_BATCH,
-                &[&wanted, &cutoff, &history_limit(limit)],
+                &[&wanted, &cutoff, &limit_parameter(limit)],
             )
             .await?;
         let mut histories: HashMap<VisitorId, Vec<Arc<Observation>>> = HashMap::new();
