@@ -131,3 +131,51 @@ async fn clients_that_disconnect_release_their_slots() {
     let mut connection = Connection::open(address).await.unwrap();
     assert_eq!(connection.exchange(&request()).await.unwrap().status(), 200);
 }
+
+/// A refusal before the body is read: a small body is drained and the keep-alive connection serves the next
+/// request; a body too large to drain gets `Connection: close` and the socket is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_requests_keep_or_close_the_connection() {
+    let (janitor, gate, _) = setup(4);
+    gate.gate.add_permits(100);
+    let address = serve(janitor.router()).await;
+    let plain = |length: usize, sent: &[u8]| {
+        let mut request = format!(
+            "POST /api/visitor HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nContent-Length: {length}\r\n\r\n"
+        )
+        .into_bytes();
+        request.extend_from_slice(sent);
+        request
+    };
+
+    let mut connection = Connection::open(address).await.unwrap();
+    let refused = within("415", connection.exchange(&plain(BODY.len(), BODY)))
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 415);
+    assert_eq!(
+        refused.header("connection"),
+        None,
+        "a drained body keeps the connection"
+    );
+    let next = within("next request", connection.exchange(&request()))
+        .await
+        .unwrap();
+    assert_eq!(
+        next.status(),
+        200,
+        "the same connection serves the next request"
+    );
+
+    let mut connection = Connection::open(address).await.unwrap();
+    let large = vec![b' '; 100];
+    let refused = within("415 large", connection.exchange(&plain(1_000_000, &large)))
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 415);
+    assert_eq!(refused.header("connection"), Some("close"));
+    assert!(
+        connection.closed_within(Duration::from_secs(5)).await,
+        "the server closes the connection"
+    );
+}

@@ -121,6 +121,13 @@ impl<B: Body> Refusal<B> {
     }
 }
 
+/// Settles the unread body of a request that is answered without reading it, under the same rules as a
+/// refusal of the layer: drains a small declared body; returns whether the connection must be closed instead.
+pub(crate) async fn settle_unread<B: Body>(request: Request<B>, config: &AdmissionConfig) -> bool {
+    let mut refusal = Refusal::plan(request, config);
+    std::future::poll_fn(|cx| refusal.poll_close(cx)).await
+}
+
 impl<B: Body> Drain<B> {
     /// Ready with `true` once the whole declared body was read, `false` when it failed, overran its length or
     /// did not arrive in time.

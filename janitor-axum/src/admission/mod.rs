@@ -53,6 +53,7 @@ pub use config::{
     AdmissionConfig, AdmissionConfigBuilder, DRAIN_TIMEOUT_MS, MAX_DRAIN_BYTES,
     MAX_IN_FLIGHT_REQUESTS,
 };
+pub(crate) use future::settle_unread;
 pub use future::ResponseFuture;
 pub use layer::AdmissionLayer;
 pub use service::AdmissionService;

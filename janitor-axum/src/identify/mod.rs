@@ -5,16 +5,13 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
-use http::header::{
-    HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN, RETRY_AFTER, SET_COOKIE,
-    TRANSFER_ENCODING,
-};
+use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE, HOST, ORIGIN, RETRY_AFTER, SET_COOKIE};
 use http::{HeaderMap, Method, StatusCode};
-use http_body_util::BodyExt;
 use janitor_core::protection::quota::{Admission, AdmissionContext};
 use janitor_core::{Evaluator, Identity, VisitorPayload};
 use serde::Serialize;
 
+use crate::admission::{settle_unread, AdmissionConfig};
 use crate::janitor::Inner;
 use crate::Backend;
 
@@ -34,11 +31,6 @@ pub struct VisitorContext {
     /// The application's session, if any (1–512 characters).
     pub session: Option<String>,
 }
-
-/// Largest unread body drained after a refusal so the keep-alive connection stays usable; a larger or
-/// unbounded one closes the connection instead.
-const DRAIN_LIMIT: u64 = 65_536;
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The default answer: what the browser needs, nothing it could use to probe the matcher.
 #[derive(Serialize)]
@@ -77,7 +69,10 @@ pub(crate) async fn handle<B: Backend, E: Evaluator>(
         None
     };
     if let Some((_, response)) = early {
-        return (finish_unread(&parts.headers, body, response).await, None);
+        return (
+            finish_unread(&parts, body, &config.admission, response).await,
+            None,
+        );
     }
 
     if let Some(quotas) = &janitor.quotas {
@@ -92,7 +87,10 @@ pub(crate) async fn handle<B: Backend, E: Evaluator>(
                 "the request's VisitorContext has an account or session outside 1-512 characters"
             );
             let response = error(StatusCode::SERVICE_UNAVAILABLE, message::UNAVAILABLE);
-            return (finish_unread(&parts.headers, body, response).await, None);
+            return (
+                finish_unread(&parts, body, &config.admission, response).await,
+                None,
+            );
         };
         match quotas
             .admit(&admission, janitor_core::engine::now_ms())
@@ -106,19 +104,28 @@ pub(crate) async fn handle<B: Backend, E: Evaluator>(
                 response
                     .headers_mut()
                     .insert(RETRY_AFTER, HeaderValue::from(retry_after_secs));
-                return (finish_unread(&parts.headers, body, response).await, None);
+                return (
+                    finish_unread(&parts, body, &config.admission, response).await,
+                    None,
+                );
             }
             Err(e) => {
                 tracing::warn!(error = %e, "quota storage failed");
                 let response = error(StatusCode::SERVICE_UNAVAILABLE, message::UNAVAILABLE);
-                return (finish_unread(&parts.headers, body, response).await, None);
+                return (
+                    finish_unread(&parts, body, &config.admission, response).await,
+                    None,
+                );
             }
         }
     }
 
     if body::check_declared_length(&parts.headers, config.max_body_bytes).is_err() {
         let response = error(StatusCode::PAYLOAD_TOO_LARGE, message::TOO_LARGE);
-        return (finish_unread(&parts.headers, body, response).await, None);
+        return (
+            finish_unread(&parts, body, &config.admission, response).await,
+            None,
+        );
     }
     let timeout = Duration::from_millis(config.request_timeout_ms);
     let bytes = match body::read(body, config.max_body_bytes, timeout).await {
@@ -221,37 +228,18 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// Answers a request whose body was not read: drains a small declared body so the connection can serve the
-/// next request, or asks to close it when the body is large or of unknown length.
-pub(crate) async fn finish_unread(
-    headers: &HeaderMap,
+/// Answers a request whose body was not read: a small declared body is drained so the connection can serve the
+/// next request; a large or unbounded one asks to close it (the admission layer's rule and limits).
+async fn finish_unread(
+    parts: &http::request::Parts,
     body: Body,
+    config: &AdmissionConfig,
     mut response: Response,
 ) -> Response {
-    let declared = headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    let chunked = headers.contains_key(TRANSFER_ENCODING);
-    let drained = match (declared, chunked) {
-        (Some(0), false) | (None, false) => true,
-        (Some(n), false) if n <= DRAIN_LIMIT => {
-            let drain = async {
-                let mut body = body;
-                while let Some(frame) = body.frame().await {
-                    if frame.is_err() {
-                        return false;
-                    }
-                }
-                true
-            };
-            tokio::time::timeout(DRAIN_TIMEOUT, drain)
-                .await
-                .unwrap_or(false)
-        }
-        _ => false,
-    };
-    if !drained {
+    let mut request = Request::new(body);
+    *request.version_mut() = parts.version;
+    *request.headers_mut() = parts.headers.clone();
+    if settle_unread(request, config).await {
         response
             .headers_mut()
             .insert(CONNECTION, HeaderValue::from_static("close"));
