@@ -47,28 +47,27 @@ pub(crate) async fn handle<B: Backend, E: Evaluator>(
 ) -> (Response, Option<Identity>) {
     let (parts, body) = request.into_parts();
     let config = &janitor.config;
-    let refuse = |status, text| (status, error(status, text));
     let early = if parts.uri.path() != config.endpoint_path {
-        Some(refuse(StatusCode::NOT_FOUND, message::NOT_FOUND))
+        Some(error(StatusCode::NOT_FOUND, message::NOT_FOUND))
     } else if parts.method != Method::POST {
-        let (status, mut response) = refuse(StatusCode::METHOD_NOT_ALLOWED, message::METHOD);
+        let mut response = error(StatusCode::METHOD_NOT_ALLOWED, message::METHOD);
         response
             .headers_mut()
             .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
-        Some((status, response))
+        Some(response)
     } else if is_cross_origin(&parts.headers, parts.uri.authority().map(|a| a.as_str())) {
-        Some(refuse(StatusCode::FORBIDDEN, message::CROSS_ORIGIN))
+        Some(error(StatusCode::FORBIDDEN, message::CROSS_ORIGIN))
     } else if !is_json(&parts.headers) {
-        Some(refuse(
+        Some(error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             message::MEDIA_TYPE,
         ))
     } else if !config.cookie_secure && !host(&parts).is_some_and(cookie::is_loopback) {
-        Some(refuse(StatusCode::BAD_REQUEST, message::INSECURE_COOKIE))
+        Some(error(StatusCode::BAD_REQUEST, message::INSECURE_COOKIE))
     } else {
         None
     };
-    if let Some((_, response)) = early {
+    if let Some(response) = early {
         return (
             finish_unread(&parts, body, &config.admission, response).await,
             None,
