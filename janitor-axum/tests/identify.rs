@@ -506,11 +506,19 @@ async fn storage_failure_is_503_without_internals() {
             .unwrap(),
     )
     .unwrap();
-    let janitor = Janitor::new(config().build().unwrap(), Postgres(database));
-    let a = send(&janitor, json_request(&payload())).await;
-    assert_error(
-        &a,
-        StatusCode::SERVICE_UNAVAILABLE,
-        "Visitor storage is unavailable",
+    // Identification's storage, and (with quotas) the quota claim before it: both fail closed, never admit.
+    let plain = Janitor::new(config().build().unwrap(), Postgres(database.clone()));
+    let with_quotas = Janitor::new(
+        config().quotas(QuotaConfig::default()).build().unwrap(),
+        Postgres(database),
     );
+    for janitor in [plain, with_quotas] {
+        let a = send(&janitor, json_request(&payload())).await;
+        assert_error(
+            &a,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Visitor storage is unavailable",
+        );
+        assert_eq!(janitor.admission().in_flight(), 0, "the slot is released");
+    }
 }
