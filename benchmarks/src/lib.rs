@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+pub mod capacity;
 pub mod closed_loop;
 pub mod evidence_seed;
 

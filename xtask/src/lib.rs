@@ -1,4 +1,5 @@
 //! Development commands of Janitor for Rust, as a library so that the test suite runs them too.
 #![forbid(unsafe_code)]
 
+pub mod capacity;
 pub mod conformance;

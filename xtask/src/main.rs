@@ -3,14 +3,41 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use xtask::capacity;
 use xtask::conformance::{check_file, Report};
 
-const USAGE: &str = "usage: cargo xtask conformance FILE...";
+const USAGE: &str = "usage: cargo xtask conformance FILE...
+       cargo xtask benchmark-capacity [--docker]
+       cargo xtask benchmark-security | benchmark-connections | benchmark-throughput | seed
+       (harness settings come from JANITOR_BENCHMARK_* variables; see docs/CAPACITY.md)";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
         Some("conformance") => conformance(args.map(PathBuf::from).collect()),
+        Some(name) if capacity::COMMANDS.iter().any(|(n, _)| *n == name) => {
+            let workload = capacity::COMMANDS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, w)| *w)
+                .expect("matched above");
+            let rest: Vec<String> = args.collect();
+            let docker = match rest.as_slice() {
+                [] => false,
+                [flag] if flag == "--docker" => true,
+                other => {
+                    eprintln!("unexpected arguments {other:?}\n{USAGE}");
+                    return ExitCode::from(2);
+                }
+            };
+            match capacity::run(workload, docker) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(problem) => {
+                    eprintln!("cargo xtask {name}: {problem}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some("-h" | "--help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS

@@ -1,0 +1,33 @@
+//! The capacity harness. Start it with `cargo xtask benchmark-capacity` (or one of the single workloads:
+//! `benchmark-security`, `benchmark-connections`, `benchmark-throughput`, `seed`); see docs/CAPACITY.md.
+//!
+//! `janitor-capacity capacity|security|connections|throughput|seed` runs a workload;
+//! `janitor-capacity serve …` and `janitor-capacity load …` are the server and load processes a run starts.
+
+use std::process::ExitCode;
+
+use janitor_benchmarks::capacity::{self, load, server};
+
+const USAGE: &str = "usage: janitor-capacity capacity|security|connections|throughput|seed \
+                     (settings from JANITOR_BENCHMARK_* variables; see docs/CAPACITY.md)";
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let command = args.next().unwrap_or_default();
+    let rest: Vec<String> = args.collect();
+    let outcome = match command.as_str() {
+        "serve" => server::main(rest),
+        "load" => load::main(rest),
+        "capacity" | "security" | "connections" | "throughput" | "seed" => {
+            capacity::run::main(&command)
+        }
+        _ => Err(USAGE.to_owned()),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(problem) => {
+            eprintln!("janitor-capacity {command}: {problem}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Machine and version facts for the reports (to be written).
