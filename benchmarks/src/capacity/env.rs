@@ -23,6 +23,7 @@ pub const VARIABLES: &[&str] = &[
     "JANITOR_BENCHMARK_SEARCH",
     "JANITOR_BENCHMARK_VISITORS",
     "JANITOR_BENCHMARK_LOOKUP_VISITORS",
+    "JANITOR_BENCHMARK_EXTERNAL_SERVERS",
 ];
 
 /// The most sockets one process of the harness may hold: the machine allows 20,000 descriptors per process,
@@ -71,6 +72,9 @@ pub struct CapacityEnv {
     /// Visitors of the missing-cookie lookup scale test; 0 skips it (0 or 100,000–3,000,000; 0, the reference
     /// used 2,000,000).
     pub lookup_visitors: u64,
+    /// The server processes are already running (started by `janitor-capacity serve-fleet`, as in the Docker
+    /// setup) on 127.0.0.1 at the fleet's ports instead of being started by the run.
+    pub external_servers: bool,
 }
 
 impl CapacityEnv {
@@ -152,6 +156,10 @@ impl CapacityEnv {
             search: flag("JANITOR_BENCHMARK_SEARCH", get("JANITOR_BENCHMARK_SEARCH"))?,
             visitors: number("JANITOR_BENCHMARK_VISITORS", 10_000, 100, 100_000)?,
             lookup_visitors,
+            external_servers: flag(
+                "JANITOR_BENCHMARK_EXTERNAL_SERVERS",
+                get("JANITOR_BENCHMARK_EXTERNAL_SERVERS"),
+            )?,
         })
     }
 }

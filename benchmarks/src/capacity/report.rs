@@ -1,1 +1,111 @@
-//! Machine and version facts for the reports (to be written).
+//! What every report of the harness carries: the machine, the versions, and the file it is written to.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+/// Where the reports go: `docs/benchmarks/` of the workspace the harness runs in.
+pub fn reports_dir() -> PathBuf {
+    PathBuf::from("docs").join("benchmarks")
+}
+
+/// The machine the run is on: CPU model, cores, memory, kernel and the descriptor limit of a process.
+pub fn machine() -> Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split(':').nth(1))
+        })
+        .map(str::trim)
+        .unwrap_or("unknown");
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let memory_bytes = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    json!({
+        "cpu": model,
+        "cores": crate::cores(),
+        "memory_bytes": memory_bytes,
+        "kernel": kernel.trim(),
+        "open_files_limit": open_files_limit(),
+        "note": "client, servers and PostgreSQL share these cores",
+    })
+}
+
+/// The soft limit on open descriptors of this process, from /proc (no unsafe call needed).
+pub fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// Resident memory of process `pid` in bytes, from /proc.
+pub fn rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// The versions behind a run: the harness's crate and the PostgreSQL server.
+pub async fn versions(database: &janitor_sql::Database) -> Result<Value, String> {
+    let client = database
+        .pool()
+        .get()
+        .await
+        .map_err(|e| format!("asking the server's version: {e}"))?;
+    let server: String = client
+        .query_one("SHOW server_version", &[])
+        .await
+        .map_err(|e| format!("asking the server's version: {e}"))?
+        .get(0);
+    Ok(json!({
+        "janitor": env!("CARGO_PKG_VERSION"),
+        "postgresql": server,
+        "build": if cfg!(debug_assertions) { "debug" } else { "release" },
+    }))
+}
+
+/// Writes `report` as pretty JSON to `docs/benchmarks/<name>` and says where.
+pub fn write(name: &str, report: &Value) -> Result<PathBuf, String> {
+    let dir = reports_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let path = dir.join(name);
+    write_to(&path, report)?;
+    Ok(path)
+}
+
+/// Writes `report` as pretty JSON to `path`.
+pub fn write_to(path: &Path, report: &Value) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(report).map_err(|e| format!("report: {e}"))? + "\n";
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_this_process_from_proc() {
+        let rss = rss_bytes(std::process::id()).expect("own RSS");
+        assert!(rss > 1024 * 1024, "{rss}");
+        assert!(open_files_limit().expect("own limit") >= 64);
+        let m = machine();
+        assert!(m["cores"].as_u64().unwrap() >= 1);
+        assert!(m["memory_bytes"].as_u64().unwrap() > rss);
+        assert_eq!(rss_bytes(u32::MAX), None);
+    }
+}

@@ -39,6 +39,8 @@ pub fn main(command: &str) -> Result<(), String> {
         url,
         schema: SCHEMA.to_owned(),
     };
+    // Refused when the schema exists and is not being reused: then nothing of it is ours to remove.
+    runtime.block_on(seed::prepare_schema(&target, &env))?;
     let outcome = runtime.block_on(workloads(command, &env, &target));
     let cleanup = if env.reuse {
         Ok(())
@@ -50,7 +52,6 @@ pub fn main(command: &str) -> Result<(), String> {
 }
 
 async fn workloads(command: &str, env: &CapacityEnv, target: &Target) -> Result<(), String> {
-    seed::prepare_schema(target, env).await?;
     let wants = |what: &[&str]| what.contains(&command);
     let dataset = if wants(&["capacity", "security", "seed"]) {
         Some(seed::events(target, env).await?)
