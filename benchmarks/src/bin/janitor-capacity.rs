@@ -17,6 +17,7 @@ fn main() -> ExitCode {
     let rest: Vec<String> = args.collect();
     let outcome = match command.as_str() {
         "serve" => server::main(rest),
+        "serve-fleet" => server::serve_fleet(rest),
         "load" => load::main(rest),
         "capacity" | "security" | "connections" | "throughput" | "seed" => {
             capacity::run::main(&command)

@@ -1,0 +1,52 @@
+//! The server side of the HTTP workloads: the quick-start stack (janitor-axum on the PostgreSQL store) run as
+//! several processes, each on its own port with a control port beside it that reports what the process saw.
+//!
+//! - [`process`]: one server process (`janitor-capacity serve`).
+//! - [`fleet`]: starting, asking and stopping the processes of a run, or finding the ones Docker started
+//!   (`janitor-capacity serve-fleet`).
+
+pub mod fleet;
+pub mod process;
+
+use serde::{Deserialize, Serialize};
+
+pub use fleet::serve_fleet;
+pub use fleet::{Fleet, FleetSettings};
+pub use process::main;
+
+/// The first server port; process `i` serves on `BASE_PORT + i` and reports on `BASE_PORT + CONTROL_OFFSET + i`.
+pub const BASE_PORT: u16 = 55_500;
+
+/// Distance from a server port to its control port.
+pub const CONTROL_OFFSET: u16 = 100;
+
+/// The identify endpoint (the library's default path).
+pub const ENDPOINT: &str = "/api/visitor";
+
+/// The secret every server process of a run shares, as instances of one deployment do.
+pub const SECRET: &str = "capacity-run-secret-capacity-run-secret-0123456789abcdef";
+
+/// What one server process counted since it started (`peak_open` since the last reset).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerStats {
+    /// The process id.
+    pub pid: u32,
+    /// The port it serves on.
+    pub port: u16,
+    /// Connections open now.
+    pub open: u64,
+    /// Most connections open at once since the last reset.
+    pub peak_open: u64,
+    /// Connections accepted in all.
+    pub accepted: u64,
+    /// `GET /ready` answers (warm-ups, not identity work).
+    pub ready: u64,
+    /// Identify requests answered 200.
+    pub completed: u64,
+    /// Identify requests refused with 503 (admission full, or the store unavailable).
+    pub overloads: u64,
+    /// Identify requests answered with any other status.
+    pub failures: u64,
+    /// Resident memory of the process in bytes.
+    pub rss_bytes: u64,
+}

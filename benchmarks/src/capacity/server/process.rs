@@ -1,0 +1,282 @@
+//! One server process: `janitor-capacity serve --port P --url URL --schema S [--max-in-flight N] [--pool N]
+//! [--watch-stdin 1]`. It serves the quick-start stack plus `GET /ready` and the trivial routes `/plain` and
+//! `/admitted`, and answers `GET /stats` on its control port. It never migrates: the run did that first.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::extract::{Query, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::get;
+use axum::{Json, Router};
+use janitor_axum::admission::{Admission, AdmissionConfig};
+use janitor_axum::{Environment, Janitor, JanitorConfig, Postgres};
+use janitor_sql::{Database, DatabaseConfig};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+
+use super::{ServerStats, CONTROL_OFFSET, ENDPOINT, SECRET};
+use crate::capacity::report::rss_bytes;
+use crate::{number, pairs};
+
+/// The listen backlog asked for; the kernel caps it at `net.core.somaxconn`. A ramp connects thousands of
+/// sockets at once and a short backlog would turn that into retries.
+const BACKLOG: u32 = 65_535;
+
+#[derive(Default)]
+struct Counters {
+    open: AtomicU64,
+    peak_open: AtomicU64,
+    accepted: AtomicU64,
+    ready: AtomicU64,
+    completed: AtomicU64,
+    overloads: AtomicU64,
+    failures: AtomicU64,
+}
+
+impl Counters {
+    fn snapshot(&self, port: u16) -> ServerStats {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        ServerStats {
+            pid: std::process::id(),
+            port,
+            open: load(&self.open),
+            peak_open: load(&self.peak_open),
+            accepted: load(&self.accepted),
+            ready: load(&self.ready),
+            completed: load(&self.completed),
+            overloads: load(&self.overloads),
+            failures: load(&self.failures),
+            rss_bytes: rss_bytes(std::process::id()).unwrap_or(0),
+        }
+    }
+}
+
+struct Settings {
+    port: u16,
+    url: String,
+    schema: String,
+    max_in_flight: usize,
+    pool: usize,
+    watch_stdin: bool,
+}
+
+fn settings(args: Vec<String>) -> Result<Settings, String> {
+    let mut s = Settings {
+        port: 0,
+        url: String::new(),
+        schema: super::super::SCHEMA.to_owned(),
+        max_in_flight: 8,
+        pool: 2,
+        watch_stdin: false,
+    };
+    for (name, value) in pairs(args)? {
+        match name.as_str() {
+            "port" => s.port = number(&name, &value, 1, 65_535 - u64::from(CONTROL_OFFSET))? as u16,
+            "url" => s.url = value,
+            "schema" => s.schema = value,
+            "max-in-flight" => s.max_in_flight = number(&name, &value, 1, 1_024)? as usize,
+            "pool" => s.pool = number(&name, &value, 1, 64)? as usize,
+            "watch-stdin" => s.watch_stdin = number(&name, &value, 0, 1)? == 1,
+            other => return Err(format!("unknown option --{other}")),
+        }
+    }
+    if s.port == 0 || s.url.is_empty() {
+        return Err("--port and --url are required".to_owned());
+    }
+    Ok(s)
+}
+
+/// Entry point of `janitor-capacity serve …`.
+pub fn main(args: Vec<String>) -> Result<(), String> {
+    let settings = settings(args)?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))?
+        .block_on(serve(settings))
+}
+
+async fn serve(s: Settings) -> Result<(), String> {
+    let database = Database::new(
+        DatabaseConfig::builder(&s.url)
+            .schema(&s.schema)
+            .max_connections(s.pool)
+            .build()
+            .map_err(|e| format!("database settings: {e}"))?,
+    )
+    .map_err(|e| format!("database pool: {e}"))?;
+    let config = JanitorConfig::builder()
+        .secret(SECRET)
+        .environment(Environment::Development)
+        .cookie_secure(false)
+        .max_in_flight_requests(s.max_in_flight)
+        .build()
+        .map_err(|e| format!("janitor settings: {e}"))?;
+    let janitor = Janitor::new(config, Postgres(database));
+    // The trivial routes measure the admission layer's own cost, so its limit is never reached.
+    let trivial = Admission::new(
+        AdmissionConfig::builder()
+            .max_in_flight_requests(1_024)
+            .build()
+            .map_err(|e| format!("admission settings: {e}"))?,
+    );
+    let counters = Arc::new(Counters::default());
+    let app = Router::new()
+        .route("/ready", get(|| async { "ready" }))
+        .route("/plain", get(|| async { "ok" }))
+        .merge(
+            Router::new()
+                .route("/admitted", get(|| async { "ok" }))
+                .layer(trivial.layer()),
+        )
+        .merge(janitor.router())
+        .layer(middleware::from_fn_with_state(counters.clone(), count));
+
+    let listener = listen(s.port)?;
+    let control = TcpListener::bind(("127.0.0.1", s.port + CONTROL_OFFSET))
+        .await
+        .map_err(|e| format!("control port {}: {e}", s.port + CONTROL_OFFSET))?;
+    let control_app = Router::new()
+        .route("/stats", get(stats))
+        .with_state((counters.clone(), s.port));
+    tokio::spawn(async move { axum::serve(control, control_app).await });
+    if s.watch_stdin {
+        // The run holds our stdin: when it ends (or dies), so do we.
+        tokio::spawn(async {
+            let mut sink = Vec::new();
+            let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
+            std::process::exit(0);
+        });
+    }
+    axum::serve(Counting { listener, counters }, app)
+        .await
+        .map_err(|e| format!("serving: {e}"))
+}
+
+fn listen(port: u16) -> Result<TcpListener, String> {
+    let taken = |e: io::Error| format!("port {port} on 127.0.0.1: {e}");
+    let socket = TcpSocket::new_v4().map_err(taken)?;
+    socket.set_reuseaddr(true).map_err(taken)?;
+    socket.bind(([127, 0, 0, 1], port).into()).map_err(taken)?;
+    socket.listen(BACKLOG).map_err(taken)
+}
+
+#[derive(serde::Deserialize)]
+struct StatsQuery {
+    #[serde(default)]
+    reset_peak: u8,
+}
+
+async fn stats(
+    State((counters, port)): State<(Arc<Counters>, u16)>,
+    Query(query): Query<StatsQuery>,
+) -> Json<ServerStats> {
+    let snapshot = counters.snapshot(port);
+    if query.reset_peak == 1 {
+        counters
+            .peak_open
+            .store(counters.open.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+    Json(snapshot)
+}
+
+async fn count(State(counters): State<Arc<Counters>>, request: Request, next: Next) -> Response {
+    let path = request.uri().path().to_owned();
+    let response = next.run(request).await;
+    let counter = match (path.as_str(), response.status().as_u16()) {
+        ("/ready", _) => &counters.ready,
+        (ENDPOINT, 200) => &counters.completed,
+        (ENDPOINT, 503) => &counters.overloads,
+        (ENDPOINT, _) => &counters.failures,
+        _ => return response,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+    response
+}
+
+/// The server's listener, counting the connections it hands out and those still open.
+struct Counting {
+    listener: TcpListener,
+    counters: Arc<Counters>,
+}
+
+impl axum::serve::Listener for Counting {
+    type Io = Counted;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Counted, std::net::SocketAddr) {
+        let (stream, addr) = axum::serve::Listener::accept(&mut self.listener).await;
+        let c = &self.counters;
+        c.accepted.fetch_add(1, Ordering::Relaxed);
+        let open = c.open.fetch_add(1, Ordering::Relaxed) + 1;
+        c.peak_open.fetch_max(open, Ordering::Relaxed);
+        (
+            Counted {
+                stream,
+                counters: self.counters.clone(),
+            },
+            addr,
+        )
+    }
+
+    fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+        self.listener.local_addr()
+    }
+}
+
+/// An accepted connection; dropping it (the server closed or lost it) counts it closed.
+struct Counted {
+    stream: TcpStream,
+    counters: Arc<Counters>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.counters.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl AsyncRead for Counted {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Counted {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
