@@ -24,6 +24,7 @@ pub const VARIABLES: &[&str] = &[
     "JANITOR_BENCHMARK_VISITORS",
     "JANITOR_BENCHMARK_LOOKUP_VISITORS",
     "JANITOR_BENCHMARK_EXTERNAL_SERVERS",
+    "JANITOR_BENCHMARK_OUT",
 ];
 
 /// The most sockets one process of the harness may hold: the machine allows 20,000 descriptors per process,

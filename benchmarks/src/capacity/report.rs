@@ -4,9 +4,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-/// Where the reports go: `docs/benchmarks/` of the workspace the harness runs in.
+/// Where the reports go: `JANITOR_BENCHMARK_OUT` when set (a smoke run keeps the committed results), else
+/// `docs/benchmarks/` of the workspace the harness runs in.
 pub fn reports_dir() -> PathBuf {
-    PathBuf::from("docs").join("benchmarks")
+    std::env::var_os("JANITOR_BENCHMARK_OUT")
+        .filter(|dir| !dir.is_empty())
+        .map_or_else(|| PathBuf::from("docs").join("benchmarks"), PathBuf::from)
 }
 
 /// The machine the run is on: CPU model, cores, memory, kernel and the descriptor limit of a process.
