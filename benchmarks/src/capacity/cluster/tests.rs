@@ -1,10 +1,20 @@
 //! The disposable cluster, started for real with the machine's PostgreSQL on ports and directories of the
-//! tests' own (never 55434 or the harness's directory, so a real run may go on beside them).
+//! tests' own (never 55434 or the harness's directory, so a real run, or another test run, may go on beside
+//! them).
 
 use super::*;
 
 fn test_dir(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("janitor-capacity-cluster-test-{name}"))
+    std::env::temp_dir().join(format!(
+        "janitor-capacity-cluster-test-{}-{name}",
+        std::process::id()
+    ))
+}
+
+/// A port nothing listens on right now, chosen by the kernel.
+fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    listener.local_addr().unwrap().port()
 }
 
 /// Runs `sql` and returns the first column of each row.
@@ -38,11 +48,11 @@ fn port_is_bindable(port: u16) -> bool {
 
 #[test]
 fn a_cluster_starts_answers_refuses_a_second_start_and_is_removed() {
-    let (dir, port) = (test_dir("fresh"), 55435);
+    let (dir, port) = (test_dir("fresh"), free_port());
     let cluster = Cluster::start_at(&dir, port, false).unwrap();
     assert_eq!(
         cluster.url(),
-        "postgres://postgres@127.0.0.1:55435/postgres"
+        format!("postgres://postgres@127.0.0.1:{port}/postgres")
     );
     let settings = query(
         &cluster.url(),
@@ -77,7 +87,10 @@ fn a_cluster_starts_answers_refuses_a_second_start_and_is_removed() {
     );
     // Reuse of a directory whose server is still running: the port is taken.
     let running = Cluster::start_at(&dir, port, true).unwrap_err();
-    assert!(running.contains("127.0.0.1:55435 is taken"), "{running}");
+    assert!(
+        running.contains(&format!("127.0.0.1:{port} is taken")),
+        "{running}"
+    );
     assert_eq!(query(&cluster.url(), "SELECT 1").unwrap(), ["1"]);
 
     drop(cluster);
@@ -87,7 +100,7 @@ fn a_cluster_starts_answers_refuses_a_second_start_and_is_removed() {
 
 #[test]
 fn a_reused_cluster_keeps_its_data_and_a_foreign_directory_is_refused() {
-    let (dir, port) = (test_dir("reuse"), 55436);
+    let (dir, port) = (test_dir("reuse"), free_port());
     let first = Cluster::start_at(&dir, port, true).unwrap();
     query(
         &first.url(),
@@ -154,11 +167,15 @@ fn a_given_database_url_starts_no_cluster() {
 #[test]
 fn a_server_that_cannot_start_shows_its_log_and_leaves_nothing() {
     // A socket path past the 107-byte limit of Unix sockets: initdb succeeds, the server refuses to start.
-    let dir = test_dir(&"long".repeat(30));
-    let message = Cluster::start_at(&dir, 55437, false).unwrap_err();
+    let dir = test_dir(&"long".repeat(28));
+    let port = free_port();
+    let message = Cluster::start_at(&dir, port, false).unwrap_err();
     assert!(message.contains("pg_ctl start failed"), "{message}");
     assert!(message.contains("last lines of"), "{message}");
-    assert!(message.contains("too long"), "the server's own reason: {message}");
+    assert!(
+        message.contains("too long"),
+        "the server's own reason: {message}"
+    );
     assert!(!dir.exists(), "the new directory is removed");
-    assert!(port_is_bindable(55437));
+    assert!(port_is_bindable(port));
 }
