@@ -16,6 +16,9 @@ pub const COMMANDS: &[(&str, &str)] = &[
 /// The compose file of the Docker path, relative to the workspace root.
 pub const COMPOSE_FILE: &str = "docker/compose.yaml";
 
+/// The compose service that runs the workloads; its exit code is the run's.
+pub const COMPOSE_CLIENT: &str = "client";
+
 /// The workspace root (xtask lives one folder below it).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -31,13 +34,7 @@ pub fn run(workload: &str, docker: bool) -> Result<(), String> {
         if workload != "capacity" {
             return Err("--docker runs the whole capacity sequence only".to_owned());
         }
-        return status(
-            Command::new("docker")
-                .args(["compose", "-f", COMPOSE_FILE, "up", "--build"])
-                .args(["--abort-on-container-exit", "--exit-code-from", "client"])
-                .current_dir(&root),
-            "docker compose (needs a running Docker engine)",
-        );
+        return docker_run(&root);
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     status(
@@ -58,6 +55,48 @@ pub fn run(workload: &str, docker: bool) -> Result<(), String> {
     )
 }
 
+/// The whole run under Docker Compose. Like the native run it refuses to start over leftovers (containers of
+/// the compose project from a run that was killed) and removes what it created afterwards, containers and the
+/// database volume, unless `JANITOR_BENCHMARK_REUSE=1` keeps them (stopped) for the next run.
+fn docker_run(root: &Path) -> Result<(), String> {
+    let compose = || {
+        let mut command = Command::new("docker");
+        command
+            .args(["compose", "-f", COMPOSE_FILE])
+            .current_dir(root);
+        command
+    };
+    let reuse = std::env::var("JANITOR_BENCHMARK_REUSE").is_ok_and(|v| v == "1");
+    let leftovers = compose()
+        .args(["ps", "--all", "--quiet"])
+        .output()
+        .map_err(|e| format!("docker compose: could not start: {e}"))?;
+    if !leftovers.status.success() {
+        return Err(format!(
+            "docker compose ps failed (needs Docker with the compose plugin and a running engine): {}",
+            String::from_utf8_lossy(&leftovers.stderr).trim()
+        ));
+    }
+    if !reuse && !String::from_utf8_lossy(&leftovers.stdout).trim().is_empty() {
+        return Err(format!(
+            "containers of the compose project in {COMPOSE_FILE} already exist (an earlier run that was killed, \
+             or one kept with JANITOR_BENCHMARK_REUSE=1): reuse them with JANITOR_BENCHMARK_REUSE=1, or remove \
+             them and their database with `docker compose -f {COMPOSE_FILE} down --volumes`"
+        ));
+    }
+    let outcome = status(
+        compose()
+            .args(["up", "--build", "--abort-on-container-exit"])
+            .args(["--exit-code-from", COMPOSE_CLIENT]),
+        "docker compose up",
+    );
+    if reuse {
+        return outcome;
+    }
+    let cleanup = status(compose().args(["down", "--volumes"]), "docker compose down");
+    outcome.and(cleanup)
+}
+
 fn status(command: &mut Command, what: &str) -> Result<(), String> {
     let status = command
         .status()
@@ -66,5 +105,33 @@ fn status(command: &mut Command, what: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("{what} failed ({status})"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The compose file is YAML in its JSON subset with full-line `#` comments (see its header).
+    fn compose_file() -> serde_json::Value {
+        let text = std::fs::read_to_string(workspace_root().join(COMPOSE_FILE)).unwrap();
+        let json: String = text
+            .lines()
+            .filter(|line| !line.trim_start().starts_with('#'))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        serde_json::from_str(&json).unwrap()
+    }
+
+    #[test]
+    fn the_docker_command_names_a_service_of_the_compose_file() {
+        let compose = compose_file();
+        let services = compose["services"].as_object().unwrap();
+        assert!(services.contains_key(COMPOSE_CLIENT), "{services:?}");
+        assert_eq!(
+            compose["services"][COMPOSE_CLIENT]["command"][0],
+            "capacity"
+        );
+        assert_eq!(compose["name"], "janitor-capacity");
     }
 }
