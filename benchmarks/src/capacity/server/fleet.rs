@@ -166,12 +166,15 @@ async fn ask(port: u16, reset_peak: bool) -> Result<ServerStats, String> {
     serde_json::from_slice(connection.body()).map_err(|e| failed(e.to_string()))
 }
 
-/// Entry point of `janitor-capacity serve-fleet --workers N [--max-in-flight N] [--pool N]`: starts the
-/// server processes on the run's ports against `JANITOR_BENCHMARK_DATABASE_URL` and waits; used where the
+/// Entry point of `janitor-capacity serve-fleet [--workers N] [--max-in-flight N] [--pool N]`: starts the
+/// server processes (`JANITOR_BENCHMARK_WORKERS` by default) on the run's ports against
+/// `JANITOR_BENCHMARK_DATABASE_URL` and waits; used where the
 /// servers get a machine (or container) of their own.
 pub fn serve_fleet(args: Vec<String>) -> Result<(), String> {
+    // The same settings as the run's, so that both sides agree on the number of processes and their ports.
+    let env = crate::capacity::env::CapacityEnv::from_process(crate::capacity::env::Run::Capacity)?;
     let mut settings = FleetSettings {
-        workers: 8,
+        workers: env.workers,
         max_in_flight: 8,
         pool: 2,
         base_port: BASE_PORT,
@@ -184,8 +187,9 @@ pub fn serve_fleet(args: Vec<String>) -> Result<(), String> {
             other => return Err(format!("unknown option --{other}")),
         }
     }
-    let url = std::env::var("JANITOR_BENCHMARK_DATABASE_URL")
-        .map_err(|_| "JANITOR_BENCHMARK_DATABASE_URL is required".to_owned())?;
+    let url = env
+        .database_url
+        .ok_or("JANITOR_BENCHMARK_DATABASE_URL is required")?;
     let target = Target {
         url,
         schema: crate::capacity::SCHEMA.to_owned(),
