@@ -53,6 +53,18 @@ impl Connection {
         self.read_response().await
     }
 
+    /// Writes `request` (a whole HTTP/1.1 request) without waiting for its answer; a burst writes on every
+    /// socket first and reads the answers afterwards.
+    pub async fn write(&mut self, request: &[u8]) -> io::Result<()> {
+        self.stream.write_all(request).await
+    }
+
+    /// Makes closing this connection send a reset instead of the usual handshake: neither side then keeps the
+    /// socket in `TIME_WAIT`, so a run's ports and connection-tracking entries are free again right after it.
+    pub fn abort_on_drop(&self) -> io::Result<()> {
+        self.stream.set_zero_linger()
+    }
+
     /// Reads one response; an end of stream before it is complete is `UnexpectedEof` (the server closed).
     pub async fn read_response(&mut self) -> io::Result<Response> {
         self.buffer.clear();

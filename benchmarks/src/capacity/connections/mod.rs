@@ -1,0 +1,366 @@
+//! The connection workload (capacity.md §3): hundreds of thousands of live HTTP/1.1 keep-alive connections
+//! on the server fleet, opened in steps, then a steady trickle of identifications, a burst of one
+//! identification on every socket at once, and a recovery check.
+//!
+//! The run starts the server fleet and enough `janitor-capacity load` processes that none holds more than
+//! 18,000 sockets (each from its own 127.0.0.x source address), drives them stage by stage, and after every
+//! step makes both sides count the live sockets: the load processes' count and the servers' must agree
+//! exactly. Any status other than 200 or 503, any socket the server closed, any socket error or any
+//! disagreement fails the run; the report is written either way, with `"passed": false` and the reason when it
+//! failed.
+//!
+//! - [`loads`]: starting and asking the load processes.
+//! - [`stages`]: the ramp, steady, burst and recovery stages.
+//! - [`figures`]: per-process figures of a stage.
+
+mod figures;
+mod loads;
+mod stages;
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use serde_json::{json, Map, Value};
+
+use super::env::SOCKETS_PER_PROCESS;
+use super::load::{self, Reply};
+use super::report;
+use super::run::HttpRun;
+use super::server::{self, Fleet, FleetSettings};
+use loads::Loads;
+
+/// Admission slots of each server process (the reference's 8).
+pub const MAX_IN_FLIGHT: usize = 8;
+
+/// Identify requests per second of the steady stage.
+pub const STEADY_RATE: u64 = 100;
+
+/// Sequential requests of the recovery stage, on the run's first sockets.
+pub const RECOVERY_REQUESTS: u64 = 100;
+
+/// The report's file name in `docs/benchmarks/`.
+pub const REPORT: &str = "connections-current.json";
+
+/// Where a run puts its processes and its report; tests use their own so that they never meet a real run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Port of the first server process (the others follow).
+    pub base_port: u16,
+    /// Source address of the first load process (the others follow).
+    pub first_source: Ipv4Addr,
+    /// Where the report is written.
+    pub report: PathBuf,
+}
+
+impl Plan {
+    /// The plan of `cargo xtask benchmark-connections`: the fleet's ports, sources from 127.0.0.10, and the
+    /// report in `docs/benchmarks/`.
+    pub fn standard() -> Plan {
+        Plan {
+            base_port: server::BASE_PORT,
+            first_source: Ipv4Addr::new(127, 0, 0, 10),
+            report: report::reports_dir().join(REPORT),
+        }
+    }
+}
+
+/// How the run's sockets are spread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    connections: u64,
+    workers: u64,
+    loads: u64,
+    pool: usize,
+}
+
+impl Layout {
+    fn of(run: &HttpRun) -> Layout {
+        let workers = run.env.workers;
+        Layout {
+            connections: run.env.connections,
+            workers,
+            loads: run.env.connections.div_ceil(SOCKETS_PER_PROCESS),
+            // PostgreSQL allows 40 connections in all and the run holds a few of them.
+            pool: if workers <= 16 { 2 } else { 1 },
+        }
+    }
+}
+
+/// Runs the connection stages and writes `docs/benchmarks/connections-current.json`.
+pub async fn run(run: &HttpRun) -> Result<Value, String> {
+    run_with(run, &Plan::standard()).await
+}
+
+/// Runs the connection stages with the ports, sources and report file of `plan`, writes the report (also
+/// when the run fails) and returns it; a failed run returns the reason.
+pub async fn run_with(run: &HttpRun, plan: &Plan) -> Result<Value, String> {
+    let layout = Layout::of(run);
+    let kernel = kernel();
+    refuse_what_cannot_fit(&layout, &kernel)?;
+    let versions = {
+        let database = run.target.database(1)?;
+        report::versions(&database).await?
+    };
+    let mut record = Record::new(layout);
+    record.settings = json!({
+        "connections": layout.connections,
+        "workers": layout.workers,
+        "load_processes": layout.loads,
+        "sources": (0..layout.loads)
+            .map(|i| loads::source(plan.first_source, i).map(|s| s.to_string()))
+            .collect::<Result<Vec<_>, _>>()?,
+        "ports": (0..layout.workers).map(|i| u64::from(plan.base_port) + i).collect::<Vec<_>>(),
+        "max_in_flight": MAX_IN_FLIGHT,
+        "pool": layout.pool,
+        "connects_in_flight_per_load_process": load::CONCURRENCY,
+        "steady_rate": STEADY_RATE,
+        "steady_seconds": run.env.steady_seconds,
+        "recovery_requests": RECOVERY_REQUESTS,
+        "kernel": kernel,
+    });
+    println!(
+        "connections: {} sockets over {} server processes and {} load processes",
+        layout.connections, layout.workers, layout.loads
+    );
+    let outcome = processes(run, plan, layout, &mut record).await;
+    let report = record.report(versions, outcome.as_ref().err());
+    let written = match plan.report.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => {
+            std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))
+        }
+        _ => Ok(()),
+    }
+    .and_then(|()| report::write_to(&plan.report, &report));
+    match (outcome, written) {
+        (Err(failure), Ok(())) => Err(failure),
+        (Err(failure), Err(unwritten)) => Err(format!("{failure} (and the report: {unwritten})")),
+        (Ok(()), Err(unwritten)) => Err(unwritten),
+        (Ok(()), Ok(())) => Ok(report),
+    }
+}
+
+/// Starts the servers and load processes, drives the stages and stops every process whatever happened.
+async fn processes(
+    run: &HttpRun,
+    plan: &Plan,
+    layout: Layout,
+    record: &mut Record,
+) -> Result<(), String> {
+    let fleet = Fleet::start(
+        run,
+        FleetSettings {
+            workers: layout.workers,
+            max_in_flight: MAX_IN_FLIGHT,
+            pool: layout.pool,
+            base_port: plan.base_port,
+        },
+    )
+    .await?;
+    let started = Loads::start(
+        &run.binary,
+        &run.cookies,
+        &fleet.servers(),
+        layout.loads,
+        plan.first_source,
+    )
+    .await;
+    let mut loads = match started {
+        Ok(loads) => loads,
+        Err(e) => {
+            fleet.stop().await;
+            return Err(e);
+        }
+    };
+    let outcome = stages::drive(&fleet, &mut loads, run.env.steady_seconds, record).await;
+    loads.stop().await;
+    fleet.stop().await;
+    outcome
+}
+
+/// What the run has seen so far, enough to write a report at any point.
+struct Record {
+    layout: Layout,
+    settings: Value,
+    steps: Vec<Value>,
+    stages: Map<String, Value>,
+    summary: Map<String, Value>,
+    /// The latest reply of each load process (counters are totals, so the latest says everything).
+    latest: Vec<Reply>,
+}
+
+impl Record {
+    fn new(layout: Layout) -> Record {
+        Record {
+            layout,
+            settings: Value::Null,
+            steps: Vec::new(),
+            stages: Map::new(),
+            summary: Map::new(),
+            latest: vec![Reply::default(); layout.loads as usize],
+        }
+    }
+
+    fn saw(&mut self, index: usize, reply: &Reply) {
+        if let Some(slot) = self.latest.get_mut(index) {
+            *slot = reply.clone();
+        }
+    }
+
+    fn note(&mut self, name: &str, value: Value) {
+        self.summary.insert(name.to_owned(), value);
+    }
+
+    fn report(mut self, versions: Value, failure: Option<&String>) -> Value {
+        let total = |f: fn(&Reply) -> u64| self.latest.iter().map(f).sum::<u64>();
+        let (closes, errors) = (total(|r| r.closes), total(|r| r.errors));
+        self.summary
+            .insert("unexpected_closes".to_owned(), json!(closes));
+        self.summary
+            .insert("socket_errors".to_owned(), json!(errors));
+        json!({
+            "workload": "connections",
+            "machine": report::machine(),
+            "versions": versions,
+            "settings": self.settings,
+            "steps": self.steps,
+            "stages": self.stages,
+            "summary": self.summary,
+            "passed": failure.is_none(),
+            "failure": failure,
+            "limitations": limitations(&self.layout),
+        })
+    }
+}
+
+fn limitations(layout: &Layout) -> Vec<String> {
+    vec![
+        format!(
+            "One machine with {} cores runs the {} load processes, the {} server processes and PostgreSQL \
+             together: they compete for the same cores, so times (ramp, burst) are those of a shared machine.",
+            crate::cores(),
+            layout.loads,
+            layout.workers
+        ),
+        "Loopback only: no network, no TLS, no proxy; each socket costs both a client and a server socket in \
+         the same kernel."
+            .to_owned(),
+        "Server memory is resident memory (VmRSS) of the server processes summed; kernel socket buffers are \
+         not in it, and bytes per connection is the growth from before the ramp to after it divided by the \
+         connections."
+            .to_owned(),
+        "Each process may hold at most 20,000 descriptors, so the sockets are spread over several server and \
+         load processes and several 127.0.0.x source addresses."
+            .to_owned(),
+        "The burst is one request per socket written as fast as each load process can; the servers admit 8 at \
+         a time per process and refuse the rest with 503, which is the behaviour measured."
+            .to_owned(),
+    ]
+}
+
+/// The kernel settings that bound the run, read from /proc (null where unreadable).
+fn kernel() -> Value {
+    let read = |path: &str| {
+        std::fs::read_to_string(format!("/proc/sys/{path}"))
+            .ok()
+            .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+    };
+    let number = |path: &str| read(path).and_then(|v| v.parse::<u64>().ok());
+    json!({
+        "somaxconn": number("net/core/somaxconn"),
+        "tcp_max_syn_backlog": number("net/ipv4/tcp_max_syn_backlog"),
+        "ip_local_port_range": read("net/ipv4/ip_local_port_range"),
+        "nf_conntrack_max": number("net/netfilter/nf_conntrack_max"),
+        "nf_conntrack_count_before": number("net/netfilter/nf_conntrack_count"),
+        "open_files_limit": report::open_files_limit(),
+    })
+}
+
+/// Refuses a run the machine cannot hold, before anything starts; the kernel's settings are not changed.
+fn refuse_what_cannot_fit(layout: &Layout, kernel: &Value) -> Result<(), String> {
+    let per_load = layout.connections.div_ceil(layout.loads);
+    let per_server = layout.connections.div_ceil(layout.workers);
+    if let (Some(max), Some(count)) = (
+        kernel["nf_conntrack_max"].as_u64(),
+        kernel["nf_conntrack_count_before"].as_u64(),
+    ) {
+        if layout.connections + count > max {
+            return Err(format!(
+                "connection tracking cannot hold the run: {count} entries are in use and {} connections \
+                 need as many more, over nf_conntrack_max {max}. Wait for old entries to expire (see \
+                 /proc/sys/net/netfilter/nf_conntrack_count) or lower JANITOR_BENCHMARK_CONNECTIONS",
+                layout.connections
+            ));
+        }
+    }
+    if let Some(range) = kernel["ip_local_port_range"].as_str() {
+        let bounds: Vec<u64> = range.split(' ').filter_map(|p| p.parse().ok()).collect();
+        if let [low, high] = bounds[..] {
+            if per_load > high.saturating_sub(low) + 1 {
+                return Err(format!(
+                    "a load process would need {per_load} ports from one source address, but \
+                     ip_local_port_range {low}-{high} has only {}",
+                    high.saturating_sub(low) + 1
+                ));
+            }
+        }
+    }
+    if let Some(limit) = kernel["open_files_limit"].as_u64() {
+        // Headroom for the pool, pipes, the runtime and the control port.
+        let needed = per_load.max(per_server) + 200;
+        if needed > limit {
+            return Err(format!(
+                "a process would need about {needed} descriptors but may open {limit} (ulimit -n)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(connections: u64, workers: u64) -> Layout {
+        Layout {
+            connections,
+            workers,
+            loads: connections.div_ceil(SOCKETS_PER_PROCESS),
+            pool: 2,
+        }
+    }
+
+    fn machine(conntrack: u64, files: u64) -> Value {
+        json!({
+            "nf_conntrack_max": 262_144,
+            "nf_conntrack_count_before": conntrack,
+            "ip_local_port_range": "32768 60999",
+            "open_files_limit": files,
+        })
+    }
+
+    #[test]
+    fn runs_the_machine_cannot_hold_are_refused_with_the_reason() {
+        assert!(refuse_what_cannot_fit(&layout(200_000, 12), &machine(1_000, 20_000)).is_ok());
+        let full = refuse_what_cannot_fit(&layout(200_000, 12), &machine(70_000, 20_000));
+        assert!(full.unwrap_err().contains("nf_conntrack_max 262144"));
+        let few = refuse_what_cannot_fit(&layout(200_000, 12), &machine(0, 10_000));
+        assert!(few.unwrap_err().contains("ulimit -n"));
+        let mut narrow = machine(0, 20_000);
+        narrow["ip_local_port_range"] = json!("60000 60999");
+        let ports = refuse_what_cannot_fit(&layout(200_000, 12), &narrow);
+        assert!(ports.unwrap_err().contains("has only 1000"));
+        // Unreadable settings are not a reason to refuse.
+        assert!(refuse_what_cannot_fit(&layout(1_000, 1), &json!({})).is_ok());
+    }
+
+    #[test]
+    fn the_standard_plan_is_the_fleets() {
+        let plan = Plan::standard();
+        assert_eq!(plan.base_port, server::BASE_PORT);
+        assert!(plan
+            .report
+            .ends_with("docs/benchmarks/connections-current.json"));
+        assert_eq!(layout(200_000, 12).loads, 12);
+        assert_eq!(layout(1_000, 2).loads, 1);
+    }
+}
