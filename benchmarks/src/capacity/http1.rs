@@ -38,6 +38,13 @@ impl Connection {
         if let Some(source) = source {
             socket.bind(SocketAddr::new(source, 0))?;
         }
+        Connection::connect_bound(socket, server).await
+    }
+
+    /// Connects `socket`, already bound by the caller, to `server`. A load process that owns its source address
+    /// binds each socket to a port of its choosing: past half the ephemeral range the kernel's own choice
+    /// (`bind` to port 0) scans every taken port first and costs milliseconds a socket.
+    pub async fn connect_bound(socket: TcpSocket, server: SocketAddr) -> io::Result<Connection> {
         let stream = socket.connect(server).await?;
         stream.set_nodelay(true)?;
         Ok(Connection {

@@ -249,7 +249,8 @@ fn limitations(layout: &Layout) -> Vec<String> {
          connections."
             .to_owned(),
         "Each process may hold at most 20,000 descriptors, so the sockets are spread over several server and \
-         load processes and several 127.0.0.x source addresses."
+         load processes, each load process on a 127.0.0.x source address of its own whose ports it picks \
+         itself."
             .to_owned(),
         "The burst is one request per socket written as fast as each load process can; the servers admit 8 at \
          a time per process and refuse the rest with 503, which is the behaviour measured."
@@ -292,18 +293,6 @@ fn refuse_what_cannot_fit(layout: &Layout, kernel: &Value) -> Result<(), String>
             ));
         }
     }
-    if let Some(range) = kernel["ip_local_port_range"].as_str() {
-        let bounds: Vec<u64> = range.split(' ').filter_map(|p| p.parse().ok()).collect();
-        if let [low, high] = bounds[..] {
-            if per_load > high.saturating_sub(low) + 1 {
-                return Err(format!(
-                    "a load process would need {per_load} ports from one source address, but \
-                     ip_local_port_range {low}-{high} has only {}",
-                    high.saturating_sub(low) + 1
-                ));
-            }
-        }
-    }
     if let Some(limit) = kernel["open_files_limit"].as_u64() {
         // Headroom for the pool, pipes, the runtime and the control port.
         let needed = per_load.max(per_server) + 200;
@@ -333,7 +322,6 @@ mod tests {
         json!({
             "nf_conntrack_max": 262_144,
             "nf_conntrack_count_before": conntrack,
-            "ip_local_port_range": "32768 60999",
             "open_files_limit": files,
         })
     }
@@ -345,10 +333,6 @@ mod tests {
         assert!(full.unwrap_err().contains("nf_conntrack_max 262144"));
         let few = refuse_what_cannot_fit(&layout(200_000, 12), &machine(0, 10_000));
         assert!(few.unwrap_err().contains("ulimit -n"));
-        let mut narrow = machine(0, 20_000);
-        narrow["ip_local_port_range"] = json!("60000 60999");
-        let ports = refuse_what_cannot_fit(&layout(200_000, 12), &narrow);
-        assert!(ports.unwrap_err().contains("has only 1000"));
         // Unreadable settings are not a reason to refuse.
         assert!(refuse_what_cannot_fit(&layout(1_000, 1), &json!({})).is_ok());
     }

@@ -1,8 +1,8 @@
 //! One load process of the connection workload: `janitor-capacity load --source 127.0.0.X --servers
 //! ADDR,ADDR,… --cookies FILE --index I --processes K [--concurrency N]`.
 //!
-//! It holds up to a few ten thousand keep-alive sockets, all bound to its own source address (one address
-//! has only ~28,000 ephemeral ports) and spread evenly over the server ports. The run drives it over stdin and
+//! It holds up to 18,000 keep-alive sockets, all bound to its own source address and spread evenly over the
+//! server ports. It owns that address, so it picks the local ports itself, from [`FIRST_PORT`] up. The run drives it over stdin and
 //! stdout, one JSON line per command and one JSON line per reply, in order:
 //!
 //! | command                                            | what the process does                                  |
@@ -37,6 +37,10 @@ use sockets::Sockets;
 /// Connects in flight at once per process unless `--concurrency` says otherwise: enough to ramp quickly, few
 /// enough that the servers' accept queues (`somaxconn` 4096) do not overflow.
 pub const CONCURRENCY: usize = 500;
+
+/// The first local port a load process binds on its source address; it takes the ports from there up, so
+/// a process has 32,768 of them, more than the 18,000 sockets it may hold.
+pub const FIRST_PORT: u16 = 32_768;
 
 /// A command of the run to a load process (one JSON line).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
