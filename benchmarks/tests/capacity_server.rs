@@ -35,7 +35,7 @@ async fn fleet_serves_counts_and_stops() {
             workers: 2,
             max_in_flight: 8,
             pool: 1,
-            base_port: 55_740,
+            base_port: 31_740,
         };
         let fleet = Fleet::start(&run_for(&schema), settings).await.unwrap();
         let servers = fleet.servers();

@@ -15,7 +15,8 @@ pub use fleet::{Fleet, FleetSettings};
 pub use process::main;
 
 /// The first server port; process `i` serves on `BASE_PORT + i` and reports on `BASE_PORT + CONTROL_OFFSET + i`.
-pub const BASE_PORT: u16 = 55_500;
+/// Below the kernel's ephemeral range (32768–60999), so no client socket on the machine can hold it already.
+pub const BASE_PORT: u16 = 30_500;
 
 /// Distance from a server port to its control port.
 pub const CONTROL_OFFSET: u16 = 100;
