@@ -1,7 +1,7 @@
 //! The SQL side of the capacity harness against the local PostgreSQL (`DATABASE_URL`, default 127.0.0.1:5432), in
 //! a schema of the test's own that is dropped afterwards: schema refusal, the event fixture (10,000 events) and
 //! its reuse, the known-cookie visitors, and the whole security run with small settings — its report's shape,
-//! its plan assertions, and no failed operation.
+//! its plan assertions, and no failed operation; and the missing-cookie lookup test at its smallest scale.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -76,13 +76,18 @@ async fn exercise(scratch: &Scratch) -> Result<Value, String> {
     security::run_in(target, &fresh, &dataset, &scratch.reports).await
 }
 
-/// The index definitions of the test schema's `application_events`, as `pg_indexes` gives them.
+/// The constraint and index definitions of a schema's `application_events`, as the catalog gives them.
 async fn index_definitions(schema: &str) -> Vec<String> {
     let admin = admin_client().await;
     admin
         .query(
-            "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'application_events' \
-             ORDER BY indexname",
+            "SELECT indexname || ': ' || indexdef FROM pg_indexes \
+             WHERE schemaname = $1 AND tablename = 'application_events' \
+             UNION ALL \
+             SELECT c.conname || ': ' || pg_get_constraintdef(c.oid) FROM pg_constraint c \
+             JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace \
+             WHERE n.nspname = $1 AND t.relname = 'application_events' \
+             ORDER BY 1",
             &[&schema],
         )
         .await
@@ -227,4 +232,84 @@ async fn the_security_run_passes_on_a_small_fixture() {
         "{admission}"
     );
     assert_eq!(admission["point"]["concurrency"], 256);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lookup_scale_test_measures_and_cleans_up() {
+    let target = Target {
+        url: database_url(),
+        schema: format!("janitor_capacity_test_{}_l", std::process::id()),
+    };
+    let lookup = seed::lookup_schema(&target.schema);
+    // Below the settings' lower bound of 100,000, to stay quick: the test is about the steps, not the scale.
+    let settings = CapacityEnv {
+        lookup_visitors: 20_000,
+        samples: 100,
+        ..env(false)
+    };
+    let skipped = seed::lookup_scale(&target, &env(false)).await;
+    assert!(
+        matches!(skipped, Ok(None)),
+        "0 visitors skips it: {skipped:?}"
+    );
+
+    let report = seed::lookup_scale(&target, &settings).await;
+    let admin = admin_client().await;
+    let left: bool = admin
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
+            &[&lookup],
+        )
+        .await
+        .expect("schema lookup")
+        .get(0);
+    if left {
+        seed::drop_schema(&Target {
+            url: database_url(),
+            schema: lookup.clone(),
+        })
+        .await
+        .expect("dropping the leftover");
+    }
+    assert!(!left, "the lookup schema is dropped afterwards");
+    let report = report.expect("the lookup test runs").expect("a report");
+    assert_eq!(report["visitors"], 20_000);
+    for part in [
+        "candidate_lookup",
+        "missing_cookie_identify",
+        "cookie_identify",
+    ] {
+        assert_eq!(report[part]["samples"], 100, "{report}");
+        let (p50, p99) = (
+            report[part]["p50_ms"].as_f64(),
+            report[part]["p99_ms"].as_f64(),
+        );
+        assert!(p50 > Some(0.0) && p50 <= p99, "{part}: {report}");
+    }
+    assert_eq!(report["kept_with_cookie"], 100, "{report}");
+    assert!(
+        report["restored_without_cookie"].as_u64() > Some(0),
+        "{report}"
+    );
+
+    // An existing lookup schema is refused and left alone.
+    admin
+        .batch_execute(&format!("CREATE SCHEMA {lookup}"))
+        .await
+        .expect("creating a squatter");
+    let refused = seed::lookup_scale(&target, &settings).await;
+    let still_there: bool = admin
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
+            &[&lookup],
+        )
+        .await
+        .expect("schema lookup")
+        .get(0);
+    admin
+        .batch_execute(&format!("DROP SCHEMA {lookup}"))
+        .await
+        .expect("dropping the squatter");
+    assert!(refused.is_err_and(|e| e.contains("already exists")));
+    assert!(still_there, "a refused run removes nothing");
 }

@@ -25,7 +25,7 @@ use super::Target;
 pub use fixture::{
     action_of, offset_ms, owner_of, sparse_sign_ins, Owner, FIXTURE_API_EVENT, WINDOW_SPREAD_MS,
 };
-pub use lookup::LOOKUP_SCHEMA;
+pub use lookup::lookup_schema;
 
 /// The account whose subject holds half the events.
 pub const HOT_ACCOUNT: &str = "hot-account";
@@ -147,7 +147,7 @@ pub async fn visitors(target: &Target, env: &CapacityEnv, cookies: &Path) -> Res
 }
 
 /// The missing-cookie lookup at `env.lookup_visitors` visitors, in a schema of its own
-/// ([`LOOKUP_SCHEMA`], refused if it exists, dropped afterwards); `None` when the setting is 0.
+/// ([`lookup_schema`], refused if it exists, dropped afterwards); `None` when the setting is 0.
 pub async fn lookup_scale(target: &Target, env: &CapacityEnv) -> Result<Option<Value>, String> {
     lookup::run(target, env).await
 }

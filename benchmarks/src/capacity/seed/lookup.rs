@@ -16,8 +16,11 @@ use crate::capacity::Target;
 use crate::closed_loop::ms;
 use crate::Summary;
 
-/// The schema of the lookup test, beside the run's own.
-pub const LOOKUP_SCHEMA: &str = "janitor_capacity_lookup";
+/// The schema of the lookup test beside the run's schema `run_schema` (`janitor_capacity_lookup` beside
+/// `janitor_capacity`).
+pub fn lookup_schema(run_schema: &str) -> String {
+    format!("{run_schema}_lookup")
+}
 
 /// Observations seeded per browser (the reference's 2,000,000 × 1).
 const OBSERVATIONS_PER_VISITOR: u64 = 1;
@@ -27,19 +30,20 @@ pub async fn run(target: &Target, env: &CapacityEnv) -> Result<Option<Value>, St
     if env.lookup_visitors == 0 {
         return Ok(None);
     }
+    let schema = lookup_schema(&target.schema);
     let admin = connect(&target.url, "public", Duration::from_secs(60)).await?;
-    if schema_exists(&admin, LOOKUP_SCHEMA).await? {
+    if schema_exists(&admin, &schema).await? {
         return Err(format!(
-            "schema {LOOKUP_SCHEMA} already exists in this database, so it is not this run's to fill or \
-             remove; drop it (`DROP SCHEMA {LOOKUP_SCHEMA} CASCADE`) if it is a leftover of an earlier run"
+            "schema {schema} already exists in this database, so it is not this run's to fill or remove; \
+             drop it (`DROP SCHEMA {schema} CASCADE`) if it is a leftover of an earlier run"
         ));
     }
     let lookup = Target {
         url: target.url.clone(),
-        schema: LOOKUP_SCHEMA.to_owned(),
+        schema: schema.clone(),
     };
     let outcome = measure(&lookup, env).await;
-    let dropped = drop_named(&lookup.url, LOOKUP_SCHEMA).await;
+    let dropped = drop_named(&lookup.url, &schema).await;
     let report = outcome?;
     dropped?;
     Ok(Some(report))
@@ -70,7 +74,7 @@ async fn measure(lookup: &Target, env: &CapacityEnv) -> Result<Value, String> {
     database
         .migrate()
         .await
-        .map_err(|e| format!("migrating schema {LOOKUP_SCHEMA}: {e}"))?;
+        .map_err(|e| format!("migrating schema {}: {e}", lookup.schema))?;
     let started = Instant::now();
     let (db, visitors, now) = (database.clone(), env.lookup_visitors, now_ms());
     guarded("seeding the lookup population", async move {
@@ -78,7 +82,10 @@ async fn measure(lookup: &Target, env: &CapacityEnv) -> Result<Value, String> {
     })
     .await?;
     let seed_seconds = started.elapsed().as_secs_f64();
-    println!("lookup: {visitors} visitors seeded in {seed_seconds:.1} s in schema {LOOKUP_SCHEMA}");
+    println!(
+        "lookup: {visitors} visitors seeded in {seed_seconds:.1} s in schema {}",
+        lookup.schema
+    );
     let engine = Engine::new(
         PgVisitorStore::new(database.clone(), Retention::default()),
         EngineConfig::default(),
