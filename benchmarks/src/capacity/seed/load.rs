@@ -83,6 +83,10 @@ pub async fn events(target: &Target, env: &CapacityEnv) -> Result<Value, String>
         vacuum,
         dataset["bytes"]["total"]
     );
+    println!(
+        "events: constraints and indexes put back (seconds): {}",
+        dataset["seconds"]["by_index"]
+    );
     Ok(dataset)
 }
 
