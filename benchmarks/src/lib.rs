@@ -4,7 +4,6 @@ use std::time::Duration;
 
 pub mod capacity;
 pub mod closed_loop;
-pub mod evidence_seed;
 
 /// Reads `--name value` pairs into `(name, value)`, refusing anything else.
 pub fn pairs(args: impl IntoIterator<Item = String>) -> Result<Vec<(String, String)>, String> {

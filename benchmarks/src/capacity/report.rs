@@ -82,8 +82,13 @@ pub async fn versions(database: &janitor_sql::Database) -> Result<Value, String>
 
 /// Writes `report` as pretty JSON to `docs/benchmarks/<name>` and says where.
 pub fn write(name: &str, report: &Value) -> Result<PathBuf, String> {
-    let dir = reports_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    write_in(&reports_dir(), name, report)
+}
+
+/// Writes `report` as pretty JSON to `<dir>/<name>`, creating `dir` if needed, and says where (tests write into
+/// a directory of their own, never over committed results).
+pub fn write_in(dir: &Path, name: &str, report: &Value) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let path = dir.join(name);
     write_to(&path, report)?;
     Ok(path)

@@ -1,0 +1,220 @@
+//! The points of the SQL run that go through the library's evidence and quota APIs: event recording, velocity
+//! reads of a sparse and of the hot subject, and global quota claims with room and without.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use janitor_core::evidence::{
+    Action, ActivityKey, EventInput, EventType, Evidence, SubjectId, VelocityQuery,
+};
+use janitor_core::protection::quota::{Admission, AdmissionContext, QuotaConfig, RequestQuotas};
+use janitor_core::LabelKey;
+use janitor_sql::{Database, PgEvidenceStore, PgQuotaStore};
+
+use crate::capacity::seed::{self, now_ms, sparse_sign_ins, SPARSE_SUBJECTS};
+use crate::closed_loop::{self, Gauge, Outcome, Point};
+
+/// What every point of the run shares.
+#[derive(Clone)]
+pub struct Workload {
+    /// The pool of the run.
+    pub database: Database,
+    /// The evidence service over it.
+    pub evidence: Arc<Evidence<PgEvidenceStore>>,
+    /// Events of the fixture (without the one recorded through the API).
+    pub events: u64,
+    /// The fixture's clock: velocity reads are asked as of this moment.
+    pub fixture_now: i64,
+    /// Shards of the global quota.
+    pub shards: u32,
+    /// Operations per point.
+    pub samples: u64,
+    /// Makes this run's event ids and quota namespaces its own (a reused fixture keeps earlier runs' rows).
+    pub run_tag: i64,
+    /// Numbers this run's recorded events.
+    pub serial: Arc<AtomicU64>,
+    /// Read while each point runs.
+    pub gauges: Vec<Gauge>,
+}
+
+impl Workload {
+    /// Sparse subjects that hold events (all of them from 200,000 events on).
+    fn active_subjects(&self) -> u64 {
+        (self.events / 2).clamp(1, SPARSE_SUBJECTS)
+    }
+
+    /// The five evidence and quota points at `concurrency`, with `samples` operations each (the hot read: 256
+    /// per 1,000, as the reference ran, and at least one per task).
+    pub async fn points(&self, concurrency: u64, samples: u64) -> Result<Vec<Point>, String> {
+        let mut points = vec![
+            self.event_insert(concurrency, samples).await,
+            self.velocity_sparse(concurrency, samples).await,
+            self.velocity_hot(concurrency, samples * 256 / 1_000).await,
+        ];
+        points.extend(self.quotas(concurrency, samples).await?);
+        Ok(points)
+    }
+
+    async fn event_insert(&self, concurrency: u64, total: u64) -> Point {
+        let (evidence, serial, tag) = (self.evidence.clone(), self.serial.clone(), self.run_tag);
+        closed_loop::run("event-insert", concurrency, total, &self.gauges, move |i| {
+            let (evidence, serial) = (evidence.clone(), serial.clone());
+            async move {
+                let id = format!(
+                    "capacity-insert-{tag}-{}",
+                    serial.fetch_add(1, Ordering::Relaxed)
+                );
+                let subject = seed::sparse_subject(&evidence, i * 7_919 % SPARSE_SUBJECTS);
+                let input = match EventInput::builder(&id, EventType::LoginAttempt)
+                    .action(Action::SignIn)
+                    .subject(subject)
+                    .build()
+                {
+                    Ok(input) => input,
+                    Err(e) => return Outcome::error(e),
+                };
+                match evidence.record(&input, now_ms()).await {
+                    Ok(r) if r.recorded => Outcome::expected("recorded"),
+                    Ok(_) => Outcome::unexpected("repeated"),
+                    Err(e) => Outcome::error(e),
+                }
+            }
+        })
+        .await
+    }
+
+    async fn velocity_sparse(&self, concurrency: u64, total: u64) -> Point {
+        let (evidence, at, events) = (self.evidence.clone(), self.fixture_now, self.events);
+        let active = self.active_subjects();
+        closed_loop::run(
+            "velocity-sparse",
+            concurrency,
+            total,
+            &self.gauges,
+            move |i| {
+                let evidence = evidence.clone();
+                async move {
+                    let n = i * 104_729 % active;
+                    let query = sign_ins(seed::sparse_subject(&evidence, n));
+                    match evidence.velocity(&query, at).await {
+                        Ok(s) if s.saturated => Outcome::unexpected("saturated"),
+                        // Exactly the fixture's sign-ins of that subject, no more, no fewer.
+                        Ok(s) if s.total == sparse_sign_ins(n, events) => {
+                            Outcome::expected("counted")
+                        }
+                        Ok(_) => Outcome::unexpected("miscounted"),
+                        Err(e) => Outcome::error(e),
+                    }
+                }
+            },
+        )
+        .await
+    }
+
+    async fn velocity_hot(&self, concurrency: u64, total: u64) -> Point {
+        let (evidence, at) = (self.evidence.clone(), self.fixture_now);
+        let hot = evidence.subject_id(seed::HOT_ACCOUNT);
+        let max = evidence.config().max_events_per_query();
+        let total = total.max(concurrency);
+        closed_loop::run(
+            "velocity-hot",
+            concurrency,
+            total,
+            &self.gauges,
+            move |_| {
+                let (evidence, query) = (evidence.clone(), sign_ins(hot.clone()));
+                async move {
+                    match evidence.velocity(&query, at).await {
+                        Ok(s) if s.saturated && s.total == max => Outcome::expected("saturated"),
+                        Ok(_) => Outcome::unexpected("not-saturated"),
+                        Err(e) => Outcome::error(e),
+                    }
+                }
+            },
+        )
+        .await
+    }
+
+    fn quota_key(&self, purpose: &str) -> Result<LabelKey, String> {
+        // A namespace of the run's own: quota rows of earlier runs on a reused fixture do not count here.
+        LabelKey::new(
+            &"b".repeat(64),
+            &format!("benchmark-{purpose}-{}", self.run_tag),
+        )
+        .map_err(|e| format!("quota key: {e}"))
+    }
+
+    async fn quotas(&self, concurrency: u64, total: u64) -> Result<Vec<Point>, String> {
+        // A quota that never runs out within the run: every claim is admitted and counted.
+        let roomy = QuotaConfig::builder()
+            .global(1_000_000)
+            .shards(self.shards)
+            .window_ms(3_600_000)
+            .build()
+            .map_err(|e| format!("quota: {e}"))?;
+        let shared = Arc::new(RequestQuotas::new(
+            PgQuotaStore::new(self.database.clone()),
+            self.quota_key("shared-quota")?,
+            roomy,
+        ));
+        let allowed = closed_loop::run(
+            "shared-global-quota",
+            concurrency,
+            total,
+            &self.gauges,
+            move |_| {
+                let quotas = shared.clone();
+                async move {
+                    match quotas.admit(&AdmissionContext::anonymous(), now_ms()).await {
+                        Ok(Admission::Allowed) => Outcome::expected("allowed"),
+                        Ok(Admission::Limited { .. }) => Outcome::unexpected("limited"),
+                        Err(e) => Outcome::error(e),
+                    }
+                }
+            },
+        )
+        .await;
+
+        // One claim per shard, used up first: every claim after is refused (and reads its reset time).
+        let tight = QuotaConfig::builder()
+            .global(self.shards)
+            .shards(self.shards)
+            .window_ms(3_600_000)
+            .build()
+            .map_err(|e| format!("quota: {e}"))?;
+        let exhausted = Arc::new(RequestQuotas::new(
+            PgQuotaStore::new(self.database.clone()),
+            self.quota_key("exhausted-quota")?,
+            tight,
+        ));
+        for _ in 0..self.shards {
+            exhausted
+                .admit(&AdmissionContext::anonymous(), now_ms())
+                .await
+                .map_err(|e| format!("exhausting the quota: {e}"))?;
+        }
+        let limited = closed_loop::run(
+            "exhausted-global-quota",
+            concurrency,
+            total,
+            &self.gauges,
+            move |_| {
+                let quotas = exhausted.clone();
+                async move {
+                    match quotas.admit(&AdmissionContext::anonymous(), now_ms()).await {
+                        Ok(Admission::Limited { .. }) => Outcome::expected("limited"),
+                        Ok(Admission::Allowed) => Outcome::unexpected("allowed"),
+                        Err(e) => Outcome::error(e),
+                    }
+                }
+            },
+        )
+        .await;
+        Ok(vec![allowed, limited])
+    }
+}
+
+/// The velocity read of the run: a subject's sign-ins over the default window.
+pub fn sign_ins(subject: SubjectId) -> VelocityQuery {
+    VelocityQuery::new(ActivityKey::Subject(subject)).action(Action::SignIn)
+}
