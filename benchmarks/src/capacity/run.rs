@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::env::{CapacityEnv, Run};
-use super::{cluster, connections, security, seed, throughput, Target, SCHEMA};
+use super::{cluster, connections, report, security, seed, throughput, Target, SCHEMA};
 
 /// What the HTTP workloads share: the database, the settings, the cookie fixture and the harness binary they
 /// start as server and load processes.
@@ -78,6 +78,9 @@ async fn workloads(command: &str, env: &CapacityEnv, target: &Target) -> Result<
         if let Some(dataset) = &dataset {
             security::run(target, env, dataset).await?;
         }
+        if wants(&["capacity", "security"]) {
+            lookup(target, env).await?;
+        }
         if wants(&["capacity", "connections"]) {
             connections::run(&http).await?;
         }
@@ -89,4 +92,24 @@ async fn workloads(command: &str, env: &CapacityEnv, target: &Target) -> Result<
     .await;
     let _ = std::fs::remove_dir_all(&scratch);
     outcome
+}
+
+/// The missing-cookie lookup at scale, when `JANITOR_BENCHMARK_LOOKUP_VISITORS` asks for it:
+/// `lookup-<label>.json`.
+async fn lookup(target: &Target, env: &CapacityEnv) -> Result<(), String> {
+    let Some(figures) = seed::lookup_scale(target, env).await? else {
+        return Ok(());
+    };
+    let database = target.database(1)?;
+    let report = serde_json::json!({
+        "benchmark": "missing-cookie-lookup",
+        "label": env.label,
+        "machine": report::machine(),
+        "versions": report::versions(&database).await?,
+        "figures": figures,
+        "limitations": [
+            "One sequential client on the same 2 cores as PostgreSQL; latencies include loopback round trips.",
+        ],
+    });
+    report::write(&format!("lookup-{}.json", env.label), &report).map(|_| ())
 }
