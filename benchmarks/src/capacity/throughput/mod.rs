@@ -1,0 +1,530 @@
+//! The rate sweep and the limits measured beside it, in one run:
+//!
+//! - [`generator`]: an open-loop generator on 10,000 keep-alive connections (each request scheduled on the
+//!   clock and sent even when late), a burst on every connection, closed loops;
+//! - [`samples`]: per-request timings and the counts, rates and latencies (raw and corrected for coordinated
+//!   omission) of a point;
+//! - [`search`]: the highest rate with no 503 and a success p95 within 10 ms;
+//! - [`pgbench`]: the database's limit for the same statements at the same concurrency;
+//! - [`overhead`]: the admission layer's cost on a trivial route;
+//! - [`chart`]: the SVG chart.
+//!
+//! Everything runs on one machine: generator, server processes and PostgreSQL share its cores, which the
+//! report states next to every figure.
+
+pub mod chart;
+pub mod generator;
+pub mod overhead;
+pub mod pgbench;
+pub mod samples;
+pub mod search;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use self::generator::Requests;
+use self::samples::{interval, Tally};
+use super::http1::{self, Connection};
+use super::report;
+use super::run::HttpRun;
+use super::server::{Fleet, FleetSettings, ServerStats, BASE_PORT, ENDPOINT};
+
+/// Connections of the sweep, as in the reference.
+pub const CONNECTIONS: usize = 10_000;
+
+/// Admission slots of each server process, as in the reference.
+pub const MAX_IN_FLIGHT: usize = 8;
+
+/// Database connections of each server process. With a process per core this keeps a few statements in
+/// flight per core, and the most processes ([`MAX_WORKERS`]) stay within PostgreSQL's 40 connections.
+pub const POOL: usize = 4;
+
+/// The most server processes the sweep starts (one per core, at most this many).
+pub const MAX_WORKERS: u64 = 8;
+
+/// Seconds of one search probe (at most; shorter when the rates run shorter).
+pub const PROBE_SECONDS: u64 = 5;
+
+/// Connections of the admission-overhead loops.
+pub const OVERHEAD_CONNECTIONS: usize = 64;
+
+/// Rounds of the admission-overhead loops (each runs both routes).
+pub const OVERHEAD_ROUNDS: usize = 3;
+
+/// Seconds of each route in each round of the admission-overhead loops.
+pub const OVERHEAD_SECONDS: u64 = 3;
+
+/// Rest between points, so one point's leftovers (PostgreSQL's background writes) fall less on the next.
+const PAUSE: Duration = Duration::from_millis(500);
+
+/// Descriptors kept free beside the connections (pool, pipes, files).
+const SPARE_DESCRIPTORS: u64 = 512;
+
+/// The report's file name.
+pub const REPORT: &str = "throughput-current.json";
+
+/// The chart's file name, beside the report.
+pub const CHART: &str = "throughput-current.svg";
+
+/// How a sweep runs; [`SweepSettings::for_run`] gives the real run's, tests make smaller ones.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepSettings {
+    /// The server processes.
+    pub fleet: FleetSettings,
+    /// Keep-alive connections the generator holds.
+    pub connections: usize,
+    /// Offered rates, requests per second, in the order run.
+    pub rates: Vec<u64>,
+    /// Time per rate.
+    pub rate_time: Duration,
+    /// Search for the highest clean rate.
+    pub search: bool,
+    /// Time per search probe.
+    pub probe_time: Duration,
+    /// Seconds of the pgbench run and of the closed-loop identify maximum it is compared with.
+    pub limit_seconds: u64,
+    /// Connections, rounds and time per round and route of the admission-overhead loops.
+    pub overhead: (usize, usize, Duration),
+    /// Where the report and the chart go.
+    pub output: PathBuf,
+}
+
+impl SweepSettings {
+    /// The settings of a real run: [`CONNECTIONS`] connections, the run's rates and seconds, one server
+    /// process per core (at most [`MAX_WORKERS`]; the run's worker count when the servers are external) with
+    /// [`MAX_IN_FLIGHT`] slots and [`POOL`] database connections each, reports in `docs/benchmarks/`.
+    pub fn for_run(run: &HttpRun) -> SweepSettings {
+        let workers = if run.env.external_servers {
+            run.env.workers
+        } else {
+            (crate::cores() as u64).clamp(1, MAX_WORKERS)
+        };
+        SweepSettings {
+            fleet: FleetSettings {
+                workers,
+                max_in_flight: MAX_IN_FLIGHT,
+                pool: POOL,
+                base_port: BASE_PORT,
+            },
+            connections: CONNECTIONS,
+            rates: run.env.rates.clone(),
+            rate_time: Duration::from_secs(run.env.rate_seconds),
+            search: run.env.search,
+            probe_time: Duration::from_secs(run.env.rate_seconds.min(PROBE_SECONDS)),
+            limit_seconds: run.env.rate_seconds,
+            overhead: (
+                OVERHEAD_CONNECTIONS,
+                OVERHEAD_ROUNDS,
+                Duration::from_secs(OVERHEAD_SECONDS),
+            ),
+            output: report::reports_dir(),
+        }
+    }
+}
+
+/// Runs the sweep and writes `docs/benchmarks/throughput-current.json` and its chart.
+pub async fn run(run: &HttpRun) -> Result<Value, String> {
+    measure(run, &SweepSettings::for_run(run)).await
+}
+
+/// Runs the sweep with explicit settings (tests use their own ports, sizes and output directory) and writes
+/// the report and the chart to `settings.output`.
+pub async fn measure(run: &HttpRun, settings: &SweepSettings) -> Result<Value, String> {
+    let limit = report::open_files_limit().unwrap_or(0);
+    if (settings.connections as u64) + SPARE_DESCRIPTORS > limit {
+        return Err(format!(
+            "{} connections need {} descriptors, this process may open {limit}",
+            settings.connections,
+            settings.connections as u64 + SPARE_DESCRIPTORS
+        ));
+    }
+    let fixture = Fixture::read(&run.cookies)?;
+    let fleet = Fleet::start(run, settings.fleet).await?;
+    let outcome = sweep(run, settings, &fixture, &fleet).await;
+    let stats = fleet.stats(false).await;
+    fleet.stop().await;
+    let mut report = outcome?;
+    let stats = stats?;
+    report["servers"] = json!({
+        "rss_bytes_total": stats.iter().map(|s| s.rss_bytes).sum::<u64>(),
+        "processes": stats,
+    });
+    let chart_points = chart_points(&report["points"]);
+    let title = format!(
+        "Identify over {} connections, {} server processes ({} cores shared with PostgreSQL and the generator)",
+        settings.connections,
+        settings.fleet.workers,
+        crate::cores()
+    );
+    std::fs::create_dir_all(&settings.output)
+        .map_err(|e| format!("creating {}: {e}", settings.output.display()))?;
+    let chart_path = settings.output.join(CHART);
+    std::fs::write(&chart_path, chart::svg(&title, &chart_points))
+        .map_err(|e| format!("writing {}: {e}", chart_path.display()))?;
+    println!("wrote {}", chart_path.display());
+    report["chart"] = json!(chart_path.display().to_string());
+    report::write_to(&settings.output.join(REPORT), &report)?;
+    Ok(report)
+}
+
+/// The known-cookie fixture: one identify request per visitor, and what pgbench binds for each.
+struct Fixture {
+    requests: Requests,
+    visitors: Vec<pgbench::Visitor>,
+}
+
+impl Fixture {
+    fn read(path: &Path) -> Result<Fixture, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("reading the cookie file {}: {e}", path.display()))?;
+        let mut requests = Vec::new();
+        let mut visitors = Vec::new();
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            let (id, payload) = line
+                .split_once('\t')
+                .ok_or_else(|| format!("{}: a line without a tab", path.display()))?;
+            requests.push(http1::post_json(
+                ENDPOINT,
+                &format!("__visitor={id}"),
+                payload,
+            ));
+            visitors.push(pgbench::Visitor::of_line(line)?);
+        }
+        if requests.is_empty() {
+            return Err(format!("the cookie file {} is empty", path.display()));
+        }
+        Ok(Fixture {
+            requests: Arc::new(requests),
+            visitors,
+        })
+    }
+}
+
+async fn sweep(
+    run: &HttpRun,
+    settings: &SweepSettings,
+    fixture: &Fixture,
+    fleet: &Fleet,
+) -> Result<Value, String> {
+    let servers = fleet.servers();
+    let versions = report::versions(&run.target.database(1)?).await?;
+    println!(
+        "throughput: opening {} connections to {} server processes",
+        settings.connections,
+        servers.len()
+    );
+    let mut connections = generator::open(&servers, settings.connections).await?;
+
+    let mut points = Vec::new();
+    for &rate in &settings.rates {
+        let (back, point) =
+            open_loop_point(fleet, connections, fixture, rate, settings.rate_time).await?;
+        connections = back;
+        points.push(point);
+    }
+
+    let search = if settings.search {
+        let mut probes = Vec::new();
+        let mut details = Vec::new();
+        while let Some(rate) = search::next(&probes) {
+            let (back, point) =
+                open_loop_point(fleet, connections, fixture, rate, settings.probe_time).await?;
+            connections = back;
+            let passed = point["passes_search"].as_bool().unwrap_or(false);
+            probes.push((rate, passed));
+            details.push(point);
+        }
+        json!({
+            "criterion": format!(
+                "no 503, every request sent, success p95 from the scheduled send ≤ {} ms",
+                search::P95_LIMIT.as_millis()
+            ),
+            "seconds_per_probe": settings.probe_time.as_secs_f64(),
+            "best_rate": search::best(&probes),
+            "probes": details,
+        })
+    } else {
+        Value::Null
+    };
+
+    tokio::time::sleep(PAUSE).await;
+    let before = totals(&fleet.stats(false).await?);
+    let (back, samples) = generator::burst(connections, fixture.requests.clone()).await?;
+    let tally = Tally::of(&samples, back.len() as u64, None);
+    let after = totals(&fleet.stats(false).await?);
+    check_server_counts(&tally, before, after, "the burst")?;
+    let burst = tally.json();
+    println!(
+        "throughput: burst of {}: {} answered 200, {} answered 503 in {:.0} ms",
+        tally.scheduled,
+        tally.ok,
+        tally.overloaded,
+        tally.elapsed.as_secs_f64() * 1000.0
+    );
+    drop(back);
+
+    let slots = settings.fleet.workers as usize * settings.fleet.max_in_flight;
+    let database_connections = settings.fleet.workers as usize * settings.fleet.pool;
+    let limit_time = Duration::from_secs(settings.limit_seconds);
+    tokio::time::sleep(PAUSE).await;
+    let pool = generator::open(&servers, slots).await?;
+    let (pool, samples) =
+        generator::closed_loop(pool, fixture.requests.clone(), limit_time).await?;
+    drop(pool);
+    let identify_limit = Tally::of(&samples, samples.len() as u64, None);
+    println!(
+        "throughput: closed-loop identify at {slots}: {:.0}/s",
+        identify_limit.ok_per_second()
+    );
+
+    tokio::time::sleep(PAUSE).await;
+    pgbench::create_helper(&run.target, &fixture.visitors).await?;
+    let database = pgbench::run(
+        &run.target,
+        fixture.visitors.len(),
+        database_connections,
+        settings.limit_seconds,
+        &run.scratch,
+    )
+    .await;
+    let dropped = pgbench::drop_helper(&run.target).await;
+    let database = database?;
+    dropped?;
+    let tps = database["tps"].as_f64().unwrap_or(0.0);
+    println!("throughput: pgbench at {database_connections}: {tps:.0} tps");
+
+    let (overhead_connections, rounds, round_time) = settings.overhead;
+    tokio::time::sleep(PAUSE).await;
+    let admission_overhead =
+        overhead::measure(&servers, overhead_connections, rounds, round_time).await?;
+
+    let best_clean = points
+        .iter()
+        .filter(|p| p["status_503"] == 0 && p["sent"] == p["scheduled"])
+        .max_by_key(|p| p["offered_rate"].as_u64().unwrap_or(0))
+        .cloned();
+    let ratio = |x: f64| (tps > 0.0).then(|| (x / tps * 1000.0).round() / 1000.0);
+    Ok(json!({
+        "workload": "throughput",
+        "machine": report::machine(),
+        "versions": versions,
+        "settings": {
+            "servers": {
+                "processes": settings.fleet.workers,
+                "external": run.env.external_servers,
+                "admission_slots_each": settings.fleet.max_in_flight,
+                "database_connections_each": settings.fleet.pool,
+                "database_connections": database_connections,
+                "base_port": settings.fleet.base_port,
+            },
+            "connections": settings.connections,
+            "rates": settings.rates,
+            "seconds_per_rate": settings.rate_time.as_secs_f64(),
+            "search": settings.search,
+            "limit_seconds": settings.limit_seconds,
+            "generator": "open loop in the harness process: request n is due n·1000/rate ms after the start \
+                 (a thread sleeping to the due time), goes out on the longest-idle connection, late when none \
+                 is idle, never skipped; a schedule miss is a send more than one interval late. Raw latency \
+                 runs from the actual send, corrected latency from the due time.",
+            "answer_deadline_seconds": generator::ANSWER_DEADLINE.as_secs(),
+        },
+        "fixture": {
+            "visitors": fixture.visitors.len(),
+            "schema": run.target.schema,
+            "requests": "POST /api/visitor with the visitor's own __visitor cookie and payload (the cookie path: \
+                 history read, then save + prune + touch); request n uses visitor n mod visitors",
+        },
+        "points": points,
+        "burst": burst,
+        "search": search,
+        "identify_limit": {
+            "what": "closed loop of identify requests on as many connections as the fleet has admission \
+                 slots, spread evenly, so no request waits for a slot and the database sees its full pool",
+            "connections": slots,
+            "database_connections": database_connections,
+            "result": identify_limit.json(),
+        },
+        "pgbench": database,
+        "identify_to_database": {
+            "closed_loop_ratio": ratio(identify_limit.ok_per_second()),
+            "best_clean_sweep_ratio": best_clean.as_ref()
+                .and_then(|p| p["completed_per_second"].as_f64())
+                .and_then(ratio),
+            "best_clean_sweep_rate": best_clean.as_ref().map(|p| p["offered_rate"].clone()),
+            "basis": "identify successes per second ÷ pgbench transactions per second, both with the \
+                 database seeing the fleet's pool size in connections. The closed-loop ratio is the main \
+                 one: the sweep's rates are chosen in advance, so its best clean rate is a lower bound. \
+                 pgbench's transactions carry one extra indexed lookup, so its tps is slightly below \
+                 the statements' own limit.",
+        },
+        "admission_overhead": admission_overhead,
+        "limitations": limitations(settings),
+    }))
+}
+
+/// One open-loop point with the servers' counts checked against the generator's.
+async fn open_loop_point(
+    fleet: &Fleet,
+    connections: Vec<Connection>,
+    fixture: &Fixture,
+    rate: u64,
+    time: Duration,
+) -> Result<(Vec<Connection>, Value), String> {
+    tokio::time::sleep(PAUSE).await;
+    let before = totals(&fleet.stats(false).await?);
+    let scheduled = (u128::from(rate) * time.as_millis() / 1_000) as u64;
+    let (back, samples) =
+        generator::open_loop(connections, fixture.requests.clone(), rate, time).await?;
+    let tally = Tally::of(&samples, scheduled, Some(interval(rate)));
+    let after = totals(&fleet.stats(false).await?);
+    check_server_counts(&tally, before, after, &format!("the point at {rate}/s"))?;
+    let mut point = tally.json();
+    point["offered_rate"] = json!(rate);
+    point["seconds"] = json!(time.as_secs_f64());
+    point["passes_search"] = json!(search::passes(
+        tally.sent == tally.scheduled,
+        tally.overloaded,
+        tally.ok_corrected.map(|l| l.summary.p95)
+    ));
+    println!(
+        "throughput: {rate}/s for {:.0} s: {} sent, {} ok, {} 503, {} misses, {:.0} ok/s",
+        time.as_secs_f64(),
+        tally.sent,
+        tally.ok,
+        tally.overloaded,
+        tally.misses,
+        tally.ok_per_second()
+    );
+    Ok((back, point))
+}
+
+/// Identify 200s and 503s the servers counted, summed.
+fn totals(stats: &[ServerStats]) -> (u64, u64) {
+    stats
+        .iter()
+        .fold((0, 0), |(c, o), s| (c + s.completed, o + s.overloads))
+}
+
+/// Both sides must agree on what was answered: a difference means a lost or foreign request.
+fn check_server_counts(
+    tally: &Tally,
+    before: (u64, u64),
+    after: (u64, u64),
+    what: &str,
+) -> Result<(), String> {
+    let served = (after.0 - before.0, after.1 - before.1);
+    if served != (tally.ok, tally.overloaded) {
+        return Err(format!(
+            "{what}: the servers answered {} × 200 and {} × 503, the generator saw {} and {}",
+            served.0, served.1, tally.ok, tally.overloaded
+        ));
+    }
+    Ok(())
+}
+
+fn chart_points(points: &Value) -> Vec<chart::ChartPoint> {
+    let pair = |latency: &Value| {
+        Some((
+            latency.get("p50_ms")?.as_f64()?,
+            latency.get("p95_ms")?.as_f64()?,
+        ))
+    };
+    points
+        .as_array()
+        .map(|points| {
+            points
+                .iter()
+                .map(|p| chart::ChartPoint {
+                    rate: p["offered_rate"].as_u64().unwrap_or(0),
+                    ok_per_second: p["completed_per_second"].as_f64().unwrap_or(0.0),
+                    overloads_per_second: p["overloads_per_second"].as_f64().unwrap_or(0.0),
+                    raw_ms: pair(&p["latency"]["successes"]["raw"]),
+                    corrected_ms: pair(&p["latency"]["successes"]["corrected"]),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn limitations(settings: &SweepSettings) -> Vec<String> {
+    vec![
+        format!(
+            "One machine of {} cores runs the generator, {} server processes and PostgreSQL: every figure \
+             includes their contention for the cores, and the generator's own delays show as schedule \
+             misses and in the corrected latency. It shows how the stack behaves when the machine is \
+             saturated and how the figures compare with each other; it cannot show what a server with \
+             cores of its own would sustain.",
+            crate::cores(),
+            settings.fleet.workers
+        ),
+        "The ratios (identify ÷ pgbench, admitted ÷ plain) are measured in the same run on the same \
+         machine; absolute rates are not comparable with the reference's (Apple M2 Pro, servers, client \
+         and PostgreSQL in separate containers with 4, 2 and 2 CPUs)."
+            .to_owned(),
+        "Connections are on loopback: no network latency, no packet loss.".to_owned(),
+        format!(
+            "The sweep's connections are {}; each request cycles through the fixture's visitors, so every \
+             visitor's history is read often and stays in PostgreSQL's cache.",
+            settings.connections
+        ),
+        "Schedule misses below one millisecond partly come from the operating system's sleep granularity \
+         (tens of microseconds) at rates above a few thousand per second."
+            .to_owned(),
+        format!(
+            "Rates ran for {:.0} s each; a longer run would also show checkpoint and autovacuum effects.",
+            settings.rate_time.as_secs_f64()
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_counts_must_match_the_generator() {
+        let samples = [
+            samples::Sample {
+                scheduled: Duration::ZERO,
+                sent: Duration::ZERO,
+                done: Duration::from_millis(1),
+                status: 200,
+            },
+            samples::Sample {
+                scheduled: Duration::ZERO,
+                sent: Duration::ZERO,
+                done: Duration::from_millis(1),
+                status: 503,
+            },
+        ];
+        let tally = Tally::of(&samples, 2, None);
+        assert!(check_server_counts(&tally, (10, 5), (11, 6), "x").is_ok());
+        let problem = check_server_counts(&tally, (10, 5), (12, 6), "x").unwrap_err();
+        assert!(problem.contains("2 × 200"), "{problem}");
+    }
+
+    #[test]
+    fn chart_points_come_from_the_report_points() {
+        let t = Tally::of(
+            &[samples::Sample {
+                scheduled: Duration::ZERO,
+                sent: Duration::from_millis(1),
+                done: Duration::from_millis(3),
+                status: 200,
+            }],
+            1,
+            Some(interval(100)),
+        );
+        let mut p = t.json();
+        p["offered_rate"] = json!(100);
+        let points = chart_points(&json!([p]));
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].rate, 100);
+        assert_eq!(points[0].raw_ms, Some((2.0, 2.0)));
+        assert_eq!(points[0].corrected_ms, Some((3.0, 3.0)));
+        assert!(chart_points(&Value::Null).is_empty());
+    }
+}

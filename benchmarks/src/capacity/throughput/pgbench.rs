@@ -1,0 +1,491 @@
+//! The database's own limit for the cookie path: `pgbench` running the statements of one cookie-path
+//! identification (the history read, then the save + prune + touch), prepared, at the concurrency the
+//! database sees from the fleet, against the same schema and visitors.
+//!
+//! pgbench cannot read the cookie file, so the run's schema gets a helper table `capacity_cookies` (the
+//! fixture's visitors and their observation columns); each transaction first picks a visitor there, which adds
+//! one indexed lookup to the two statements of an identification. The table is dropped afterwards.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use janitor_core::config::HISTORY_LIMIT;
+use janitor_core::store::history_limit;
+use janitor_core::{Observation, Retention, VisitorPayload};
+use janitor_sql::visitor_store::statements;
+use serde_json::{json, Value};
+use tokio::process::Command;
+
+use super::samples::{round1, Latency};
+use crate::capacity::Target;
+
+/// The helper table pgbench picks visitors from.
+pub const HELPER_TABLE: &str = "capacity_cookies";
+
+/// What each transaction does besides the identification's statements, said in the report.
+pub const NOTE: &str = "one transaction = a primary-key lookup in capacity_cookies (a random fixture visitor, its \
+     observation columns and the clock, which pgbench cannot provide) + the cookie path's two statements \
+     (history read; save + prune + touch) with the values the server would bind. pgbench gives each occurrence \
+     of a variable its own parameter number, so a statement using $1 three times is prepared with three \
+     parameters of equal value.";
+
+/// The visitors of the cookie file, with the columns an identification of each would bind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Visitor {
+    /// The visitor id of the cookie.
+    pub id: String,
+    /// Platform, browser, timezone and WebGL renderer of the normalized observation.
+    pub columns: [String; 4],
+    /// The normalized observation as the store writes it.
+    pub observation_json: String,
+}
+
+impl Visitor {
+    /// The visitor of one cookie-file line (`visitor-id<TAB>payload-json`).
+    pub fn of_line(line: &str) -> Result<Visitor, String> {
+        let (id, payload) = line
+            .split_once('\t')
+            .ok_or_else(|| format!("cookie line without a tab: {line:.60}"))?;
+        let value: Value =
+            serde_json::from_str(payload).map_err(|e| format!("cookie payload of {id}: {e}"))?;
+        let payload = VisitorPayload::from_value(&value)
+            .map_err(|e| format!("cookie payload of {id}: {e}"))?;
+        let o = Observation::normalize(&payload.signals, payload.behavior.as_ref());
+        let column = |value: Option<&str>, name: &str| {
+            value.map(str::to_owned).ok_or_else(|| {
+                format!("visitor {id} has no {name}; the pgbench replay needs every column")
+            })
+        };
+        Ok(Visitor {
+            id: id.to_owned(),
+            columns: [
+                column(o.platform.as_deref(), "platform")?,
+                column(o.browser.as_deref(), "browser")?,
+                column(o.timezone.as_deref(), "timezone")?,
+                column(o.webgl_renderer(), "WebGL renderer")?,
+            ],
+            observation_json: serde_json::to_string(&o).map_err(|e| format!("observation: {e}"))?,
+        })
+    }
+}
+
+/// Creates and fills the helper table in the run's schema; refuses when it exists.
+pub async fn create_helper(target: &Target, visitors: &[Visitor]) -> Result<(), String> {
+    let database = target.database(1)?;
+    let client = database
+        .pool()
+        .get()
+        .await
+        .map_err(|e| format!("helper table: {e}"))?;
+    let failed = |e: tokio_postgres::Error| format!("helper table {HELPER_TABLE}: {e}");
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE {HELPER_TABLE} (n int4 PRIMARY KEY, visitor_id text NOT NULL, \
+             platform text NOT NULL, browser text NOT NULL, timezone text NOT NULL, \
+             webgl_renderer text NOT NULL, signals_json text NOT NULL)"
+        ))
+        .await
+        .map_err(failed)?;
+    let n: Vec<i32> = (1..=visitors.len() as i32).collect();
+    let ids: Vec<&str> = visitors.iter().map(|v| v.id.as_str()).collect();
+    let column =
+        |i: usize| -> Vec<&str> { visitors.iter().map(|v| v.columns[i].as_str()).collect() };
+    let json: Vec<&str> = visitors
+        .iter()
+        .map(|v| v.observation_json.as_str())
+        .collect();
+    client
+        .execute(
+            &format!(
+                "INSERT INTO {HELPER_TABLE} SELECT * FROM unnest($1::int4[], $2::text[], $3::text[], \
+                 $4::text[], $5::text[], $6::text[], $7::text[])"
+            ),
+            &[&n, &ids, &column(0), &column(1), &column(2), &column(3), &json],
+        )
+        .await
+        .map_err(failed)?;
+    client
+        .batch_execute(&format!("ANALYZE {HELPER_TABLE}"))
+        .await
+        .map_err(failed)?;
+    Ok(())
+}
+
+/// Drops the helper table.
+pub async fn drop_helper(target: &Target) -> Result<(), String> {
+    let database = target.database(1)?;
+    let client = database
+        .pool()
+        .get()
+        .await
+        .map_err(|e| format!("helper table: {e}"))?;
+    client
+        .batch_execute(&format!("DROP TABLE IF EXISTS {HELPER_TABLE}"))
+        .await
+        .map_err(|e| format!("dropping {HELPER_TABLE}: {e}"))
+}
+
+/// Rewrites `$1`, `$2`, … of `sql` as the pgbench variables `names[0]`, `names[1]`, …; refuses a statement
+/// with a colon (pgbench would read it as a variable) or a parameter without a name.
+pub fn with_variables(sql: &str, names: &[&str]) -> Result<String, String> {
+    if sql.contains(':') {
+        return Err(format!(
+            "a statement with ':' cannot run in pgbench: {sql:.80}"
+        ));
+    }
+    let mut out = String::with_capacity(sql.len() + 64);
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '$' || !chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push(c);
+            continue;
+        }
+        let mut number = 0usize;
+        while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+            number = number * 10 + d as usize;
+            chars.next();
+        }
+        let name = number
+            .checked_sub(1)
+            .and_then(|i| names.get(i))
+            .ok_or_else(|| format!("parameter ${number} has no variable"))?;
+        out.push(':');
+        out.push_str(name);
+    }
+    Ok(out)
+}
+
+/// The pgbench script of one cookie-path identification over `visitors` fixture visitors.
+pub fn script(visitors: usize) -> Result<String, String> {
+    let retention = Retention::default();
+    let history = with_variables(
+        statements::HISTORY,
+        &["visitor_id", "cutoff", "history_limit"],
+    )?;
+    let save = with_variables(
+        statements::SAVE_AND_TOUCH,
+        &[
+            "visitor_id",
+            "now_ms",
+            "platform",
+            "browser",
+            "timezone",
+            "webgl_renderer",
+            "signals_json",
+            "cutoff",
+            "keep",
+        ],
+    )?;
+    Ok(format!(
+        "\\set n random(1, {visitors})\n\
+         SELECT visitor_id, platform, browser, timezone, webgl_renderer, signals_json, \
+         CAST(extract(epoch FROM clock_timestamp()) * 1000 AS bigint) AS now_ms \
+         FROM {HELPER_TABLE} WHERE n = :n \\gset\n\
+         \\set cutoff :now_ms - {retention_ms}\n\
+         \\set history_limit {limit}\n\
+         \\set keep {keep}\n\
+         {history};\n\
+         {save};\n",
+        retention_ms = -retention.cutoff(0),
+        limit = history_limit(HISTORY_LIMIT),
+        keep = retention.max_per_visitor(),
+    ))
+}
+
+/// What pgbench printed that the report uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    /// Transactions processed.
+    pub transactions: u64,
+    /// Failed transactions (PostgreSQL 15's pgbench prints them; 0 when not printed).
+    pub failed: u64,
+    /// Transactions per second, without the time to connect.
+    pub tps: f64,
+    /// Average latency in ms.
+    pub latency_average_ms: Option<f64>,
+    /// Average latency of each script line in ms, with the line (from `-r`).
+    pub statements: Vec<(f64, String)>,
+}
+
+/// Reads pgbench's summary; fails, quoting it, when the figures it needs are missing.
+pub fn parse(stdout: &str) -> Result<Output, String> {
+    let value_after = |prefix: &str| {
+        stdout.lines().find_map(|l| {
+            l.trim()
+                .strip_prefix(prefix)
+                .and_then(|rest| rest.split_whitespace().next())
+        })
+    };
+    let missing = |what: &str| format!("pgbench printed no {what}:\n{stdout}");
+    let transactions = value_after("number of transactions actually processed:")
+        .and_then(|v| v.split('/').next()?.parse().ok())
+        .ok_or_else(|| missing("transaction count"))?;
+    let failed = value_after("number of failed transactions:")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    // Older versions print two tps lines; the one without connection time is the comparable one.
+    let tps_lines: Vec<&str> = stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("tps = "))
+        .collect();
+    let tps_line = tps_lines
+        .iter()
+        .find(|l| l.contains("without") || l.contains("excluding"))
+        .or(tps_lines.first())
+        .ok_or_else(|| missing("tps"))?;
+    let tps = tps_line["tps = ".len()..]
+        .split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| missing("readable tps"))?;
+    let latency_average_ms = value_after("latency average =").and_then(|v| v.parse().ok());
+    let mut statements = Vec::new();
+    let mut in_statements = false;
+    for line in stdout.lines() {
+        if line.starts_with("statement latencies in milliseconds") {
+            in_statements = true;
+            continue;
+        }
+        if !in_statements {
+            continue;
+        }
+        let mut words = line.split_whitespace().peekable();
+        let Some(ms) = words.next().and_then(|w| w.parse::<f64>().ok()) else {
+            break;
+        };
+        // PostgreSQL 15 adds a failure count after the latency.
+        if words.peek().is_some_and(|w| w.parse::<u64>().is_ok()) {
+            words.next();
+        }
+        let command: String = words.collect::<Vec<_>>().join(" ");
+        statements.push((ms, command.chars().take(70).collect()));
+    }
+    Ok(Output {
+        transactions,
+        failed,
+        tps,
+        latency_average_ms,
+        statements,
+    })
+}
+
+/// Latencies of a pgbench transaction log (`-l`): the third field of each line, in microseconds.
+pub fn log_latencies(log: &str) -> Vec<Duration> {
+    log.lines()
+        .filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok())
+        .map(Duration::from_micros)
+        .collect()
+}
+
+/// pgbench's version line; a clear refusal when it is not installed.
+pub async fn version() -> Result<String, String> {
+    let output = Command::new("pgbench")
+        .arg("--version")
+        .output()
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => "pgbench is not installed (it comes with the PostgreSQL \
+                 client programs, e.g. the postgresql-client package); the database-limit comparison \
+                 needs it"
+                .to_owned(),
+            _ => format!("running pgbench --version: {e}"),
+        })?;
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// Runs the script on `clients` connections for `seconds` against the run's schema, with its transaction
+/// log in `scratch`, and reports what pgbench measured.
+pub async fn run(
+    target: &Target,
+    visitors: usize,
+    clients: usize,
+    seconds: u64,
+    scratch: &Path,
+) -> Result<Value, String> {
+    let version = version().await?;
+    let text = script(visitors)?;
+    let script_path = scratch.join("identify.pgbench");
+    std::fs::write(&script_path, &text)
+        .map_err(|e| format!("writing {}: {e}", script_path.display()))?;
+    let log_prefix = scratch.join("pgbench-identify");
+    let threads = clients.min(crate::cores()).max(1);
+    let args = [
+        "-n".to_owned(),
+        "-M".to_owned(),
+        "prepared".to_owned(),
+        "-c".to_owned(),
+        clients.to_string(),
+        "-j".to_owned(),
+        threads.to_string(),
+        "-T".to_owned(),
+        seconds.to_string(),
+        "-r".to_owned(),
+        "-l".to_owned(),
+        format!("--log-prefix={}", log_prefix.display()),
+        "-f".to_owned(),
+        script_path.display().to_string(),
+    ];
+    let output = Command::new("pgbench")
+        .args(&args)
+        .arg(&target.url)
+        .env("PGOPTIONS", format!("-c search_path={}", target.schema))
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .map_err(|e| format!("running pgbench: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(format!(
+            "pgbench failed ({}):\n{}\n{stdout}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let parsed = parse(&stdout)?;
+    let mut latencies = Vec::new();
+    let prefix = log_prefix
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let entries =
+        std::fs::read_dir(scratch).map_err(|e| format!("reading {}: {e}", scratch.display()))?;
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let log = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            latencies.extend(log_latencies(&log));
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    Ok(json!({
+        "version": version,
+        "command": format!("PGOPTIONS='-c search_path={}' pgbench {} <url>", target.schema, args.join(" ")),
+        "clients": clients,
+        "threads": threads,
+        "seconds": seconds,
+        "visitors": visitors,
+        "note": NOTE,
+        "script": text,
+        "transactions": parsed.transactions,
+        "failed": parsed.failed,
+        "tps": round1(parsed.tps),
+        "latency_average_ms": parsed.latency_average_ms,
+        "latency_from_log": Latency::json(Latency::of(latencies)),
+        "statement_average_ms": parsed.statements.iter()
+            .map(|(ms, command)| json!({"ms": ms, "line": command}))
+            .collect::<Vec<_>>(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_become_variables() {
+        assert_eq!(
+            with_variables(
+                "SELECT $1, $2 WHERE a = $1 LIMIT $10",
+                &["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]
+            ),
+            Ok("SELECT :a, :b WHERE a = :a LIMIT :j".to_owned())
+        );
+        assert!(with_variables("SELECT $2", &["a"])
+            .unwrap_err()
+            .contains("$2"));
+        assert!(with_variables("SELECT $0", &["a"]).is_err());
+        assert!(with_variables("SELECT x::int", &[]).is_err());
+        assert_eq!(
+            with_variables("SELECT '$'", &[]),
+            Ok("SELECT '$'".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_script_replays_both_statements_with_every_parameter_named() {
+        let s = script(10_000).unwrap();
+        assert!(s.starts_with("\\set n random(1, 10000)\n"));
+        assert!(s.contains("\\set cutoff :now_ms - 7776000000\n"), "{s}");
+        assert!(s.contains("\\set keep 10\n") && s.contains("\\set history_limit 5\n"));
+        assert!(!s.contains('$'), "{s}");
+        let history = with_variables(
+            statements::HISTORY,
+            &["visitor_id", "cutoff", "history_limit"],
+        )
+        .unwrap();
+        assert!(s.contains(&format!("{history};\n")));
+        assert!(s.contains("UPDATE visitors SET last_seen_at = GREATEST(last_seen_at, :now_ms) WHERE id = :visitor_id"));
+        assert_eq!(s.matches(";\n").count(), 2);
+    }
+
+    #[test]
+    fn reads_pgbench_15_output() {
+        let out = "pgbench (15.20 (Debian 15.20-0+deb12u1))\n\
+            transaction type: identify.pgbench\n\
+            scaling factor: 1\n\
+            query mode: prepared\n\
+            number of clients: 8\n\
+            number of threads: 2\n\
+            maximum number of tries: 1\n\
+            duration: 2 s\n\
+            number of transactions actually processed: 6843\n\
+            number of failed transactions: 0 (0.000%)\n\
+            latency average = 2.333 ms\n\
+            initial connection time = 10.113 ms\n\
+            tps = 3427.940785 (without initial connection time)\n\
+            statement latencies in milliseconds and failures:\n\
+            \x20        0.002           0  \\set n random(1, 10000)\n\
+            \x20        0.480           0  SELECT visitor_id, platform FROM capacity_cookies WHERE n = :n\n\
+            \x20        1.100           0  INSERT INTO observations\n";
+        let o = parse(out).unwrap();
+        assert_eq!((o.transactions, o.failed), (6843, 0));
+        assert_eq!(o.tps, 3427.940785);
+        assert_eq!(o.latency_average_ms, Some(2.333));
+        assert_eq!(o.statements.len(), 3);
+        assert_eq!(o.statements[1].0, 0.48);
+        assert!(o.statements[1].1.starts_with("SELECT visitor_id"));
+    }
+
+    #[test]
+    fn reads_older_output_and_refuses_garbage() {
+        let out = "number of transactions actually processed: 100/100\n\
+            tps = 90.0 (including connections establishing)\n\
+            tps = 95.5 (excluding connections establishing)\n";
+        let o = parse(out).unwrap();
+        assert_eq!(
+            (o.transactions, o.tps, o.latency_average_ms),
+            (100, 95.5, None)
+        );
+        assert!(parse("connection refused")
+            .unwrap_err()
+            .contains("transaction count"));
+        assert!(parse("number of transactions actually processed: 5\n")
+            .unwrap_err()
+            .contains("tps"));
+        assert_eq!(
+            log_latencies(
+                "0 1 1534 0 1712345678 123\n1 1 failed 0 1712345678 124\n2 1 250 0 1 2\n"
+            ),
+            [Duration::from_micros(1534), Duration::from_micros(250)]
+        );
+    }
+
+    #[test]
+    fn fixture_lines_give_every_column() {
+        let n = 7;
+        let line = format!(
+            "{}\t{}",
+            janitor_sql::testing::population::visitor(n).as_str(),
+            janitor_sql::testing::population::payload_json(n)
+        );
+        let v = Visitor::of_line(&line).unwrap();
+        let o = janitor_sql::testing::population::observation(n);
+        assert_eq!(Some(v.columns[0].as_str()), o.platform.as_deref());
+        assert_eq!(v.columns[3], o.webgl_renderer().unwrap());
+        let back: Observation = serde_json::from_str(&v.observation_json).unwrap();
+        assert_eq!(back.timezone, o.timezone);
+        assert!(Visitor::of_line("no tab").is_err());
+        assert!(Visitor::of_line("vis_x\t{\"signals\": 1}").is_err());
+    }
+}
