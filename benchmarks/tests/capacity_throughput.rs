@@ -1,0 +1,183 @@
+//! A short real sweep: server processes on PostgreSQL, 500 keep-alive connections, two rates of one second,
+//! the burst, the closed-loop identify limit, pgbench and the admission overhead, written to a directory of
+//! the test's own.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use janitor_benchmarks::capacity::env::{CapacityEnv, Run};
+use janitor_benchmarks::capacity::run::HttpRun;
+use janitor_benchmarks::capacity::server::FleetSettings;
+use janitor_benchmarks::capacity::throughput::{measure, SweepSettings, CHART, REPORT};
+use janitor_benchmarks::capacity::Target;
+use janitor_sql::testing::{admin_client, database_url, population, with_schemas};
+use serde_json::Value;
+
+const VISITORS: u64 = 300;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_sweep_reports_every_part() {
+    with_schemas(|schemas| async move {
+        let database = schemas.fresh().await;
+        let schema = database.schema().unwrap().as_str().to_owned();
+        population::seed(&database, VISITORS, 2, janitor_core::engine::now_ms()).await;
+        let scratch = std::env::temp_dir().join(format!("janitor-throughput-{schema}"));
+        std::fs::create_dir_all(&scratch).unwrap();
+        let cookies = scratch.join("cookies.tsv");
+        let lines: String = (1..=VISITORS)
+            .map(|n| {
+                format!(
+                    "{}\t{}\n",
+                    population::visitor(n).as_str(),
+                    population::payload_json(n)
+                )
+            })
+            .collect();
+        std::fs::write(&cookies, lines).unwrap();
+        let run = HttpRun {
+            target: Target {
+                url: database_url(),
+                schema: schema.clone(),
+            },
+            env: CapacityEnv::from_vars(&BTreeMap::new(), Run::Single).unwrap(),
+            cookies,
+            binary: env!("CARGO_BIN_EXE_janitor-capacity").into(),
+            scratch: scratch.clone(),
+        };
+        let settings = SweepSettings {
+            fleet: FleetSettings {
+                workers: 2,
+                max_in_flight: 8,
+                pool: 2,
+                base_port: 55_770,
+            },
+            connections: 500,
+            rates: vec![50, 200],
+            rate_time: Duration::from_secs(1),
+            search: false,
+            probe_time: Duration::from_secs(1),
+            limit_seconds: 2,
+            overhead: (16, 2, Duration::from_millis(500)),
+            output: scratch.join("out"),
+        };
+        let report = measure(&run, &settings).await.unwrap();
+        check(&report);
+
+        let written: Value = serde_json::from_str(
+            &std::fs::read_to_string(scratch.join("out").join(REPORT)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(written["points"], report["points"]);
+        let svg = std::fs::read_to_string(scratch.join("out").join(CHART)).unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<circle").count(), 2 * 4, "{svg}");
+
+        // The helper table pgbench read from is gone; the fixture is not.
+        let admin = admin_client().await;
+        let tables: Vec<String> = admin
+            .query(
+                "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
+                &[&schema],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert!(
+            !tables.iter().any(|t| t == "capacity_cookies"),
+            "{tables:?}"
+        );
+        assert!(tables.iter().any(|t| t == "observations"), "{tables:?}");
+        std::fs::remove_dir_all(&scratch).unwrap();
+    })
+    .await;
+}
+
+fn check(report: &Value) {
+    assert_eq!(report["workload"], "throughput");
+    assert_eq!(report["settings"]["connections"], 500);
+    assert_eq!(report["settings"]["servers"]["database_connections"], 4);
+    assert_eq!(report["fixture"]["visitors"], VISITORS);
+    assert!(report["versions"]["postgresql"].is_string());
+    assert!(report["limitations"].as_array().unwrap().len() >= 3);
+
+    let points = report["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for (point, rate) in points.iter().zip([50, 200]) {
+        assert_eq!(point["offered_rate"], rate);
+        assert_eq!(point["scheduled"], rate, "{point}");
+        assert_eq!(point["sent"], point["scheduled"], "{point}");
+        let answered =
+            point["status_200"].as_u64().unwrap() + point["status_503"].as_u64().unwrap();
+        assert_eq!(answered, point["sent"].as_u64().unwrap(), "{point}");
+        assert!(point["status_200"].as_u64().unwrap() > 0, "{point}");
+        assert!(point["completed_per_second"].as_f64().unwrap() > 0.0);
+        corrected_at_least_raw(&point["latency"]["all"]);
+        corrected_at_least_raw(&point["latency"]["successes"]);
+    }
+
+    let burst = &report["burst"];
+    assert_eq!(burst["sent"], 500, "{burst}");
+    let answered = burst["status_200"].as_u64().unwrap() + burst["status_503"].as_u64().unwrap();
+    assert_eq!(answered, 500);
+    assert!(burst["status_200"].as_u64().unwrap() > 0, "{burst}");
+    corrected_at_least_raw(&burst["latency"]["all"]);
+    assert_eq!(report["search"], Value::Null);
+
+    let limit = &report["identify_limit"];
+    assert_eq!(limit["connections"], 16);
+    assert!(
+        limit["result"]["status_200"].as_u64().unwrap() > 0,
+        "{limit}"
+    );
+
+    let pgbench = &report["pgbench"];
+    assert!(pgbench["tps"].as_f64().unwrap() > 0.0, "{pgbench}");
+    assert!(pgbench["transactions"].as_u64().unwrap() > 0, "{pgbench}");
+    assert_eq!(pgbench["failed"], 0, "{pgbench}");
+    assert_eq!(pgbench["clients"], 4);
+    assert!(
+        pgbench["latency_from_log"]["p95_ms"].as_f64().unwrap() > 0.0,
+        "{pgbench}"
+    );
+    assert!(
+        pgbench["statement_average_ms"].as_array().unwrap().len() >= 3,
+        "{pgbench}"
+    );
+    assert!(
+        report["identify_to_database"]["closed_loop_ratio"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+
+    let overhead = &report["admission_overhead"];
+    assert!(
+        overhead["throughput_ratio_admitted_to_plain"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
+        "{overhead}"
+    );
+    assert!(
+        overhead["p50_ratio_admitted_to_plain"].as_f64().unwrap() > 0.0,
+        "{overhead}"
+    );
+    for route in ["plain", "admitted"] {
+        assert!(
+            overhead[route]["requests_per_second"].as_f64().unwrap() > 0.0,
+            "{overhead}"
+        );
+        assert_eq!(overhead[route]["status_503"], 0, "{overhead}");
+    }
+    assert!(report["servers"]["rss_bytes_total"].as_u64().unwrap() > 1_000_000);
+}
+
+fn corrected_at_least_raw(latency: &Value) {
+    for percentile in ["p50_ms", "p95_ms", "p99_ms", "max_ms"] {
+        let raw = latency["raw"][percentile].as_f64().unwrap();
+        let corrected = latency["corrected"][percentile].as_f64().unwrap();
+        assert!(corrected >= raw, "{percentile}: {latency}");
+    }
+}
