@@ -5,7 +5,8 @@
 //! - [`samples`]: per-request timings and the counts, rates and latencies (raw and corrected for coordinated
 //!   omission) of a point;
 //! - [`search`]: the highest rate with no 503 and a success p95 within 10 ms;
-//! - [`pgbench`]: the database's limit for the same statements at the same concurrency;
+//! - [`limits`] and [`pgbench`]: the closed-loop identify maximum beside the database's limit for the same
+//!   statements at the same concurrency;
 //! - [`overhead`]: the admission layer's cost on a trivial route;
 //! - [`chart`]: the SVG chart.
 //!
@@ -14,6 +15,7 @@
 
 pub mod chart;
 pub mod generator;
+pub mod limits;
 pub mod overhead;
 pub mod pgbench;
 pub mod samples;
@@ -266,35 +268,17 @@ async fn sweep(
     );
     drop(back);
 
-    let slots = settings.fleet.workers as usize * settings.fleet.max_in_flight;
     let database_connections = settings.fleet.workers as usize * settings.fleet.pool;
-    let limit_time = Duration::from_secs(settings.limit_seconds);
     tokio::time::sleep(PAUSE).await;
-    let pool = generator::open(&servers, slots).await?;
-    let (pool, samples) =
-        generator::closed_loop(pool, fixture.requests.clone(), limit_time).await?;
-    drop(pool);
-    let identify_limit = Tally::of(&samples, samples.len() as u64, None);
-    println!(
-        "throughput: closed-loop identify at {slots}: {:.0}/s",
-        identify_limit.ok_per_second()
-    );
-
-    tokio::time::sleep(PAUSE).await;
-    pgbench::create_helper(&run.target, &fixture.visitors).await?;
-    let database = pgbench::run(
-        &run.target,
-        fixture.visitors.len(),
-        database_connections,
+    let limits = limits::measure(
+        run,
+        &servers,
+        settings.fleet,
         settings.limit_seconds,
-        &run.scratch,
+        &fixture.visitors,
+        fixture.requests.clone(),
     )
-    .await;
-    let dropped = pgbench::drop_helper(&run.target).await;
-    let database = database?;
-    dropped?;
-    let tps = database["tps"].as_f64().unwrap_or(0.0);
-    println!("throughput: pgbench at {database_connections}: {tps:.0} tps");
+    .await?;
 
     let (overhead_connections, rounds, round_time) = settings.overhead;
     tokio::time::sleep(PAUSE).await;
@@ -306,7 +290,7 @@ async fn sweep(
         .filter(|p| p["status_503"] == 0 && p["sent"] == p["scheduled"])
         .max_by_key(|p| p["offered_rate"].as_u64().unwrap_or(0))
         .cloned();
-    let ratio = |x: f64| (tps > 0.0).then(|| (x / tps * 1000.0).round() / 1000.0);
+    let ratio = |x: f64| limits::ratio(x, limits.tps);
     Ok(json!({
         "workload": "throughput",
         "machine": report::machine(),
@@ -340,25 +324,20 @@ async fn sweep(
         "points": points,
         "burst": burst,
         "search": search,
-        "identify_limit": {
-            "what": "closed loop of identify requests on as many connections as the fleet has admission \
-                 slots, spread evenly, so no request waits for a slot and the database sees its full pool",
-            "connections": slots,
-            "database_connections": database_connections,
-            "result": identify_limit.json(),
-        },
-        "pgbench": database,
+        "identify_limit": limits.identify,
+        "pgbench": limits.database,
         "identify_to_database": {
-            "closed_loop_ratio": ratio(identify_limit.ok_per_second()),
+            "closed_loop_ratio": ratio(limits.identify_per_second),
             "best_clean_sweep_ratio": best_clean.as_ref()
                 .and_then(|p| p["completed_per_second"].as_f64())
                 .and_then(ratio),
             "best_clean_sweep_rate": best_clean.as_ref().map(|p| p["offered_rate"].clone()),
             "basis": "identify successes per second ÷ pgbench transactions per second, both with the \
-                 database seeing the fleet's pool size in connections. The closed-loop ratio is the main \
-                 one: the sweep's rates are chosen in advance, so its best clean rate is a lower bound. \
-                 pgbench's transactions carry one extra indexed lookup, so its tps is slightly below \
-                 the statements' own limit.",
+                 database seeing the fleet's pool size in connections, measured in alternating rounds. \
+                 The closed-loop ratio is the main one: the sweep's rates are chosen in advance, so its \
+                 best clean rate is a lower bound. pgbench's transactions carry one extra indexed lookup \
+                 (see its statement averages), so its tps understates the two statements' own limit; \
+                 pgbench's client also takes a share of the same cores.",
         },
         "admission_overhead": admission_overhead,
         "limitations": limitations(settings),

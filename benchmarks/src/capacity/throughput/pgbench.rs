@@ -6,7 +6,7 @@
 //! fixture's visitors and their observation columns); each transaction first picks a visitor there, which adds
 //! one indexed lookup to the two statements of an identification. The table is dropped afterwards.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -295,87 +295,151 @@ pub async fn version() -> Result<String, String> {
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
-/// Runs the script on `clients` connections for `seconds` against the run's schema, with its transaction
-/// log in `scratch`, and reports what pgbench measured.
-pub async fn run(
-    target: &Target,
+/// One pgbench run's figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Round {
+    /// What pgbench printed.
+    pub output: Output,
+    /// Every transaction's latency, from its log.
+    pub latencies: Vec<Duration>,
+}
+
+/// The replay set up for a run: the script written, the command chosen, pgbench's version known.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    version: String,
+    script: String,
+    args: Vec<String>,
+    log_prefix: PathBuf,
     visitors: usize,
     clients: usize,
     seconds: u64,
-    scratch: &Path,
-) -> Result<Value, String> {
-    let version = version().await?;
-    let text = script(visitors)?;
-    let script_path = scratch.join("identify.pgbench");
-    std::fs::write(&script_path, &text)
-        .map_err(|e| format!("writing {}: {e}", script_path.display()))?;
-    let log_prefix = scratch.join("pgbench-identify");
-    let threads = clients.min(crate::cores()).max(1);
-    let args = [
-        "-n".to_owned(),
-        "-M".to_owned(),
-        "prepared".to_owned(),
-        "-c".to_owned(),
-        clients.to_string(),
-        "-j".to_owned(),
-        threads.to_string(),
-        "-T".to_owned(),
-        seconds.to_string(),
-        "-r".to_owned(),
-        "-l".to_owned(),
-        format!("--log-prefix={}", log_prefix.display()),
-        "-f".to_owned(),
-        script_path.display().to_string(),
-    ];
-    let output = Command::new("pgbench")
-        .args(&args)
-        .arg(&target.url)
-        .env("PGOPTIONS", format!("-c search_path={}", target.schema))
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .map_err(|e| format!("running pgbench: {e}"))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        return Err(format!(
-            "pgbench failed ({}):\n{}\n{stdout}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
+}
+
+impl Replay {
+    /// Writes the script for `visitors` visitors to `scratch` and checks pgbench is there; each run lasts
+    /// `seconds` on `clients` connections.
+    pub async fn new(
+        visitors: usize,
+        clients: usize,
+        seconds: u64,
+        scratch: &Path,
+    ) -> Result<Replay, String> {
+        let version = version().await?;
+        let script = script(visitors)?;
+        let script_path = scratch.join("identify.pgbench");
+        std::fs::write(&script_path, &script)
+            .map_err(|e| format!("writing {}: {e}", script_path.display()))?;
+        let log_prefix = scratch.join("pgbench-identify");
+        let threads = clients.min(crate::cores()).max(1);
+        let args = vec![
+            "-n".to_owned(),
+            "-M".to_owned(),
+            "prepared".to_owned(),
+            "-c".to_owned(),
+            clients.to_string(),
+            "-j".to_owned(),
+            threads.to_string(),
+            "-T".to_owned(),
+            seconds.to_string(),
+            "-r".to_owned(),
+            "-l".to_owned(),
+            format!("--log-prefix={}", log_prefix.display()),
+            "-f".to_owned(),
+            script_path.display().to_string(),
+        ];
+        Ok(Replay {
+            version,
+            script,
+            args,
+            log_prefix,
+            visitors,
+            clients,
+            seconds,
+        })
     }
-    let parsed = parse(&stdout)?;
-    let mut latencies = Vec::new();
-    let prefix = log_prefix
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let entries =
-        std::fs::read_dir(scratch).map_err(|e| format!("reading {}: {e}", scratch.display()))?;
-    for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&prefix) {
-            let log = std::fs::read_to_string(entry.path()).unwrap_or_default();
-            latencies.extend(log_latencies(&log));
-            let _ = std::fs::remove_file(entry.path());
+
+    /// Runs pgbench once against the run's schema (the helper table must exist).
+    pub async fn run(&self, target: &Target) -> Result<Round, String> {
+        let output = Command::new("pgbench")
+            .args(&self.args)
+            .arg(&target.url)
+            .env("PGOPTIONS", format!("-c search_path={}", target.schema))
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .map_err(|e| format!("running pgbench: {e}"))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            return Err(format!(
+                "pgbench failed ({}):\n{}\n{stdout}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
         }
+        let output = parse(&stdout)?;
+        // One log per pgbench thread, named after the prefix; read and removed so the next run starts clean.
+        let dir = self.log_prefix.parent().unwrap_or(Path::new("."));
+        let prefix = self
+            .log_prefix
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let entries =
+            std::fs::read_dir(dir).map_err(|e| format!("reading {}: {e}", dir.display()))?;
+        let mut latencies = Vec::new();
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                let log = std::fs::read_to_string(entry.path()).unwrap_or_default();
+                latencies.extend(log_latencies(&log));
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+        Ok(Round { output, latencies })
     }
-    Ok(json!({
-        "version": version,
-        "command": format!("PGOPTIONS='-c search_path={}' pgbench {} <url>", target.schema, args.join(" ")),
-        "clients": clients,
-        "threads": threads,
-        "seconds": seconds,
-        "visitors": visitors,
-        "note": NOTE,
-        "script": text,
-        "transactions": parsed.transactions,
-        "failed": parsed.failed,
-        "tps": round1(parsed.tps),
-        "latency_average_ms": parsed.latency_average_ms,
-        "latency_from_log": Latency::json(Latency::of(latencies)),
-        "statement_average_ms": parsed.statements.iter()
-            .map(|(ms, command)| json!({"ms": ms, "line": command}))
-            .collect::<Vec<_>>(),
-    }))
+
+    /// What the runs measured together: transactions per second over all of them, latency over every
+    /// transaction, each statement's average over the runs, and each run's own figures.
+    pub fn json(&self, target: &Target, rounds: &[Round]) -> Value {
+        let count = rounds.len().max(1) as f64;
+        let tps = rounds.iter().map(|r| r.output.tps).sum::<f64>() / count;
+        let mut statements: Vec<(f64, String)> = Vec::new();
+        for round in rounds {
+            for (i, (ms, line)) in round.output.statements.iter().enumerate() {
+                match statements.get_mut(i) {
+                    Some(total) => total.0 += ms / count,
+                    None => statements.push((ms / count, line.clone())),
+                }
+            }
+        }
+        json!({
+            "version": self.version,
+            "command": format!(
+                "PGOPTIONS='-c search_path={}' pgbench {} <url>",
+                target.schema,
+                self.args.join(" ")
+            ),
+            "clients": self.clients,
+            "seconds_per_run": self.seconds,
+            "runs": rounds.len(),
+            "visitors": self.visitors,
+            "note": NOTE,
+            "script": self.script,
+            "transactions": rounds.iter().map(|r| r.output.transactions).sum::<u64>(),
+            "failed": rounds.iter().map(|r| r.output.failed).sum::<u64>(),
+            "tps": round1(tps),
+            "tps_per_run": rounds.iter().map(|r| round1(r.output.tps)).collect::<Vec<_>>(),
+            "latency_average_ms_per_run": rounds.iter()
+                .map(|r| r.output.latency_average_ms)
+                .collect::<Vec<_>>(),
+            "latency_from_log": Latency::json(Latency::of(
+                rounds.iter().flat_map(|r| r.latencies.iter().copied()).collect()
+            )),
+            "statement_average_ms": statements.iter()
+                .map(|(ms, line)| json!({"ms": (ms * 1000.0).round() / 1000.0, "line": line}))
+                .collect::<Vec<_>>(),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,140 @@
+//! The identify rate beside the database's own limit for the same statements: a closed loop of identify
+//! requests with every database connection of the fleet busy, and pgbench replaying the statements at the same
+//! concurrency, in alternating rounds so that changes in the machine's load fall on both alike.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::generator::{self, Requests};
+use super::pgbench::{self, Replay, Visitor};
+use super::samples::{round1, Sample, Tally};
+use crate::capacity::run::HttpRun;
+use crate::capacity::server::FleetSettings;
+use crate::capacity::Target;
+
+/// Rounds of each side.
+pub const ROUNDS: usize = 3;
+
+/// What the two sides measured.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// The closed-loop identify figures.
+    pub identify: Value,
+    /// pgbench's figures.
+    pub database: Value,
+    /// Identify successes per second over all rounds.
+    pub identify_per_second: f64,
+    /// pgbench transactions per second, averaged over the rounds.
+    pub tps: f64,
+}
+
+/// Runs [`ROUNDS`] rounds of `seconds / ROUNDS` (at least 1 s) per side: identify on one connection per
+/// admission slot of `fleet`, spread over `servers`, and pgbench on as many connections as the fleet's pools
+/// hold, in the run's schema.
+pub async fn measure(
+    run: &HttpRun,
+    servers: &[SocketAddr],
+    fleet: FleetSettings,
+    seconds: u64,
+    visitors: &[Visitor],
+    requests: Requests,
+) -> Result<Limits, String> {
+    let slots = fleet.workers as usize * fleet.max_in_flight;
+    let database_connections = fleet.workers as usize * fleet.pool;
+    let target = &run.target;
+    let round_seconds = (seconds / ROUNDS as u64).max(1);
+    let replay = Replay::new(
+        visitors.len(),
+        database_connections,
+        round_seconds,
+        &run.scratch,
+    )
+    .await?;
+    pgbench::create_helper(target, visitors).await?;
+    let outcome = rounds(target, servers, slots, round_seconds, &replay, requests).await;
+    let dropped = pgbench::drop_helper(target).await;
+    let (samples, identify_rounds, database_rounds) = outcome?;
+    dropped?;
+
+    let run_time = Duration::from_secs(round_seconds * ROUNDS as u64);
+    let tally = Tally::of(&samples, samples.len() as u64, None);
+    let identify_per_second = tally.ok as f64 / run_time.as_secs_f64();
+    let database = replay.json(target, &database_rounds);
+    let tps = database["tps"].as_f64().unwrap_or(0.0);
+    let per_round: Vec<Value> = identify_rounds
+        .iter()
+        .zip(&database_rounds)
+        .map(|(identify, database)| {
+            json!({
+                "identify_per_second": round1(*identify),
+                "pgbench_tps": round1(database.output.tps),
+                "ratio": ratio(*identify, database.output.tps),
+            })
+        })
+        .collect();
+    let mut result = tally.json();
+    result["completed_per_second"] = json!(round1(identify_per_second));
+    result["overloads_per_second"] =
+        json!(round1(tally.overloaded as f64 / run_time.as_secs_f64()));
+    Ok(Limits {
+        identify: json!({
+            "what": "closed loop of identify requests on one connection per admission slot of the fleet, \
+                 spread evenly, so no request waits for a slot and the database sees the fleet's whole pool",
+            "connections": slots,
+            "database_connections": database_connections,
+            "rounds": ROUNDS,
+            "seconds_per_round": round_seconds,
+            "result": result,
+            "per_round": per_round,
+        }),
+        database,
+        identify_per_second,
+        tps,
+    })
+}
+
+/// `a ÷ b` to three decimals, when `b` is positive.
+pub fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b > 0.0).then(|| (a / b * 1000.0).round() / 1000.0)
+}
+
+type Rounds = (Vec<Sample>, Vec<f64>, Vec<pgbench::Round>);
+
+async fn rounds(
+    target: &Target,
+    servers: &[SocketAddr],
+    slots: usize,
+    round_seconds: u64,
+    replay: &Replay,
+    requests: Requests,
+) -> Result<Rounds, String> {
+    let mut connections = generator::open(servers, slots).await?;
+    let mut samples = Vec::new();
+    let mut identify = Vec::new();
+    let mut database = Vec::new();
+    for round in 0..ROUNDS {
+        // Alternate which side goes first.
+        for side in if round % 2 == 0 { [0, 1] } else { [1, 0] } {
+            if side == 0 {
+                let time = Duration::from_secs(round_seconds);
+                let (back, mut got) =
+                    generator::closed_loop(connections, requests.clone(), time).await?;
+                connections = back;
+                let ok = got.iter().filter(|s| s.status == 200).count();
+                identify.push(ok as f64 / time.as_secs_f64());
+                samples.append(&mut got);
+            } else {
+                database.push(replay.run(target).await?);
+            }
+        }
+        println!(
+            "throughput: limits round {}: identify {:.0}/s, pgbench {:.0} tps",
+            round + 1,
+            identify[round],
+            database[round].output.tps
+        );
+    }
+    Ok((samples, identify, database))
+}
