@@ -117,6 +117,11 @@ fn check(report: &Value) {
         corrected_at_least_raw(&point["latency"]["successes"]);
     }
 
+    let baseline = &report["generator_baseline"];
+    assert_eq!(baseline["offered_rate"], 200, "{baseline}");
+    assert_eq!(baseline["sent"], 200, "{baseline}");
+    assert_eq!(baseline["status_200"], 200, "{baseline}");
+
     let burst = &report["burst"];
     assert_eq!(burst["sent"], 500, "{burst}");
     let answered = burst["status_200"].as_u64().unwrap() + burst["status_503"].as_u64().unwrap();

@@ -50,6 +50,9 @@ pub const MAX_WORKERS: u64 = 8;
 /// Seconds of one search probe (at most; shorter when the rates run shorter).
 pub const PROBE_SECONDS: u64 = 5;
 
+/// Longest run of the generator-alone baseline.
+const BASELINE_TIME: Duration = Duration::from_secs(3);
+
 /// Connections of the admission-overhead loops.
 pub const OVERHEAD_CONNECTIONS: usize = 64;
 
@@ -228,6 +231,23 @@ async fn sweep(
         points.push(point);
     }
 
+    // The generator alone: the highest rate on a trivial route, so the report can tell the generator's own
+    // misses and lateness from the ones identify work causes.
+    let top = settings.rates.iter().copied().max().unwrap_or(1);
+    let time = settings.rate_time.min(BASELINE_TIME);
+    tokio::time::sleep(PAUSE).await;
+    let plain: Requests = Arc::new(vec![http1::get(overhead::PLAIN)]);
+    let (back, samples) = generator::open_loop(connections, plain, top, time).await?;
+    connections = back;
+    let scheduled = (u128::from(top) * time.as_millis() / 1_000) as u64;
+    let mut baseline = Tally::of(&samples, scheduled, Some(interval(top))).json();
+    baseline["what"] = json!(
+        "the generator at the highest sweep rate on GET /plain (no identify work, no database): the misses \
+         and lateness it and the shared cores cause on their own"
+    );
+    baseline["offered_rate"] = json!(top);
+    baseline["seconds"] = json!(time.as_secs_f64());
+
     let search = if settings.search {
         let mut probes = Vec::new();
         let mut details = Vec::new();
@@ -322,6 +342,7 @@ async fn sweep(
                  history read, then save + prune + touch); request n uses visitor n mod visitors",
         },
         "points": points,
+        "generator_baseline": baseline,
         "burst": burst,
         "search": search,
         "identify_limit": limits.identify,
@@ -340,7 +361,7 @@ async fn sweep(
                  pgbench's client also takes a share of the same cores.",
         },
         "admission_overhead": admission_overhead,
-        "limitations": limitations(settings),
+        "limitations": limitations(settings, run.env.external_servers),
     }))
 }
 
@@ -428,8 +449,8 @@ fn chart_points(points: &Value) -> Vec<chart::ChartPoint> {
         .unwrap_or_default()
 }
 
-fn limitations(settings: &SweepSettings) -> Vec<String> {
-    vec![
+fn limitations(settings: &SweepSettings, external: bool) -> Vec<String> {
+    let mut limitations = vec![
         format!(
             "One machine of {} cores runs the generator, {} server processes and PostgreSQL: every figure \
              includes their contention for the cores, and the generator's own delays show as schedule \
@@ -449,14 +470,28 @@ fn limitations(settings: &SweepSettings) -> Vec<String> {
              visitor's history is read often and stays in PostgreSQL's cache.",
             settings.connections
         ),
-        "Schedule misses below one millisecond partly come from the operating system's sleep granularity \
-         (tens of microseconds) at rates above a few thousand per second."
+        "The generator needs about a tenth of a millisecond from a due time to the write (a thread's sleep, \
+         then a task on the runtime); at rates above a few thousand per second one interval is shorter than \
+         that, so schedule misses there count the generator's granularity as much as the servers' delays. \
+         `sent_over_1ms_late` and the generator baseline (the same rate on a trivial route) separate the two."
             .to_owned(),
         format!(
             "Rates ran for {:.0} s each; a longer run would also show checkpoint and autovacuum effects.",
             settings.rate_time.as_secs_f64()
         ),
-    ]
+    ];
+    if external {
+        limitations.push(format!(
+            "The servers were started outside the run: the slots ({}) and pool ({}) per process reported \
+             here, and so pgbench's concurrency, are what the run assumes, not what it could check; start \
+             them with `serve-fleet --max-in-flight {} --pool {}`.",
+            settings.fleet.max_in_flight,
+            settings.fleet.pool,
+            settings.fleet.max_in_flight,
+            settings.fleet.pool
+        ));
+    }
+    limitations
 }
 
 #[cfg(test)]

@@ -49,6 +49,9 @@ pub fn interval(rate: u64) -> Duration {
     due(1, rate)
 }
 
+/// A send later than this is late whatever the rate (see [`Tally::late`]).
+pub const LATE: Duration = Duration::from_millis(1);
+
 /// p50, p95, p99 and max of a set of latencies.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Latency {
@@ -101,6 +104,9 @@ pub struct Tally {
     pub overloaded: u64,
     /// Sent more than one interval after their due time (only for a schedule with an interval).
     pub misses: u64,
+    /// Sent more than [`LATE`] after their due time, whatever the interval: at high rates one interval is
+    /// shorter than the generator's own dispatch time, and this count does not depend on it.
+    pub late: u64,
     /// The latest send against its due time.
     pub max_lateness: Duration,
     /// From the start to the last answer.
@@ -130,6 +136,7 @@ impl Tally {
             ok: ok.len() as u64,
             overloaded: samples.iter().filter(|s| s.status == 503).count() as u64,
             misses,
+            late: samples.iter().filter(|s| s.lateness() > LATE).count() as u64,
             max_lateness: samples
                 .iter()
                 .map(Sample::lateness)
@@ -166,6 +173,7 @@ impl Tally {
             "status_200": self.ok,
             "status_503": self.overloaded,
             "schedule_misses": self.misses,
+            "sent_over_1ms_late": self.late,
             "max_lateness_ms": ms(self.max_lateness),
             "elapsed_ms": ms(self.elapsed),
             "completed_per_second": round1(self.ok_per_second()),
@@ -236,6 +244,7 @@ mod tests {
         let t = Tally::of(&samples, 5, Some(interval(100)));
         assert_eq!((t.scheduled, t.sent, t.ok, t.overloaded), (5, 4, 3, 1));
         assert_eq!(t.misses, 2);
+        assert_eq!(t.late, 3);
         assert_eq!(t.max_lateness, at(60));
         assert_eq!(t.elapsed, at(91));
         // Without an interval (a burst) nothing is a miss.
