@@ -159,7 +159,7 @@ pub async fn measure(run: &HttpRun, settings: &SweepSettings) -> Result<Value, S
     });
     let chart_points = chart_points(&report["points"]);
     let title = format!(
-        "Identify over {} connections, {} server processes ({} cores shared with PostgreSQL and the generator)",
+        "Identify: {} connections, {} server processes, {} cores shared with PostgreSQL and the generator",
         settings.connections,
         settings.fleet.workers,
         crate::cores()
