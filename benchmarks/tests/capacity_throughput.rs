@@ -49,7 +49,7 @@ async fn a_short_sweep_reports_every_part() {
                 workers: 2,
                 max_in_flight: 8,
                 pool: 2,
-                base_port: 55_770,
+                base_port: 31_760,
             },
             connections: 500,
             rates: vec![50, 200],

@@ -44,6 +44,10 @@ pub const MAX_IN_FLIGHT: usize = 8;
 /// flight per core, and the most processes ([`MAX_WORKERS`]) stay within PostgreSQL's 40 connections.
 pub const POOL: usize = 4;
 
+/// Database connections of each process of an external fleet: what `janitor-capacity serve-fleet` gives
+/// them unless told otherwise (the Docker setup does not tell it).
+pub const EXTERNAL_POOL: usize = 2;
+
 /// The most server processes the sweep starts (one per core, at most this many).
 pub const MAX_WORKERS: u64 = 8;
 
@@ -99,19 +103,20 @@ pub struct SweepSettings {
 
 impl SweepSettings {
     /// The settings of a real run: [`CONNECTIONS`] connections, the run's rates and seconds, one server
-    /// process per core (at most [`MAX_WORKERS`]; the run's worker count when the servers are external) with
-    /// [`MAX_IN_FLIGHT`] slots and [`POOL`] database connections each, reports in `docs/benchmarks/`.
+    /// process per core (at most [`MAX_WORKERS`]) with [`MAX_IN_FLIGHT`] slots and [`POOL`] database
+    /// connections each — or, when the servers are external, the run's worker count with [`EXTERNAL_POOL`] —
+    /// and reports in the run's reports directory.
     pub fn for_run(run: &HttpRun) -> SweepSettings {
-        let workers = if run.env.external_servers {
-            run.env.workers
+        let (workers, pool) = if run.env.external_servers {
+            (run.env.workers, EXTERNAL_POOL)
         } else {
-            (crate::cores() as u64).clamp(1, MAX_WORKERS)
+            ((crate::cores() as u64).clamp(1, MAX_WORKERS), POOL)
         };
         SweepSettings {
             fleet: FleetSettings {
                 workers,
                 max_in_flight: MAX_IN_FLIGHT,
-                pool: POOL,
+                pool,
                 base_port: BASE_PORT,
             },
             connections: CONNECTIONS,
