@@ -160,7 +160,11 @@ fn the_roles_and_settings_reach_the_harness() {
             "{name} differs between server and client"
         );
     }
-    assert_eq!(server.len(), client.len() - 2, "all but EXTERNAL_SERVERS and OUT");
+    assert_eq!(
+        server.len(),
+        client.len() - 2,
+        "all but EXTERNAL_SERVERS and OUT"
+    );
     // The fixed values pass the harness's own checks (the URL is loopback).
     let fixed: BTreeMap<String, String> = client
         .iter()

@@ -13,6 +13,7 @@
 //! - [`stages`]: the ramp, steady, burst and recovery stages.
 //! - [`figures`]: per-process figures of a stage.
 
+pub mod chart;
 mod figures;
 mod loads;
 mod stages;
@@ -130,7 +131,13 @@ pub async fn run_with(run: &HttpRun, plan: &Plan) -> Result<Value, String> {
         }
         _ => Ok(()),
     }
-    .and_then(|()| report::write_to(&plan.report, &report));
+    .and_then(|()| report::write_to(&plan.report, &report))
+    .and_then(|()| {
+        // The memory chart beside the report: connections-current.svg.
+        let chart = chart::svg(&chart::points(&report["steps"]));
+        let path = plan.report.with_extension("svg");
+        std::fs::write(&path, chart).map_err(|e| format!("writing {}: {e}", path.display()))
+    });
     match (outcome, written) {
         (Err(failure), Ok(())) => Err(failure),
         (Err(failure), Err(unwritten)) => Err(format!("{failure} (and the report: {unwritten})")),

@@ -207,7 +207,7 @@ pub fn svg(title: &str, points: &[ChartPoint]) -> String {
 }
 
 /// The smallest 1, 2 or 5 times a power of ten at or above `x`.
-fn nice(x: f64) -> f64 {
+pub(crate) fn nice(x: f64) -> f64 {
     let power = 10f64.powf(x.log10().floor());
     [1.0, 2.0, 5.0, 10.0]
         .into_iter()
