@@ -11,6 +11,9 @@ use crate::capacity::throughput::chart::nice;
 /// The reference's summed server RSS at 200,000 connections (1.64–1.70 GiB), in GiB.
 pub const REFERENCE_SERVER_GIB: (f64, f64) = (1.64, 1.70);
 
+/// A line of the chart: label, colour, and the value it reads.
+type Series = (&'static str, &'static str, fn(&MemoryPoint) -> u64);
+
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 680.0;
@@ -106,7 +109,7 @@ pub fn svg(points: &[MemoryPoint]) -> String {
         r#"<text transform="translate(20 {}) rotate(-90)" text-anchor="middle">resident memory, GiB (summed)</text>"#,
         (TOP + BOTTOM) / 2.0
     );
-    let series: [(&str, &str, fn(&MemoryPoint) -> u64); 2] = [
+    let series: [Series; 2] = [
         ("server processes", "#1f77b4", |p| p.server_bytes),
         ("load processes", "#2ca02c", |p| p.client_bytes),
     ];
