@@ -9,9 +9,9 @@
 //! disagreement fails the run; the report is written either way, with `"passed": false` and the reason when it
 //! failed.
 //!
-//! - [`loads`]: starting and asking the load processes.
-//! - [`stages`]: the ramp, steady, burst and recovery stages.
-//! - [`figures`]: per-process figures of a stage.
+//! - `loads`: starting and asking the load processes.
+//! - `stages`: the ramp, steady, burst and recovery stages.
+//! - `figures`: per-process figures of a stage.
 
 pub mod chart;
 mod figures;
