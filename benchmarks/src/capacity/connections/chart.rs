@@ -149,18 +149,13 @@ pub fn svg(points: &[MemoryPoint]) -> String {
         y(high),
         (y(low) - y(high)).max(2.0)
     );
-    legend(
-        &mut s,
-        2,
-        "#d95f02",
-        "reference servers at 200,000 (1.64–1.70 GiB)",
-    );
+    legend(&mut s, 2, "#d95f02", "reference servers (1.64–1.70 GiB)");
     s.push_str("</svg>\n");
     s
 }
 
 fn legend(s: &mut String, i: usize, colour: &str, label: &str) {
-    let (lx, ly) = (LEFT + 200.0 * i as f64, BOTTOM + 62.0);
+    let (lx, ly) = (LEFT + 170.0 * i as f64, BOTTOM + 62.0);
     let _ = writeln!(
         s,
         r#"<rect x="{lx}" y="{}" width="18" height="4" fill="{colour}"/><text x="{}" y="{ly}">{label}</text>"#,
@@ -189,7 +184,7 @@ mod tests {
             chart.matches("<svg").count(),
             chart.matches("</svg>").count()
         );
-        assert!(chart.contains("1.64–1.70 GiB"));
+        assert!(chart.contains("reference servers (1.64–1.70 GiB)"));
         // 4.07 GiB of servers puts the axis at 5 GiB.
         assert!(chart.contains(">5.00<"), "{chart}");
         assert!(svg(&[]).contains("</svg>"));
