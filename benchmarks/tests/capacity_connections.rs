@@ -12,7 +12,7 @@ use janitor_benchmarks::capacity::env::{CapacityEnv, Run};
 use janitor_benchmarks::capacity::http1::{self, Connection};
 use janitor_benchmarks::capacity::run::HttpRun;
 use janitor_benchmarks::capacity::server::{ServerStats, CONTROL_OFFSET};
-use janitor_benchmarks::capacity::Target;
+use janitor_benchmarks::capacity::{seed, Target};
 use janitor_sql::testing::{database_url, population, with_schemas, Schemas};
 use serde_json::Value;
 
@@ -30,16 +30,7 @@ async fn http_run(schemas: &Schemas, name: &str, settings: &[(&str, &str)]) -> H
     ));
     std::fs::create_dir_all(&scratch).unwrap();
     let cookies = scratch.join("cookies.tsv");
-    let lines: String = (1..=VISITORS)
-        .map(|n| {
-            format!(
-                "{}\t{}\n",
-                population::visitor(n).as_str(),
-                population::payload_json(n)
-            )
-        })
-        .collect();
-    std::fs::write(&cookies, lines).unwrap();
+    seed::write_cookies(&cookies, VISITORS).unwrap();
     let vars: BTreeMap<String, String> = settings
         .iter()
         .map(|(k, v)| (format!("JANITOR_BENCHMARK_{k}"), (*v).to_owned()))

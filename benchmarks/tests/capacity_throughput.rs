@@ -9,7 +9,7 @@ use janitor_benchmarks::capacity::env::{CapacityEnv, Run};
 use janitor_benchmarks::capacity::run::HttpRun;
 use janitor_benchmarks::capacity::server::FleetSettings;
 use janitor_benchmarks::capacity::throughput::{measure, SweepSettings, CHART, REPORT};
-use janitor_benchmarks::capacity::Target;
+use janitor_benchmarks::capacity::{seed, Target};
 use janitor_sql::testing::{admin_client, database_url, population, with_schemas};
 use serde_json::Value;
 
@@ -24,16 +24,7 @@ async fn a_short_sweep_reports_every_part() {
         let scratch = std::env::temp_dir().join(format!("janitor-throughput-{schema}"));
         std::fs::create_dir_all(&scratch).unwrap();
         let cookies = scratch.join("cookies.tsv");
-        let lines: String = (1..=VISITORS)
-            .map(|n| {
-                format!(
-                    "{}\t{}\n",
-                    population::visitor(n).as_str(),
-                    population::payload_json(n)
-                )
-            })
-            .collect();
-        std::fs::write(&cookies, lines).unwrap();
+        seed::write_cookies(&cookies, VISITORS).unwrap();
         let run = HttpRun {
             target: Target {
                 url: database_url(),

@@ -65,8 +65,9 @@ pub async fn visitors(target: &Target, env: &CapacityEnv, cookies: &Path) -> Res
     }))
 }
 
-/// One line per visitor: its id, a tab, and its payload as compact JSON.
-fn write_cookies(path: &Path, visitors: u64) -> Result<(), String> {
+/// Writes the cookie file of browsers `1..=visitors` of the test population: one line per visitor, its id, a
+/// tab, and its payload as compact JSON.
+pub fn write_cookies(path: &Path, visitors: u64) -> Result<(), String> {
     let fail = |e: std::io::Error| format!("writing {}: {e}", path.display());
     let file = std::fs::File::create(path).map_err(fail)?;
     let mut out = std::io::BufWriter::new(file);
