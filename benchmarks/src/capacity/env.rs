@@ -215,8 +215,12 @@ fn loopback_url(url: &str) -> Result<String, String> {
             Host::Unix(_) => true,
         };
         if !local {
+            let name = match host {
+                Host::Tcp(name) => name.as_str(),
+                Host::Unix(_) => "a socket",
+            };
             return Err(format!(
-                "{NAME} must point at this machine (127.0.0.1, ::1, localhost or a socket), got host {host:?}"
+                "{NAME} must point at this machine (127.0.0.1, ::1, localhost or a socket), got host {name}"
             ));
         }
     }
@@ -341,11 +345,13 @@ mod tests {
         }
         for bad in [
             "postgres://postgres@10.0.0.5/postgres",
+            "postgres://postgres@128.0.0.1/postgres",
             "postgres://postgres@db.example.com/postgres",
             "host=127.0.0.1,db.example.com user=postgres",
             "not a url at all ://",
         ] {
-            assert!(env(&[("DATABASE_URL", bad)]).is_err(), "{bad}");
+            let refused = env(&[("DATABASE_URL", bad)]).unwrap_err();
+            assert!(refused.contains("JANITOR_BENCHMARK_DATABASE_URL"), "{bad}: {refused}");
         }
     }
 }
