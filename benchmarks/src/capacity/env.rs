@@ -351,7 +351,10 @@ mod tests {
             "not a url at all ://",
         ] {
             let refused = env(&[("DATABASE_URL", bad)]).unwrap_err();
-            assert!(refused.contains("JANITOR_BENCHMARK_DATABASE_URL"), "{bad}: {refused}");
+            assert!(
+                refused.contains("JANITOR_BENCHMARK_DATABASE_URL"),
+                "{bad}: {refused}"
+            );
         }
     }
 }
