@@ -29,8 +29,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::http1;
-use super::server::ENDPOINT;
+use super::server::identify_request;
 use crate::{number, pairs};
 use sockets::Sockets;
 
@@ -160,22 +159,12 @@ fn settings(args: Vec<String>) -> Result<Settings, String> {
     })
 }
 
-/// The identify requests of the cookie fixture, one per line of `visitor-id<TAB>payload-json`.
+/// The identify requests of the cookie fixture, one per line.
 fn requests(cookies: &std::path::Path) -> Result<Vec<Arc<[u8]>>, String> {
-    let text = std::fs::read_to_string(cookies)
-        .map_err(|e| format!("reading the cookie file {}: {e}", cookies.display()))?;
-    let mut requests = Vec::new();
-    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
-        let (visitor, payload) = line
-            .split_once('\t')
-            .ok_or_else(|| format!("{} line {}: no tab", cookies.display(), n + 1))?;
-        let cookie = format!("__visitor={visitor}");
-        requests.push(http1::post_json(ENDPOINT, &cookie, payload).into());
-    }
-    if requests.is_empty() {
-        return Err(format!("the cookie file {} is empty", cookies.display()));
-    }
-    Ok(requests)
+    Ok(crate::capacity::seed::read_cookies(cookies)?
+        .iter()
+        .map(|line| identify_request(&line.visitor, &line.payload).into())
+        .collect())
 }
 
 /// Entry point of `janitor-capacity load …`.

@@ -83,6 +83,35 @@ pub fn write_cookies(path: &Path, visitors: u64) -> Result<(), String> {
     out.flush().map_err(fail)
 }
 
+/// One line of the cookie file: a known visitor and the payload of its seeded observation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CookieLine {
+    /// The visitor id its cookie carries.
+    pub visitor: String,
+    /// Its payload, compact JSON.
+    pub payload: String,
+}
+
+/// Reads the cookie file [`write_cookies`] wrote; refuses a line without a tab and an empty file.
+pub fn read_cookies(path: &Path) -> Result<Vec<CookieLine>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("reading the cookie file {}: {e}", path.display()))?;
+    let mut lines = Vec::new();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
+        let (visitor, payload) = line
+            .split_once('\t')
+            .ok_or_else(|| format!("{} line {}: no tab", path.display(), n + 1))?;
+        lines.push(CookieLine {
+            visitor: visitor.to_owned(),
+            payload: payload.to_owned(),
+        });
+    }
+    if lines.is_empty() {
+        return Err(format!("the cookie file {} is empty", path.display()));
+    }
+    Ok(lines)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,16 +120,20 @@ mod tests {
     fn each_line_is_an_id_a_tab_and_the_seeded_payload() {
         let path = std::env::temp_dir().join(format!("cookies-test-{}.tsv", std::process::id()));
         write_cookies(&path, 3).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
+        let lines = read_cookies(&path).unwrap();
+        std::fs::write(&path, "vis_a\t{}\nno tab here\n").unwrap();
+        let broken = read_cookies(&path).unwrap_err();
+        std::fs::write(&path, "").unwrap();
+        let empty = read_cookies(&path).unwrap_err();
         std::fs::remove_file(&path).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
         for (n, line) in (1..).zip(lines) {
-            let (id, payload) = line.split_once('\t').expect("a tab");
-            assert_eq!(id, population::visitor(n).as_str());
-            let parsed: Value = serde_json::from_str(payload).expect("JSON");
+            assert_eq!(line.visitor, population::visitor(n).as_str());
+            let parsed: Value = serde_json::from_str(&line.payload).expect("JSON");
             assert_eq!(parsed, population::payload_json(n));
-            assert!(!payload.contains('\t') && !payload.contains('\n'));
+            assert!(!line.payload.contains('\t') && !line.payload.contains('\n'));
         }
+        assert!(broken.contains("line 2: no tab"), "{broken}");
+        assert!(empty.contains("is empty"), "{empty}");
     }
 }

@@ -24,6 +24,11 @@ pub const CONTROL_OFFSET: u16 = 100;
 /// The identify endpoint (the library's default path).
 pub const ENDPOINT: &str = "/api/visitor";
 
+/// The cookie-path identify request of a known visitor: its cookie and its payload, as bytes.
+pub fn identify_request(visitor: &str, payload: &str) -> Vec<u8> {
+    crate::capacity::http1::post_json(ENDPOINT, &format!("__visitor={visitor}"), payload)
+}
+
 /// The secret every server process of a run shares, as instances of one deployment do.
 pub const SECRET: &str = "capacity-run-secret-capacity-run-secret-0123456789abcdef";
 

@@ -32,7 +32,8 @@ use self::samples::{interval, Tally};
 use super::http1::{self, Connection};
 use super::report;
 use super::run::HttpRun;
-use super::server::{Fleet, FleetSettings, ServerStats, BASE_PORT, ENDPOINT};
+use super::seed;
+use super::server::{identify_request, Fleet, FleetSettings, ServerStats, BASE_PORT};
 
 /// Connections of the sweep, as in the reference.
 pub const CONNECTIONS: usize = 10_000;
@@ -188,24 +189,15 @@ struct Fixture {
 
 impl Fixture {
     fn read(path: &Path) -> Result<Fixture, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("reading the cookie file {}: {e}", path.display()))?;
-        let mut requests = Vec::new();
-        let mut visitors = Vec::new();
-        for line in text.lines().filter(|l| !l.is_empty()) {
-            let (id, payload) = line
-                .split_once('\t')
-                .ok_or_else(|| format!("{}: a line without a tab", path.display()))?;
-            requests.push(http1::post_json(
-                ENDPOINT,
-                &format!("__visitor={id}"),
-                payload,
-            ));
-            visitors.push(pgbench::Visitor::of_line(line)?);
-        }
-        if requests.is_empty() {
-            return Err(format!("the cookie file {} is empty", path.display()));
-        }
+        let lines = seed::read_cookies(path)?;
+        let requests = lines
+            .iter()
+            .map(|line| identify_request(&line.visitor, &line.payload))
+            .collect();
+        let visitors = lines
+            .iter()
+            .map(pgbench::Visitor::of_cookie)
+            .collect::<Result<_, _>>()?;
         Ok(Fixture {
             requests: Arc::new(requests),
             visitors,

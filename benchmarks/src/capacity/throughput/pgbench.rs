@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use tokio::process::Command;
 
 use super::samples::{round1, Latency};
+use crate::capacity::seed::CookieLine;
 use crate::capacity::Target;
 
 /// The helper table pgbench picks visitors from.
@@ -42,11 +43,9 @@ pub struct Visitor {
 }
 
 impl Visitor {
-    /// The visitor of one cookie-file line (`visitor-id<TAB>payload-json`).
-    pub fn of_line(line: &str) -> Result<Visitor, String> {
-        let (id, payload) = line
-            .split_once('\t')
-            .ok_or_else(|| format!("cookie line without a tab: {line:.60}"))?;
+    /// The visitor of one line of the cookie file.
+    pub fn of_cookie(line: &CookieLine) -> Result<Visitor, String> {
+        let (id, payload) = (line.visitor.as_str(), line.payload.as_str());
         let value: Value =
             serde_json::from_str(payload).map_err(|e| format!("cookie payload of {id}: {e}"))?;
         let payload = VisitorPayload::from_value(&value)
@@ -538,18 +537,22 @@ mod tests {
     #[test]
     fn fixture_lines_give_every_column() {
         let n = 7;
-        let line = format!(
-            "{}\t{}",
-            janitor_sql::testing::population::visitor(n).as_str(),
-            janitor_sql::testing::population::payload_json(n)
-        );
-        let v = Visitor::of_line(&line).unwrap();
+        let line = CookieLine {
+            visitor: janitor_sql::testing::population::visitor(n)
+                .as_str()
+                .to_owned(),
+            payload: janitor_sql::testing::population::payload_json(n).to_string(),
+        };
+        let v = Visitor::of_cookie(&line).unwrap();
         let o = janitor_sql::testing::population::observation(n);
         assert_eq!(Some(v.columns[0].as_str()), o.platform.as_deref());
         assert_eq!(v.columns[3], o.webgl_renderer().unwrap());
         let back: Observation = serde_json::from_str(&v.observation_json).unwrap();
         assert_eq!(back.timezone, o.timezone);
-        assert!(Visitor::of_line("no tab").is_err());
-        assert!(Visitor::of_line("vis_x\t{\"signals\": 1}").is_err());
+        let bad = CookieLine {
+            visitor: "vis_x".to_owned(),
+            payload: "{\"signals\": 1}".to_owned(),
+        };
+        assert!(Visitor::of_cookie(&bad).is_err());
     }
 }
