@@ -240,14 +240,20 @@ fn scope_and_session_labels_match_the_published_vectors() {
     );
 }
 
-#[test]
-fn the_event_record_holds_labels_and_the_reference_digest() {
+/// Evidence on the memory store under the key of the reference records, and that key.
+fn app_evidence() -> (LabelKey, Evidence<MemoryEvidenceStore>) {
     let key = LabelKey::new(&"k".repeat(40), "app").unwrap();
     let evidence = Evidence::new(
         MemoryEvidenceStore::new(),
         key.clone(),
         EvidenceConfig::default(),
     );
+    (key, evidence)
+}
+
+#[test]
+fn the_event_record_holds_labels_and_the_reference_digest() {
+    let (key, evidence) = app_evidence();
     let subject = evidence.subject_id("acct-raw-123");
     let input = EventInput::builder(" evt-raw-789 ", EventType::LoginFailure)
         .subject(subject.clone())
@@ -273,13 +279,12 @@ fn the_event_record_holds_labels_and_the_reference_digest() {
     assert_eq!(record.occurred_at, now);
     assert_eq!(record.expires_at, now + 7 * 86_400_000);
     let stored = serde_json::to_value(&record).unwrap();
-    let keys: Vec<&str> = stored
+    let mut keys: Vec<&str> = stored
         .as_object()
         .unwrap()
         .keys()
         .map(String::as_str)
         .collect();
-    let mut keys = keys;
     keys.sort_unstable();
     assert_eq!(
         keys,
@@ -302,12 +307,7 @@ fn the_event_record_holds_labels_and_the_reference_digest() {
 
 #[tokio::test]
 async fn the_device_link_record_matches_the_reference_layout() {
-    let key = LabelKey::new(&"k".repeat(40), "app").unwrap();
-    let evidence = Evidence::new(
-        MemoryEvidenceStore::new(),
-        key.clone(),
-        EvidenceConfig::default(),
-    );
+    let (key, evidence) = app_evidence();
     let subject = evidence.subject_id("acct-raw-123");
     let visitor = VisitorId::parse(&visitor()).unwrap();
     let now = 1_735_689_600_000_i64;

@@ -2,6 +2,8 @@
 //! cascades of erasure, and device links at their edges. Plans of the activity read are in
 //! `evidence_plans.rs`.
 
+use std::future::Future;
+
 use janitor_core::config::DAY_MS;
 use janitor_core::evidence::{
     suite, Action, DeviceLinkInput, EventInput, EventType, Evidence, EvidenceConfig, EvidenceError,
@@ -38,6 +40,20 @@ async fn evidence(database: &Database) -> Evidence<PgEvidenceStore> {
     )
 }
 
+/// Runs `body` on a fresh schema holding visitors 1–3, with evidence over it.
+async fn with_evidence<F, Fut>(body: F)
+where
+    F: FnOnce(Database, Evidence<PgEvidenceStore>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    with_schemas(|schemas| async move {
+        let database = schemas.fresh().await;
+        let e = evidence(&database).await;
+        body(database, e).await;
+    })
+    .await;
+}
+
 async fn rows(database: &Database, sql: &str) -> i64 {
     let client = database.pool().get().await.expect("connection");
     client.query_one(sql, &[]).await.expect(sql).get(0)
@@ -64,9 +80,7 @@ async fn shared_evidence_suite_passes_on_postgres() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeats_are_idempotent_and_cost_one_extra_read() {
-    with_schemas(|schemas| async move {
-        let database = schemas.fresh().await;
-        let e = evidence(&database).await;
+    with_evidence(|database, e| async move {
         let subject = e.subject_id("acct-1");
         let input = EventInput::builder("evt-1", EventType::LoginFailure)
             .action(Action::SignIn)
@@ -124,9 +138,7 @@ async fn repeats_are_idempotent_and_cost_one_extra_read() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn label_length_bounds_reach_the_table_or_nothing_does() {
-    with_schemas(|schemas| async move {
-        let database = schemas.fresh().await;
-        let e = evidence(&database).await;
+    with_evidence(|database, e| async move {
         let subject = e.subject_id("acct-1");
         let build = |id: &str, session: &str| {
             EventInput::builder(id, EventType::LoginAttempt)
@@ -164,9 +176,7 @@ async fn label_length_bounds_reach_the_table_or_nothing_does() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_raw_account_session_or_event_id_is_stored_anywhere() {
-    with_schemas(|schemas| async move {
-        let database = schemas.fresh().await;
-        let e = evidence(&database).await;
+    with_evidence(|database, e| async move {
         let subject = e.subject_id("acct-raw-123");
         let actor = e.subject_id("acct-raw-123-agent");
         let inputs = [
@@ -262,9 +272,7 @@ async fn no_raw_account_session_or_event_id_is_stored_anywhere() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subject_rows_are_created_as_persons_once() {
-    with_schemas(|schemas| async move {
-        let database = schemas.fresh().await;
-        let e = evidence(&database).await;
+    with_evidence(|database, e| async move {
         let subject = e.subject_id("acct-1");
         let same = EventInput::builder("self", EventType::SensitiveAction)
             .subject(subject.clone())
@@ -333,9 +341,7 @@ async fn subject_rows_are_created_as_persons_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn erasure_cascades_from_subjects_and_visitors() {
-    with_schemas(|schemas| async move {
-        let database = schemas.fresh().await;
-        let e = evidence(&database).await;
+    with_evidence(|database, e| async move {
         let alice = e.subject_id("alice");
         let bob = e.subject_id("bob");
         let record = |id: &'static str, subject: &SubjectId, actor: Option<&SubjectId>, v: u64| {
@@ -400,9 +406,7 @@ async fn erasure_cascades_from_subjects_and_visitors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn links_store_retirement_and_refuse_unknown_visitors() {
-    with_schemas(|schemas| async move {
-        let database = schemas.fresh().await;
-        let e = evidence(&database).await;
+    with_evidence(|database, e| async move {
         let subject = e.subject_id("acct-1");
         let input = |v: VisitorId, proof: &str| DeviceLinkInput {
             subject: subject.clone(),

@@ -140,6 +140,26 @@ pub fn device_link_list_limit(limit: usize) -> Result<usize, ConfigError> {
     check("limit", limit, &DEVICE_LINK_LIST_LIMIT.1)
 }
 
+/// The rows a store's activity read fetches for a requested `limit`: at most [`MAX_ACTIVITY_ROWS`]. Stores clamp
+/// rather than refuse, since [`Evidence`](super::Evidence) has already checked the caller's value.
+pub fn store_activity_rows(limit: u32) -> u32 {
+    limit.min(MAX_ACTIVITY_ROWS)
+}
+
+/// The links a store's listing returns for a requested `limit`: clamped into the range of
+/// [`DEVICE_LINK_LIST_LIMIT`].
+pub fn store_link_list_limit(limit: usize) -> usize {
+    let range = &DEVICE_LINK_LIST_LIMIT.1;
+    limit.clamp(*range.start(), *range.end())
+}
+
+/// The rows of each table a store's cleanup step deletes for a requested `batch`: clamped into the range of
+/// [`EVIDENCE_CLEANUP_BATCH`].
+pub fn store_cleanup_batch(batch: usize) -> usize {
+    let range = &EVIDENCE_CLEANUP_BATCH.1;
+    batch.clamp(*range.start(), *range.end())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,5 +225,17 @@ mod tests {
         assert_eq!(device_link_list_limit(1), Ok(1));
         assert_eq!(device_link_list_limit(100), Ok(100));
         assert_eq!(device_link_list_limit(101).unwrap_err().field, "limit");
+    }
+
+    #[test]
+    fn store_bounds_clamp() {
+        assert_eq!(store_activity_rows(5), 5);
+        assert_eq!(store_activity_rows(u32::MAX), 1001);
+        assert_eq!(store_link_list_limit(0), 1);
+        assert_eq!(store_link_list_limit(20), 20);
+        assert_eq!(store_link_list_limit(usize::MAX), 100);
+        assert_eq!(store_cleanup_batch(0), 1);
+        assert_eq!(store_cleanup_batch(100), 100);
+        assert_eq!(store_cleanup_batch(usize::MAX), 1000);
     }
 }

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::config::{DEVICE_LINK_LIST_LIMIT, EVIDENCE_CLEANUP_BATCH, MAX_ACTIVITY_ROWS};
+use super::config::{store_activity_rows, store_cleanup_batch, store_link_list_limit};
 use super::event::{Action, ApplicationEvent, EventType};
 use super::ids::{LinkId, SubjectId};
 use super::link::{DeviceLink, Revocation};
@@ -277,7 +277,7 @@ impl EvidenceStore for MemoryEvidenceStore {
         let Some(slots) = slots else {
             return Ok(Vec::new());
         };
-        let limit = usize::try_from(read.limit.min(MAX_ACTIVITY_ROWS)).unwrap_or(usize::MAX);
+        let limit = usize::try_from(store_activity_rows(read.limit)).unwrap_or(usize::MAX);
         Ok(slots
             .range(time_range(read.since, read.until))
             .rev()
@@ -324,7 +324,7 @@ impl EvidenceStore for MemoryEvidenceStore {
         limit: usize,
     ) -> Result<Vec<DeviceLink>, StoreError> {
         let inner = self.lock();
-        let limit = limit.clamp(1, *DEVICE_LINK_LIST_LIMIT.1.end());
+        let limit = store_link_list_limit(limit);
         let key = (subject.as_str().to_owned(), scope.to_owned());
         let Some(slots) = inner.links_by_subject.get(&key) else {
             return Ok(Vec::new());
@@ -442,7 +442,7 @@ impl EvidenceStore for MemoryEvidenceStore {
         link_cutoff: i64,
         batch: usize,
     ) -> Result<EvidenceCleanup, StoreError> {
-        let batch = batch.clamp(1, *EVIDENCE_CLEANUP_BATCH.1.end());
+        let batch = store_cleanup_batch(batch);
         let mut inner = self.lock();
         let expired: Vec<String> = scoped_until(&inner.events_by_expiry, scope, now_ms)
             .take(batch)

@@ -105,7 +105,7 @@ pub trait EvidenceStore: Send + Sync {
     ) -> impl Future<Output = Result<EventWrite, StoreError>> + Send;
 
     /// The types of the events `read` selects, newest first (`occurred_at DESC, id DESC`), at most
-    /// `read.limit` (stores clamp it to [`MAX_ACTIVITY_ROWS`](super::config::MAX_ACTIVITY_ROWS)).
+    /// `read.limit` (stores clamp it with [`store_activity_rows`](super::config::store_activity_rows)).
     fn recent_event_types(
         &self,
         read: &ActivityRead<'_>,
@@ -125,7 +125,7 @@ pub trait EvidenceStore: Send + Sync {
     ) -> impl Future<Output = Result<Option<DeviceLink>, StoreError>> + Send;
 
     /// A subject's links in `scope`, newest first (`created_at DESC, id DESC`), at most `limit` (stores clamp
-    /// it to 1–100).
+    /// it to 1–100 with [`store_link_list_limit`](super::config::store_link_list_limit)).
     fn device_links(
         &self,
         scope: &str,
@@ -175,7 +175,7 @@ pub trait EvidenceStore: Send + Sync {
 
     /// Deletes at most `batch` events of `scope` with `expires_at <= now_ms` (earliest expiry first) and at
     /// most `batch` links of `scope` with retirement at or before `link_cutoff` (earliest first). Stores clamp
-    /// `batch` to 1–1000.
+    /// `batch` to 1–1000 with [`store_cleanup_batch`](super::config::store_cleanup_batch).
     fn cleanup(
         &self,
         scope: &str,

@@ -6,7 +6,7 @@
 //! each cleanup step are one statement each.
 
 use janitor_core::evidence::config::{
-    DEVICE_LINK_LIST_LIMIT, EVIDENCE_CLEANUP_BATCH, MAX_ACTIVITY_ROWS,
+    store_activity_rows, store_cleanup_batch, store_link_list_limit,
 };
 use janitor_core::evidence::{
     ActivityColumn, ActivityRead, ApplicationEvent, DeviceLink, EventOwner, EventType, EventWrite,
@@ -133,7 +133,7 @@ impl EvidenceStore for PgEvidenceStore {
     ) -> Result<Vec<EventType>, StoreError> {
         let mut connection = self.database.connection().await?;
         let statement = recent_types_statement(read.column, read.action.is_some());
-        let limit = i64::from(read.limit.min(MAX_ACTIVITY_ROWS));
+        let limit = i64::from(store_activity_rows(read.limit));
         let rows = match read.action {
             None => {
                 connection
@@ -220,7 +220,7 @@ impl EvidenceStore for PgEvidenceStore {
         limit: usize,
     ) -> Result<Vec<DeviceLink>, StoreError> {
         let mut connection = self.database.connection().await?;
-        let limit = limit.clamp(1, *DEVICE_LINK_LIST_LIMIT.1.end()) as i64;
+        let limit = store_link_list_limit(limit) as i64;
         let rows = connection
             .query(
                 statements::LINKS_OF_SUBJECT,
@@ -313,7 +313,7 @@ impl EvidenceStore for PgEvidenceStore {
         batch: usize,
     ) -> Result<EvidenceCleanup, StoreError> {
         let mut connection = self.database.connection().await?;
-        let batch = batch.clamp(1, *EVIDENCE_CLEANUP_BATCH.1.end()) as i64;
+        let batch = store_cleanup_batch(batch) as i64;
         let rows = connection
             .query(
                 statements::CLEANUP,

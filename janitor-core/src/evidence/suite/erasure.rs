@@ -17,11 +17,7 @@ pub(super) async fn erasure_removes_exactly_the_owner<S: EvidenceStore>(e: Evide
         event("e-4", EventType::LoginAttempt).session("shared-sess"),
         event("e-5", EventType::LoginAttempt).session("other-sess"),
     ];
-    for input in inputs {
-        e.record(&input.build().expect("valid"), T0)
-            .await
-            .expect("record");
-    }
+    record_all(&e, inputs, T0).await;
     let link = link_input(&alice, &visitor(1), "keep-link", T0, T0 + DAY_MS);
     e.link(&link, T0).await.expect("link");
     assert_eq!(
@@ -61,11 +57,7 @@ pub(super) async fn subject_deletion_cascades<S: EvidenceStore>(e: Evidence<S>) 
             .actor(alice.clone()),
         event("c-3", EventType::LoginSuccess).subject(bob.clone()),
     ];
-    for input in inputs {
-        e.record(&input.build().expect("valid"), T0)
-            .await
-            .expect("record");
-    }
+    record_all(&e, inputs, T0).await;
     e.link(
         &link_input(&alice, &visitor(1), "c-link", T0, T0 + DAY_MS),
         T0,
@@ -121,11 +113,7 @@ pub(super) async fn visitor_erasure_removes_events_and_links<S: EvidenceStore>(e
             .subject(alice.clone())
             .visitor(visitor(2)),
     ];
-    for input in inputs {
-        e.record(&input.build().expect("valid"), T0)
-            .await
-            .expect("record");
-    }
+    record_all(&e, inputs, T0).await;
     e.link(
         &link_input(&alice, &visitor(1), "v-link", T0, T0 + DAY_MS),
         T0,

@@ -58,6 +58,19 @@ pub(super) fn event(id: &str, event_type: EventType) -> EventInputBuilder {
     EventInput::builder(id, event_type)
 }
 
+/// Records each of `inputs` at `at`, expecting every one to be valid and accepted.
+pub(super) async fn record_all<S: EvidenceStore>(
+    e: &Evidence<S>,
+    inputs: impl IntoIterator<Item = EventInputBuilder>,
+    at: i64,
+) {
+    for input in inputs {
+        e.record(&input.build().expect("valid"), at)
+            .await
+            .expect("record");
+    }
+}
+
 pub(super) async fn count<S: EvidenceStore>(
     e: &Evidence<S>,
     query: VelocityQuery,
