@@ -116,14 +116,7 @@ fn config_bounds() {
     for good in [1, 1024] {
         assert_eq!(admission_with(good).max_in_flight(), good);
     }
-    for bad in [0, 1025] {
-        let err = AdmissionConfig::builder()
-            .max_in_flight_requests(bad)
-            .build()
-            .unwrap_err();
-        assert_eq!(err.field, "max_in_flight_requests");
-        assert!(err.to_string().contains("from 1 to 1024"), "{err}");
-    }
+    // Out-of-range values are refused by the configuration itself (its unit tests in `admission::config`).
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
