@@ -5,14 +5,16 @@ mod admission_support;
 
 use std::convert::Infallible;
 use std::future::{poll_fn, Future};
+use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
-use admission_support::{get, serve, wait_until, within, Connection};
+use admission_support::{
+    admission_with, get, serve, wait_until, wait_until_free, within, Connection, SETTLE,
+};
 use axum::body::Body;
 use axum::http::{Request, Response, StatusCode};
 use axum::response::IntoResponse;
@@ -21,20 +23,9 @@ use axum::Router;
 use bytes::Bytes;
 use http_body::Frame;
 use http_body_util::{BodyExt, Full};
-use janitor_axum::admission::{Admission, AdmissionConfig};
+use janitor_axum::admission::Admission;
 use tokio::sync::mpsc;
 use tower::{service_fn, Layer, Service, ServiceExt};
-
-const SETTLE: Duration = Duration::from_secs(10);
-
-fn admission_with(limit: usize) -> Admission {
-    Admission::new(
-        AdmissionConfig::builder()
-            .max_in_flight_requests(limit)
-            .build()
-            .unwrap(),
-    )
-}
 
 /// A response body fed chunk by chunk by the test through a channel.
 struct ChannelBody(mpsc::Receiver<Bytes>);
@@ -70,12 +61,11 @@ fn streaming_app(admission: &Admission) -> (Router, mpsc::UnboundedReceiver<mpsc
     (router, received)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_streamed_body_keeps_its_slot_until_fully_sent() {
-    let admission = admission_with(1);
-    let (router, mut streams) = streaming_app(&admission);
+/// Serves a [`streaming_app`] and starts one `/stream` response on a client: the head and a first chunk have
+/// arrived, the rest of the body waits on the returned sender.
+async fn start_stream(admission: &Admission) -> (SocketAddr, Connection, mpsc::Sender<Bytes>) {
+    let (router, mut streams) = streaming_app(admission);
     let address = serve(router).await;
-
     let mut client = Connection::open(address).await.unwrap();
     client.send(&get("/stream")).await.unwrap();
     let chunks = within("the handler", streams.recv()).await.unwrap();
@@ -84,6 +74,13 @@ async fn a_streamed_body_keeps_its_slot_until_fully_sent() {
     assert_eq!(head.status, 200);
     let chunk = within("a chunk", client.read_chunk()).await.unwrap();
     assert_eq!(chunk.as_deref(), Some(&b"first"[..]));
+    (address, client, chunks)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_body_keeps_its_slot_until_fully_sent() {
+    let admission = admission_with(1);
+    let (address, mut client, chunks) = start_stream(&admission).await;
     // The handler has returned; only the body is still on its way.
     assert_eq!(admission.in_flight(), 1);
     let mut other = Connection::open(address).await.unwrap();
@@ -98,7 +95,7 @@ async fn a_streamed_body_keeps_its_slot_until_fully_sent() {
     assert_eq!(admission.in_flight(), 1);
     drop(chunks);
     assert_eq!(within("the end", client.read_chunk()).await.unwrap(), None);
-    wait_until("the slot is free", SETTLE, || admission.in_flight() == 0).await;
+    wait_until_free(&admission).await;
     let reply = within("after", client.exchange(&get("/fast")))
         .await
         .unwrap();
@@ -108,19 +105,11 @@ async fn a_streamed_body_keeps_its_slot_until_fully_sent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_body_dropped_by_a_leaving_client_frees_its_slot() {
     let admission = admission_with(1);
-    let (router, mut streams) = streaming_app(&admission);
-    let address = serve(router).await;
-
-    let mut client = Connection::open(address).await.unwrap();
-    client.send(&get("/stream")).await.unwrap();
-    let chunks = within("the handler", streams.recv()).await.unwrap();
-    chunks.send(Bytes::from_static(b"first")).await.unwrap();
-    within("the head", client.read_head()).await.unwrap();
-    within("a chunk", client.read_chunk()).await.unwrap();
+    let (_, client, chunks) = start_stream(&admission).await;
     assert_eq!(admission.in_flight(), 1);
 
     drop(client);
-    wait_until("the slot is free", SETTLE, || admission.in_flight() == 0).await;
+    wait_until_free(&admission).await;
     within("the body is dropped", chunks.closed()).await;
 }
 
@@ -173,7 +162,7 @@ async fn a_client_that_leaves_while_the_handler_waits_frees_its_slot() {
         .await;
         assert_eq!(admission.in_flight(), 1);
         drop(client);
-        wait_until("the slot is free", SETTLE, || admission.in_flight() == 0).await;
+        wait_until_free(&admission).await;
     }
     let mut client = Connection::open(address).await.unwrap();
     let reply = within("after", client.exchange(&get("/fast")))
@@ -266,7 +255,7 @@ async fn a_panicking_handler_frees_its_slot_with_or_without_a_catch_panic_layer(
             } else {
                 assert_eq!(reply.unwrap().status(), 500);
             }
-            wait_until("the slot is free", SETTLE, || admission.in_flight() == 0).await;
+            wait_until_free(admission).await;
         }
         let mut client = Connection::open(address).await.unwrap();
         let reply = within("after", client.exchange(&get("/fast")))

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use admission_support::{post_with_length, serve, wait_until, within, Connection};
+use admission_support::{post_with_length, serve, wait_until, wait_until_free, within, Connection};
 use janitor_axum::{InMemory, Janitor, JanitorConfig};
 use stores::{Hook, Hooked};
 use tokio::sync::Semaphore;
@@ -96,10 +96,7 @@ async fn four_slots_and_a_thousand_requests() {
     assert_eq!(statuses, [(200, 4), (503, 996)].into_iter().collect());
     assert_eq!(overloads.load(Ordering::SeqCst), 996);
     assert_eq!(gated.calls.load(Ordering::SeqCst), 4);
-    wait_until("slots released", Duration::from_secs(5), || {
-        janitor.admission().in_flight() == 0
-    })
-    .await;
+    wait_until_free(janitor.admission()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -118,12 +115,7 @@ async fn clients_that_disconnect_release_their_slots() {
         })
         .await;
         drop(connections);
-        wait_until(
-            "slots released after disconnects",
-            Duration::from_secs(10),
-            || janitor.admission().in_flight() == 0,
-        )
-        .await;
+        wait_until_free(janitor.admission()).await;
         assert!(gated.calls.load(Ordering::SeqCst) >= 4 * (round + 1));
     }
     // The endpoint still answers.

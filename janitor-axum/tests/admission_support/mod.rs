@@ -8,12 +8,26 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Router;
+use janitor_axum::admission::{Admission, AdmissionConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{timeout, Instant};
 
 /// How long any single wire operation may take before the test fails instead of hanging.
 pub const WIRE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long a test waits for the server to reach a state (a slot freed, a handler reached, a close).
+pub const SETTLE: Duration = Duration::from_secs(10);
+
+/// An admission layer with `limit` slots.
+pub fn admission_with(limit: usize) -> Admission {
+    Admission::new(
+        AdmissionConfig::builder()
+            .max_in_flight_requests(limit)
+            .build()
+            .unwrap(),
+    )
+}
 
 /// Serves `router` with `axum::serve` on 127.0.0.1 and an ephemeral port.
 pub async fn serve(router: Router) -> SocketAddr {
@@ -30,6 +44,11 @@ pub async fn wait_until(what: &str, within: Duration, condition: impl Fn() -> bo
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// Waits until every slot of `admission` is free again.
+pub async fn wait_until_free(admission: &Admission) {
+    wait_until("every slot is free", SETTLE, || admission.in_flight() == 0).await;
 }
 
 /// Awaits `future`, failing the test instead of hanging when it takes too long.

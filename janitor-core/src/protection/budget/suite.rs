@@ -88,10 +88,7 @@ async fn absent_rows_read_as_none<S: BudgetStore>(store: &S) {
 async fn insert_only_when_absent<S: BudgetStore>(store: &S) {
     let first = sample_row(1, T0 + 60_000);
     assert!(
-        store
-            .compare_and_swap("sub_a", 0, &first)
-            .await
-            .expect("cas"),
+        swap(store, "sub_a", 0, &first).await,
         "insert_only_when_absent: the first insert wins"
     );
     assert_eq!(
@@ -102,10 +99,7 @@ async fn insert_only_when_absent<S: BudgetStore>(store: &S) {
     let mut other = sample_row(1, T0 + 1);
     other.record.used = 99;
     assert!(
-        !store
-            .compare_and_swap("sub_a", 0, &other)
-            .await
-            .expect("cas"),
+        !swap(store, "sub_a", 0, &other).await,
         "insert_only_when_absent: a second insert loses"
     );
     assert_eq!(
@@ -117,31 +111,19 @@ async fn insert_only_when_absent<S: BudgetStore>(store: &S) {
 
 async fn update_only_at_the_expected_version<S: BudgetStore>(store: &S) {
     assert!(
-        !store
-            .compare_and_swap("sub_u", 1, &sample_row(2, T0))
-            .await
-            .expect("cas"),
+        !swap(store, "sub_u", 1, &sample_row(2, T0)).await,
         "update_only_at_the_expected_version: an absent row is not updated"
     );
     assert_eq!(store.read("sub_u").await.expect("read"), None);
-    assert!(store
-        .compare_and_swap("sub_u", 0, &sample_row(1, T0))
-        .await
-        .expect("cas"));
+    assert!(swap(store, "sub_u", 0, &sample_row(1, T0)).await);
     let second = sample_row(2, T0 + 10);
     assert!(
-        store
-            .compare_and_swap("sub_u", 1, &second)
-            .await
-            .expect("cas"),
+        swap(store, "sub_u", 1, &second).await,
         "update_only_at_the_expected_version: the current version wins"
     );
     for stale in [1, 3, 0] {
         assert!(
-            !store
-                .compare_and_swap("sub_u", stale, &sample_row(9, T0 + 20))
-                .await
-                .expect("cas"),
+            !swap(store, "sub_u", stale, &sample_row(9, T0 + 20)).await,
             "update_only_at_the_expected_version: version {stale} loses"
         );
     }
@@ -153,21 +135,12 @@ async fn update_only_at_the_expected_version<S: BudgetStore>(store: &S) {
 }
 
 async fn rows_are_isolated<S: BudgetStore>(store: &S) {
-    assert!(store
-        .compare_and_swap("sub_x", 0, &sample_row(1, T0))
-        .await
-        .expect("cas"));
+    assert!(swap(store, "sub_x", 0, &sample_row(1, T0)).await);
     assert!(
-        store
-            .compare_and_swap("sub_y", 0, &sample_row(1, T0 + 5))
-            .await
-            .expect("cas"),
+        swap(store, "sub_y", 0, &sample_row(1, T0 + 5)).await,
         "rows_are_isolated: another id inserts"
     );
-    assert!(store
-        .compare_and_swap("sub_x", 1, &sample_row(2, T0))
-        .await
-        .expect("cas"));
+    assert!(swap(store, "sub_x", 1, &sample_row(2, T0)).await);
     assert_eq!(
         store.read("sub_y").await.expect("read").map(|r| r.version),
         Some(1),
@@ -176,10 +149,7 @@ async fn rows_are_isolated<S: BudgetStore>(store: &S) {
 }
 
 async fn expired_rows_are_read_and_replaceable<S: BudgetStore>(store: &S) {
-    assert!(store
-        .compare_and_swap("sub_e", 0, &sample_row(1, T0))
-        .await
-        .expect("cas"));
+    assert!(swap(store, "sub_e", 0, &sample_row(1, T0)).await);
     // Expiry only marks the row for cleanup: its record still says what is running.
     assert_eq!(
         store.read("sub_e").await.expect("read").map(|r| r.version),
@@ -188,10 +158,7 @@ async fn expired_rows_are_read_and_replaceable<S: BudgetStore>(store: &S) {
     );
     let next = sample_row(2, T0 + 120_000);
     assert!(
-        store
-            .compare_and_swap("sub_e", 1, &next)
-            .await
-            .expect("cas"),
+        swap(store, "sub_e", 1, &next).await,
         "expired_rows_are_read_and_replaceable: replaced by version"
     );
     assert_eq!(store.read("sub_e").await.expect("read"), Some(next));
@@ -200,15 +167,9 @@ async fn expired_rows_are_read_and_replaceable<S: BudgetStore>(store: &S) {
 async fn cleanup_is_bounded_and_spares_live_rows<S: BudgetStore>(store: &S) {
     for n in 1..=5 {
         let row = sample_row(1, T0 + n);
-        assert!(store
-            .compare_and_swap(&format!("sub_old{n}"), 0, &row)
-            .await
-            .expect("cas"));
+        assert!(swap(store, &format!("sub_old{n}"), 0, &row).await);
     }
-    assert!(store
-        .compare_and_swap("sub_live", 0, &sample_row(1, T0 + 11))
-        .await
-        .expect("cas"));
+    assert!(swap(store, "sub_live", 0, &sample_row(1, T0 + 11)).await);
     let now = T0 + 10;
     assert_eq!(
         store.cleanup(2, now).await.expect("cleanup"),
@@ -242,6 +203,29 @@ async fn cleanup_is_bounded_and_spares_live_rows<S: BudgetStore>(store: &S) {
         1,
         "cleanup_is_bounded_and_spares_live_rows: expiring exactly now counts as expired"
     );
+}
+
+/// A compare-and-swap that must reach the store: whether it won.
+async fn swap<S: BudgetStore>(
+    store: &S,
+    id: &str,
+    expected_version: i64,
+    next: &BudgetRow,
+) -> bool {
+    store
+        .compare_and_swap(id, expected_version, next)
+        .await
+        .expect("cas")
+}
+
+/// The row `budget` keeps in its store, which must exist.
+async fn stored_row<S: BudgetStore>(budget: &InferenceBudget<S>) -> BudgetRow {
+    budget
+        .store()
+        .read(budget.id())
+        .await
+        .expect("read")
+        .expect("row")
 }
 
 fn config(max_calls: u32, max_concurrent: u32, threshold: u32) -> BudgetConfig {
@@ -324,12 +308,7 @@ async fn circuit_opens_probes_and_closes<S: BudgetStore>(store: S) {
             .await,
         Ok(true)
     );
-    let row = budget
-        .store()
-        .read(budget.id())
-        .await
-        .expect("read")
-        .expect("row");
+    let row = stored_row(&budget).await;
     assert_eq!(
         (row.record.open_until, row.record.failures, row.record.epoch),
         (0, 0, 2),
@@ -344,12 +323,7 @@ async fn writes_keep_version_and_expiry<S: BudgetStore>(store: S) {
     let config = config(100, 4, 3);
     let budget = InferenceBudget::new(store, config, &label_key("rows"));
     let lease = budget.reserve(T0, 2, 700).await.expect("admitted");
-    let row = budget
-        .store()
-        .read(budget.id())
-        .await
-        .expect("read")
-        .expect("row");
+    let row = stored_row(&budget).await;
     assert_eq!(
         (row.version, row.record.version),
         (1, 1),
@@ -364,12 +338,7 @@ async fn writes_keep_version_and_expiry<S: BudgetStore>(store: S) {
         .finish(&lease, CallOutcome::Success, T0 + 3)
         .await
         .expect("finish");
-    let row = budget
-        .store()
-        .read(budget.id())
-        .await
-        .expect("read")
-        .expect("row");
+    let row = stored_row(&budget).await;
     assert_eq!(
         (row.version, row.record.version, row.expires_at),
         (2, 2, T0 + 3 + 2 * 5_700),
