@@ -107,6 +107,12 @@ pub fn cleanup_batch(size: usize) -> Result<usize, ConfigError> {
     check("cleanup_batch", size, &CLEANUP_BATCH.1)
 }
 
+/// The rows a store's cleanup step deletes for a requested `batch`: clamped into [`CLEANUP_BATCH`]'s range, so
+/// every store bounds its work the same way whatever its caller asks.
+pub fn clamp_cleanup_batch(batch: usize) -> usize {
+    batch.clamp(*CLEANUP_BATCH.1.start(), *CLEANUP_BATCH.1.end())
+}
+
 /// Options of the identification engine.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EngineConfig {
@@ -159,6 +165,15 @@ impl EngineConfigBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cleanup_batches_are_clamped_to_their_range() {
+        assert_eq!(clamp_cleanup_batch(0), 1);
+        assert_eq!(clamp_cleanup_batch(1), 1);
+        assert_eq!(clamp_cleanup_batch(500), 500);
+        assert_eq!(clamp_cleanup_batch(1_000), 1_000);
+        assert_eq!(clamp_cleanup_batch(1_001), 1_000);
+    }
 
     #[test]
     fn retention_bounds() {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::{batch_visitors, history_limit, CleanupReport, StoreError, VisitorStore};
 use crate::candidates::{probes_for, LookupRow, Probe, ROWS_PER_PROBE};
-use crate::config::{Retention, CLEANUP_BATCH};
+use crate::config::{clamp_cleanup_batch, Retention};
 use crate::observation::Observation;
 use crate::visitor::VisitorId;
 
@@ -296,7 +296,7 @@ impl VisitorStore for MemoryVisitorStore {
         batch: usize,
         now_ms: i64,
     ) -> Result<CleanupReport, StoreError> {
-        let batch = batch.clamp(*CLEANUP_BATCH.1.start(), *CLEANUP_BATCH.1.end());
+        let batch = clamp_cleanup_batch(batch);
         let cutoff = self.retention.cutoff(now_ms);
         let mut inner = self.lock();
         let (expired, expired_visitors) = inner.expire(cutoff, batch);

@@ -3,7 +3,7 @@
 //! One statement per call: a read, an insert or an update (the compare-and-swap), or a bounded delete. The
 //! budget logic itself lives in `janitor_core::protection::budget`; this store only reads and swaps rows.
 
-use janitor_core::config::CLEANUP_BATCH;
+use janitor_core::config::clamp_cleanup_batch;
 use janitor_core::protection::budget::{BudgetRecord, BudgetRow, BudgetStore};
 use janitor_core::StoreError;
 use tokio_postgres::types::Json;
@@ -86,7 +86,7 @@ impl BudgetStore for PgBudgetStore {
     }
 
     async fn cleanup(&self, batch: usize, now_ms: i64) -> Result<usize, StoreError> {
-        let batch = batch.clamp(*CLEANUP_BATCH.1.start(), *CLEANUP_BATCH.1.end()) as i64;
+        let batch = clamp_cleanup_batch(batch) as i64;
         let mut connection = self.database.connection().await?;
         let deleted = connection
             .execute(statements::CLEANUP, &[&now_ms, &batch])

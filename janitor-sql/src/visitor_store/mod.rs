@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use janitor_core::candidates::{LookupRow, Probe};
-use janitor_core::config::{Retention, CLEANUP_BATCH};
+use janitor_core::config::{clamp_cleanup_batch, Retention};
 use janitor_core::store::{
     batch_visitors, history_limit, CleanupReport, StoreError, VisitWrite, VisitorStore,
 };
@@ -288,7 +288,7 @@ impl VisitorStore for PgVisitorStore {
         batch: usize,
         now_ms: i64,
     ) -> Result<CleanupReport, StoreError> {
-        let batch = batch.clamp(*CLEANUP_BATCH.1.start(), *CLEANUP_BATCH.1.end());
+        let batch = clamp_cleanup_batch(batch);
         let limit = batch as i64;
         let cutoff = self.retention.cutoff(now_ms);
         // Each step stands on its own, so a failure part-way loses nothing: the next call redoes what is left.

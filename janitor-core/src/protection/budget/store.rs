@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::record::BudgetRecord;
-use crate::config::CLEANUP_BATCH;
+use crate::config::clamp_cleanup_batch;
 use crate::store::StoreError;
 
 /// One row of `evaluation_controls`.
@@ -120,7 +120,7 @@ impl BudgetStore for MemoryBudgetStore {
     }
 
     async fn cleanup(&self, batch: usize, now_ms: i64) -> Result<usize, StoreError> {
-        let batch = batch.clamp(*CLEANUP_BATCH.1.start(), *CLEANUP_BATCH.1.end());
+        let batch = clamp_cleanup_batch(batch);
         let mut rows = self.lock();
         let mut expired: Vec<(i64, String)> = rows
             .iter()

@@ -252,9 +252,8 @@ impl<S: QuotaStore> RequestQuotas<S> {
 
     /// Deletes at most `batch` ended windows (see [`QuotaStore::cleanup`]); `batch` is clamped to 1–1000.
     pub async fn cleanup(&self, now_ms: i64, batch: usize) -> Result<usize, StoreError> {
-        let range = &crate::config::CLEANUP_BATCH.1;
         self.store
-            .cleanup(now_ms, batch.clamp(*range.start(), *range.end()))
+            .cleanup(now_ms, crate::config::clamp_cleanup_batch(batch))
             .await
     }
 }
