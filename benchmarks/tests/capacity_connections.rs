@@ -23,7 +23,7 @@ const VISITORS: u64 = 200;
 async fn http_run(schemas: &Schemas, name: &str, settings: &[(&str, &str)]) -> HttpRun {
     let database = schemas.fresh().await;
     let schema = database.schema().unwrap().as_str().to_owned();
-    population::seed(&database, VISITORS, 1, janitor_core::engine::now_ms()).await;
+    population::seed(&database, VISITORS, 1, janitor_core::now_ms()).await;
     let scratch = std::env::temp_dir().join(format!(
         "capacity-connections-{name}-{}",
         std::process::id()

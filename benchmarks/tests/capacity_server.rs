@@ -30,7 +30,7 @@ async fn fleet_serves_counts_and_stops() {
     with_schemas(|schemas| async move {
         let database = schemas.fresh().await;
         let schema = database.schema().unwrap().as_str().to_owned();
-        population::seed(&database, 3, 1, janitor_core::engine::now_ms()).await;
+        population::seed(&database, 3, 1, janitor_core::now_ms()).await;
         let settings = FleetSettings {
             workers: 2,
             max_in_flight: 8,

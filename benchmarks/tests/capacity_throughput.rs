@@ -20,7 +20,7 @@ async fn a_short_sweep_reports_every_part() {
     with_schemas(|schemas| async move {
         let database = schemas.fresh().await;
         let schema = database.schema().unwrap().as_str().to_owned();
-        population::seed(&database, VISITORS, 2, janitor_core::engine::now_ms()).await;
+        population::seed(&database, VISITORS, 2, janitor_core::now_ms()).await;
         let scratch = std::env::temp_dir().join(format!("janitor-throughput-{schema}"));
         std::fs::create_dir_all(&scratch).unwrap();
         let cookies = scratch.join("cookies.tsv");

@@ -17,8 +17,10 @@ use std::net::SocketAddr;
 
 use axum::response::Html;
 use axum::routing::get;
-use janitor_axum::{Backend, Environment, InMemory, Janitor, JanitorConfig, Postgres};
-use janitor_sql::{Database, DatabaseConfig};
+use janitor_axum::{
+    AdmissionConfig, CookieConfig, EndpointConfig, Environment, Janitor, JanitorConfig,
+    MemoryStores, Stores,
+};
 
 /// The page (the browser tests serve the same file).
 const PAGE: &str = include_str!("quickstart.html");
@@ -29,12 +31,62 @@ fn development_secret() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-async fn serve<B: Backend>(janitor: Janitor<B>, addr: SocketAddr) -> Result<(), Box<dyn Error>> {
+async fn serve<S: Stores>(janitor: Janitor<S>, addr: SocketAddr) -> Result<(), Box<dyn Error>> {
     let app = janitor.router().route("/", get(|| async { Html(PAGE) }));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     println!("Janitor quick start on http://{}/", listener.local_addr()?);
     axum::serve(listener, app).await?;
     Ok(())
+}
+
+/// The configuration from the environment: development mode (an insecure loopback cookie, scores shown).
+fn config() -> Result<JanitorConfig, Box<dyn Error>> {
+    let secret = std::env::var("JANITOR_SECRET").unwrap_or_else(|_| {
+        eprintln!(
+            "warning: JANITOR_SECRET is not set; using a random development secret for this run"
+        );
+        development_secret()
+    });
+    let mut admission = AdmissionConfig::builder();
+    if let Ok(value) = std::env::var("JANITOR_MAX_IN_FLIGHT") {
+        let n: usize = value.parse().map_err(|_| {
+            format!("JANITOR_MAX_IN_FLIGHT must be a whole number from 1 to 1024, got {value:?}")
+        })?;
+        admission = admission.max_in_flight_requests(n);
+    }
+    Ok(JanitorConfig::builder()
+        .secret(&secret)
+        .environment(Environment::Development)
+        .cookie(CookieConfig::builder().secure(false).build()?)
+        .endpoint(
+            EndpointConfig::builder()
+                .expose_client_scores(true)
+                .build()?,
+        )
+        .admission(admission.build()?)
+        .build()?)
+}
+
+#[cfg(feature = "postgres")]
+async fn serve_postgres(
+    config: JanitorConfig,
+    url: &str,
+    addr: SocketAddr,
+) -> Result<(), Box<dyn Error>> {
+    use janitor_sql::{Database, DatabaseConfig, PgStores};
+    let mut db_config = DatabaseConfig::builder(url);
+    if let Ok(schema) = std::env::var("JANITOR_SCHEMA") {
+        db_config = db_config.schema(&schema);
+    }
+    let database = Database::new(db_config.build()?)?;
+    let report = database.migrate().await?;
+    println!("PostgreSQL: migrations applied now {:?}", report.applied);
+    serve(Janitor::new(config, PgStores::new(database)), addr).await
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn serve_postgres(_: JanitorConfig, _: &str, _: SocketAddr) -> Result<(), Box<dyn Error>> {
+    Err("DATABASE_URL is set, but this build has no PostgreSQL stores (enable the `postgres` feature)".into())
 }
 
 #[tokio::main]
@@ -43,38 +95,12 @@ async fn main() -> Result<(), Box<dyn Error>> {
         .unwrap_or_else(|_| "127.0.0.1:3000".to_owned())
         .parse()
         .map_err(|e| format!("JANITOR_ADDR must be host:port: {e}"))?;
-    let secret = std::env::var("JANITOR_SECRET").unwrap_or_else(|_| {
-        eprintln!(
-            "warning: JANITOR_SECRET is not set; using a random development secret for this run"
-        );
-        development_secret()
-    });
-    let mut config = JanitorConfig::builder()
-        .secret(&secret)
-        .environment(Environment::Development)
-        .cookie_secure(false)
-        .expose_client_scores(true);
-    if let Ok(value) = std::env::var("JANITOR_MAX_IN_FLIGHT") {
-        let n: usize = value.parse().map_err(|_| {
-            format!("JANITOR_MAX_IN_FLIGHT must be a whole number from 1 to 1024, got {value:?}")
-        })?;
-        config = config.max_in_flight_requests(n);
-    }
-    let config = config.build()?;
+    let config = config()?;
     match std::env::var("DATABASE_URL") {
-        Ok(url) => {
-            let mut db_config = DatabaseConfig::builder(&url);
-            if let Ok(schema) = std::env::var("JANITOR_SCHEMA") {
-                db_config = db_config.schema(&schema);
-            }
-            let database = Database::new(db_config.build()?)?;
-            let report = database.migrate().await?;
-            println!("PostgreSQL: migrations applied now {:?}", report.applied);
-            serve(Janitor::new(config, Postgres(database)), addr).await
-        }
+        Ok(url) => serve_postgres(config, &url, addr).await,
         Err(_) => {
             println!("in-memory store (set DATABASE_URL to use PostgreSQL)");
-            serve(Janitor::new(config, InMemory), addr).await
+            serve(Janitor::new(config, MemoryStores::new()), addr).await
         }
     }
 }

@@ -11,32 +11,26 @@ use janitor_core::evidence::{
     ActivitySummary, DeviceAssessment, DeviceLink, DeviceLinkInput, EventInput, Evidence,
     EvidenceCleanup, EvidenceError, LinkId, Recorded, RevocationInput, SubjectId, VelocityQuery,
 };
+use janitor_core::identification::store::{CleanupReport, VisitorStore};
 use janitor_core::protection::quota::RequestQuotas;
-use janitor_core::store::{CleanupReport, StoreError, VisitorStore};
 use janitor_core::{
-    Engine, Evaluator, Identification, IdentifyError, Identity, NoEvaluator, VisitorId,
-    VisitorPayload,
-};
-
-use janitor_core::protection::budget::{
-    BudgetConfig, BudgetedEvaluator, BudgetedEvaluatorConfig, InferenceBudget,
+    now_ms, Engine, Evaluator, Identification, IdentifyError, Identity, NoEvaluator, StoreError,
+    Stores, VisitorId, VisitorPayload,
 };
 
 use crate::admission::Admission;
 use crate::config::JanitorConfig;
 use crate::identify;
-use crate::jev::{JevConfig, JevEvaluator};
-use crate::Backend;
 
 /// Janitor for one application: cheap to clone, shared by every route and task.
 ///
-/// `B` is where state lives ([`InMemory`](crate::InMemory) or [`Postgres`](crate::Postgres)); `E` the optional
-/// evaluator.
-pub struct Janitor<B: Backend, E: Evaluator = NoEvaluator> {
-    inner: Arc<Inner<B, E>>,
+/// `S` is where state lives: [`MemoryStores`](janitor_core::MemoryStores) in this process, or `PgStores` of
+/// `janitor-sql` (feature `postgres`) shared by every instance on one database; `E` the optional evaluator.
+pub struct Janitor<S: Stores, E: Evaluator = NoEvaluator> {
+    inner: Arc<Inner<S, E>>,
 }
 
-impl<B: Backend, E: Evaluator> Clone for Janitor<B, E> {
+impl<S: Stores, E: Evaluator> Clone for Janitor<S, E> {
     fn clone(&self) -> Self {
         Janitor {
             inner: Arc::clone(&self.inner),
@@ -44,7 +38,7 @@ impl<B: Backend, E: Evaluator> Clone for Janitor<B, E> {
     }
 }
 
-impl<B: Backend, E: Evaluator> std::fmt::Debug for Janitor<B, E> {
+impl<S: Stores, E: Evaluator> std::fmt::Debug for Janitor<S, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Janitor")
             .field("config", &self.inner.config)
@@ -52,13 +46,13 @@ impl<B: Backend, E: Evaluator> std::fmt::Debug for Janitor<B, E> {
     }
 }
 
-pub(crate) struct Inner<B: Backend, E: Evaluator> {
+pub(crate) struct Inner<S: Stores, E: Evaluator> {
     pub(crate) config: JanitorConfig,
     pub(crate) admission: Admission,
-    pub(crate) backend: B,
-    pub(crate) engine: Engine<B::Visitors, E>,
-    pub(crate) quotas: Option<RequestQuotas<B::Quotas>>,
-    pub(crate) evidence: Evidence<B::Evidence>,
+    pub(crate) stores: S,
+    pub(crate) engine: Engine<S::Visitors, E>,
+    pub(crate) quotas: Option<RequestQuotas<S::Quotas>>,
+    pub(crate) evidence: Evidence<S::Evidence>,
 }
 
 /// What [`Janitor::assess`] gives server code: the answer to send, and the full identity when there is one.
@@ -82,53 +76,29 @@ pub struct Maintenance {
     pub evidence: EvidenceCleanup,
 }
 
-impl<B: Backend> Janitor<B, NoEvaluator> {
+impl<S: Stores> Janitor<S, NoEvaluator> {
     /// A handle with deterministic matching only (risk status `disabled`).
-    pub fn new(config: JanitorConfig, backend: B) -> Self {
-        Janitor::with_evaluator(config, backend, None::<NoEvaluator>)
+    pub fn new(config: JanitorConfig, stores: S) -> Self {
+        Janitor::with_evaluator(config, stores, None::<NoEvaluator>)
     }
 }
 
-/// The evaluator [`Janitor::with_jev`] builds: the Jev provider behind the shared inference budget.
-pub type JevBehindBudget<B> = BudgetedEvaluator<JevEvaluator, <B as Backend>::Budget>;
-
-impl<B: Backend> Janitor<B, JevBehindBudget<B>> {
-    /// A handle that asks a Jev provider for risk (and, on the cookieless path, for same-visitor judgements),
-    /// through the shared inference budget of `backend`. Every refusal or failure falls back to deterministic
-    /// matching with `riskStatus: "unavailable"`.
-    pub fn with_jev(
-        config: JanitorConfig,
-        backend: B,
-        jev: JevConfig,
-        budget: BudgetConfig,
-    ) -> Self {
-        let shared = InferenceBudget::new(backend.budget(), budget, &config.key);
-        // The lease is sized by the provider's own timeout, so a slow call keeps its slot until it gives up.
-        let evaluator_config = BudgetedEvaluatorConfig::builder()
-            .timeout_ms(jev.timeout_ms())
-            .build()
-            .unwrap_or_default();
-        let evaluator = BudgetedEvaluator::new(JevEvaluator::new(jev), shared, evaluator_config);
-        Janitor::with_evaluator(config, backend, Some(evaluator))
-    }
-}
-
-impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
+impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     /// A handle whose engine asks `evaluator` (wrap it in the shared inference budget:
-    /// `janitor_core::protection::budget::BudgetedEvaluator` over `backend.budget()`).
-    pub fn with_evaluator(config: JanitorConfig, backend: B, evaluator: Option<E>) -> Self {
-        let engine = Engine::new(backend.visitors(config.retention), config.engine)
+    /// `janitor_core::protection::budget::BudgetedEvaluator` over `stores.budget()`).
+    pub fn with_evaluator(config: JanitorConfig, stores: S, evaluator: Option<E>) -> Self {
+        let engine = Engine::new(stores.visitors(config.retention), config.engine)
             .with_optional_evaluator(evaluator);
         let quotas = config
             .quotas
-            .map(|q| RequestQuotas::new(backend.quotas(), config.key.clone(), q));
-        let evidence = Evidence::new(backend.evidence(), config.key.clone(), config.evidence);
+            .map(|q| RequestQuotas::new(stores.quotas(), config.key.clone(), q));
+        let evidence = Evidence::new(stores.evidence(), config.key.clone(), config.evidence);
         let admission = Admission::new(config.admission);
         Janitor {
             inner: Arc::new(Inner {
                 config,
                 admission,
-                backend,
+                stores,
                 engine,
                 quotas,
                 evidence,
@@ -141,13 +111,13 @@ impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
         &self.inner.config
     }
 
-    /// The backend the stores come from.
-    pub fn backend(&self) -> &B {
-        &self.inner.backend
+    /// The stores: every handle they give out works on the state this handle uses.
+    pub fn stores(&self) -> &S {
+        &self.inner.stores
     }
 
     /// The identification engine, for direct calls from server code.
-    pub fn engine(&self) -> &Engine<B::Visitors, E> {
+    pub fn engine(&self) -> &Engine<S::Visitors, E> {
         &self.inner.engine
     }
 
@@ -164,10 +134,13 @@ impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
     pub fn router(&self) -> Router {
         Router::new()
             .route(
-                &self.inner.config.endpoint_path,
-                any(endpoint::<B, E>).layer(self.inner.admission.layer()),
+                self.inner.config.endpoint.path(),
+                any(endpoint::<S, E>).layer(self.inner.admission.layer()),
             )
-            .route(&self.inner.config.script_path, get(crate::script::serve))
+            .route(
+                self.inner.config.endpoint.script_path(),
+                get(crate::script::serve),
+            )
             .with_state(self.clone())
     }
 
@@ -188,32 +161,23 @@ impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
     }
 
     /// The evidence service, for everything below and more.
-    pub fn evidence(&self) -> &Evidence<B::Evidence> {
+    pub fn evidence(&self) -> &Evidence<S::Evidence> {
         &self.inner.evidence
     }
 
     /// Records an application event (see `docs/evidence.md`).
     pub async fn record_event(&self, event: &EventInput) -> Result<Recorded, EvidenceError> {
-        self.inner
-            .evidence
-            .record(event, janitor_core::engine::now_ms())
-            .await
+        self.inner.evidence.record(event, now_ms()).await
     }
 
     /// Counts recent events of one subject, session or actor.
     pub async fn velocity(&self, query: &VelocityQuery) -> Result<ActivitySummary, EvidenceError> {
-        self.inner
-            .evidence
-            .velocity(query, janitor_core::engine::now_ms())
-            .await
+        self.inner.evidence.velocity(query, now_ms()).await
     }
 
     /// Records a browser the application verified as the subject's.
     pub async fn link_device(&self, link: &DeviceLinkInput) -> Result<DeviceLink, EvidenceError> {
-        self.inner
-            .evidence
-            .link(link, janitor_core::engine::now_ms())
-            .await
+        self.inner.evidence.link(link, now_ms()).await
     }
 
     /// Whether a device link still associates `visitor` with `subject`.
@@ -223,7 +187,7 @@ impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
         subject: &SubjectId,
         visitor: &VisitorId,
     ) -> Result<DeviceAssessment, EvidenceError> {
-        let now = janitor_core::engine::now_ms();
+        let now = now_ms();
         self.inner
             .evidence
             .assess(link, subject, visitor, now)
@@ -245,7 +209,7 @@ impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
         link: &LinkId,
         revocation: &RevocationInput,
     ) -> Result<bool, EvidenceError> {
-        let now = janitor_core::engine::now_ms();
+        let now = now_ms();
         self.inner.evidence.revoke(link, revocation, now).await
     }
 
@@ -267,18 +231,7 @@ impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
     /// Erases a visitor with its observations, events and links. The application must authorize erasure and
     /// should not re-identify the browser automatically afterwards.
     pub async fn delete_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
-        let erased = self.inner.engine.store().delete_visitor(visitor).await?;
-        if !B::VISITOR_DELETE_CASCADES {
-            self.inner
-                .evidence
-                .delete_visitor(visitor)
-                .await
-                .map_err(|e| match e {
-                    EvidenceError::Store(store) => store,
-                    other => StoreError::Data(other.to_string()),
-                })?;
-        }
-        Ok(erased)
+        self.inner.stores.erase_visitor(visitor).await
     }
 
     /// One bounded maintenance step of every store (`batch` 1–1000). Pass the returned
@@ -289,10 +242,10 @@ impl<B: Backend, E: Evaluator + 'static> Janitor<B, E> {
         batch: usize,
     ) -> Result<Maintenance, CleanupError> {
         let batch = cleanup_batch(batch)?;
-        let now = janitor_core::engine::now_ms();
+        let now = now_ms();
         let visitors = self.inner.engine.store().cleanup(after, batch, now).await?;
         let quotas = match &self.inner.quotas {
-            Some(q) => q.cleanup(now, batch).await?,
+            Some(q) => q.cleanup(batch, now).await?,
             None => 0,
         };
         let evidence = self.inner.evidence.cleanup(batch, now).await?;
@@ -318,8 +271,8 @@ pub enum CleanupError {
     Evidence(#[from] EvidenceError),
 }
 
-async fn endpoint<B: Backend, E: Evaluator + 'static>(
-    State(janitor): State<Janitor<B, E>>,
+async fn endpoint<S: Stores, E: Evaluator + 'static>(
+    State(janitor): State<Janitor<S, E>>,
     request: Request,
 ) -> Response {
     identify::handle(&janitor.inner, request).await.0

@@ -2,18 +2,27 @@
 #![forbid(unsafe_code)]
 
 pub mod admission;
-mod backend;
 mod config;
 pub mod identify;
 mod janitor;
+#[cfg(feature = "jev")]
 pub mod jev;
+mod refusal;
 mod script;
+#[cfg(feature = "testing")]
+pub mod testing;
 
-pub use backend::{Backend, InMemory, Postgres};
 pub use config::{
+    AdmissionConfig, CookieConfig, CookieConfigBuilder, EndpointConfig, EndpointConfigBuilder,
     Environment, JanitorConfig, JanitorConfigBuilder, JanitorConfigError, COOKIE_MAX_AGE_DAYS,
-    ENDPOINT_PATH, MAX_BODY_BYTES, MAX_IN_FLIGHT_REQUESTS, REQUEST_TIMEOUT_MS, SCRIPT_PATH,
+    ENDPOINT_PATH, MAX_BODY_BYTES, REQUEST_TIMEOUT_MS, SCRIPT_PATH,
 };
 pub use identify::VisitorContext;
-pub use janitor::{Assessment, CleanupError, Janitor, JevBehindBudget, Maintenance};
+pub use janitor::{Assessment, CleanupError, Janitor, Maintenance};
+pub use janitor_core::{MemoryStores, Stores};
+#[cfg(feature = "postgres")]
+pub use janitor_sql::PgStores;
+#[cfg(feature = "jev")]
+pub use jev::JevBehindBudget;
+pub use refusal::{security_headers, Refusal};
 pub use script::{client_script_etag, CLIENT_SCRIPT};

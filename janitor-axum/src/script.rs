@@ -14,9 +14,6 @@ use sha2::{Digest, Sha256};
 /// The browser client's source, as served at the script path.
 pub const CLIENT_SCRIPT: &str = include_str!("../assets/janitor.js");
 
-/// The script's default path.
-pub const SCRIPT_PATH: &str = "/janitor.js";
-
 /// A strong validator that changes whenever the embedded file does: the first 128 bits of its SHA-256.
 static ETAG_VALUE: LazyLock<String> = LazyLock::new(|| {
     let digest = Sha256::digest(CLIENT_SCRIPT.as_bytes());

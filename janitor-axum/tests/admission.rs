@@ -1,18 +1,18 @@
 //! The admission layer over a real socket: the bound, the refusal on the wire, what happens to a refused
 //! request's unread body, and one limit shared by several routes.
 
-mod admission_support;
+mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use admission_support::{
+use axum::routing::get as route_get;
+use axum::Router;
+use common::wire::{
     admission_with, get, post_with_length, serve, wait_until, wait_until_free, within, Connection,
     Reply, SETTLE,
 };
-use axum::routing::get as route_get;
-use axum::Router;
 use janitor_axum::admission::{Admission, AdmissionConfig, MAX_IN_FLIGHT_REQUESTS};
 use tokio::sync::{mpsc, Semaphore};
 
@@ -100,7 +100,7 @@ async fn hold_slot(
 ) -> Connection {
     let before = gate.reached();
     let mut holder = Connection::open(address).await.unwrap();
-    holder.send(&get("/slow")).await.unwrap();
+    holder.write(&get("/slow")).await.unwrap();
     wait_until("the holder reaches the handler", SETTLE, || {
         gate.reached() == before + 1
     })
@@ -111,7 +111,7 @@ async fn hold_slot(
 
 #[test]
 fn config_bounds() {
-    assert_eq!(MAX_IN_FLIGHT_REQUESTS.0, 64);
+    assert_eq!(MAX_IN_FLIGHT_REQUESTS.default, 64);
     assert_eq!(Admission::default().max_in_flight(), 64);
     for good in [1, 1024] {
         assert_eq!(admission_with(good).max_in_flight(), good);
@@ -218,11 +218,11 @@ async fn a_small_refused_body_is_drained_and_the_connection_kept() {
     assert_busy(&reply, false);
     // A body that arrives after the head is waited for, not abandoned.
     client
-        .send(&post_with_length("/slow", body.len(), b""))
+        .write(&post_with_length("/slow", body.len(), b""))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    client.send(body).await.unwrap();
+    client.write(body).await.unwrap();
     let reply = within("refusal", client.read_reply()).await.unwrap();
     assert_busy(&reply, false);
     // An empty body has nothing to drain either.
@@ -348,9 +348,9 @@ async fn one_admission_on_two_routes_is_one_limit() {
     let address = serve(router).await;
 
     let mut on_a = Connection::open(address).await.unwrap();
-    on_a.send(&get("/a")).await.unwrap();
+    on_a.write(&get("/a")).await.unwrap();
     let mut on_b = Connection::open(address).await.unwrap();
-    on_b.send(&get("/b")).await.unwrap();
+    on_b.write(&get("/b")).await.unwrap();
     wait_until("both reach their handler", SETTLE, || gate.reached() == 2).await;
     assert_eq!(admission.in_flight(), 2);
 

@@ -1,7 +1,7 @@
 //! Every way an admitted request ends gives its slot back: a streamed body sent or dropped, a client that
 //! disconnects, a panicking handler (caught or not), an inner service error, an unread response.
 
-mod admission_support;
+mod common;
 
 use std::convert::Infallible;
 use std::future::{poll_fn, Future};
@@ -12,15 +12,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use admission_support::{
-    admission_with, get, serve, wait_until, wait_until_free, within, Connection, SETTLE,
-};
 use axum::body::Body;
 use axum::http::{Request, Response, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get as route_get;
 use axum::Router;
 use bytes::Bytes;
+use common::wire::{
+    admission_with, get, serve, wait_until, wait_until_free, within, Connection, SETTLE,
+};
 use http_body::Frame;
 use http_body_util::{BodyExt, Full};
 use janitor_axum::admission::Admission;
@@ -67,7 +67,7 @@ async fn start_stream(admission: &Admission) -> (SocketAddr, Connection, mpsc::S
     let (router, mut streams) = streaming_app(admission);
     let address = serve(router).await;
     let mut client = Connection::open(address).await.unwrap();
-    client.send(&get("/stream")).await.unwrap();
+    client.write(&get("/stream")).await.unwrap();
     let chunks = within("the handler", streams.recv()).await.unwrap();
     chunks.send(Bytes::from_static(b"first")).await.unwrap();
     let head = within("the head", client.read_head()).await.unwrap();
@@ -155,7 +155,7 @@ async fn a_client_that_leaves_while_the_handler_waits_frees_its_slot() {
 
     for round in 1..=3 {
         let mut client = Connection::open(address).await.unwrap();
-        client.send(&get("/hang")).await.unwrap();
+        client.write(&get("/hang")).await.unwrap();
         wait_until("the handler is reached", SETTLE, || {
             reached.load(Ordering::SeqCst) == round
         })

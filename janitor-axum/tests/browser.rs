@@ -7,8 +7,7 @@
 //! the tests fail without them. `JANITOR_WRITE_SCREENSHOT=1` writes the quick start page to
 //! `docs/quickstart.png`.
 
-mod browser_support;
-mod stores;
+mod common;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -18,25 +17,31 @@ use axum::extract::{Request, State};
 use axum::middleware::{from_fn_with_state, Next};
 use axum::response::{Html, Response};
 use axum::routing::get;
-use browser_support::Driver;
-use janitor_axum::{Backend, Environment, Janitor, JanitorConfig, JanitorConfigBuilder};
+use common::browser::Driver;
+use common::stores::{on_both_stores, Hook, Hooked};
+use janitor_axum::{
+    AdmissionConfig, CookieConfig, EndpointConfig, Environment, Janitor, JanitorConfigBuilder,
+    Stores,
+};
 use serde_json::json;
-use stores::on_both_stores;
 
-const SECRET: &str = "0123456789abcdef0123456789abcdef-browser";
 const QUICKSTART: &str = include_str!("../examples/quickstart.html");
 const BLANK: &str = "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>blank</title>";
 
 /// One browser at a time: the burst measures timing, and parallel browsers would disturb it.
 static BROWSERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// The quick start's development settings: an insecure loopback cookie, and the scores shown.
 fn config() -> JanitorConfigBuilder {
-    JanitorConfig::builder()
-        .secret(SECRET)
-        .namespace("browser-tests")
+    common::config("browser-tests")
         .environment(Environment::Development)
-        .cookie_secure(false)
-        .expose_client_scores(true)
+        .cookie(CookieConfig::builder().secure(false).build().unwrap())
+        .endpoint(
+            EndpointConfig::builder()
+                .expose_client_scores(true)
+                .build()
+                .unwrap(),
+        )
 }
 
 /// One request the server answered.
@@ -75,7 +80,7 @@ struct Server {
 }
 
 impl Server {
-    async fn start<B: Backend>(janitor: &Janitor<B>) -> Server {
+    async fn start<S: Stores>(janitor: &Janitor<S>) -> Server {
         let log = Log::default();
         let app = janitor
             .router()
@@ -142,9 +147,9 @@ import("/janitor.js")
 
 // ---- scenarios, each run on both stores ----
 
-async fn quick_start_journey<B: Backend>(backend: B) {
+async fn quick_start_journey<S: Stores>(stores: S) {
     let _one_browser = BROWSERS.lock().await;
-    let janitor = Janitor::new(config().build().unwrap(), backend);
+    let janitor = Janitor::new(config().build().unwrap(), stores);
     let server = Server::start(&janitor).await;
     let driver = Driver::start().await;
 
@@ -371,14 +376,18 @@ return { value, after, unhandled };"#,
 /// How many clients the burst page starts at once.
 const BURST: usize = 3;
 
-async fn burst_backs_off<B: Backend>(backend: B) {
+async fn burst_backs_off<S: Stores>(stores: S) {
     let _one_browser = BROWSERS.lock().await;
-    let config = config().max_in_flight_requests(1).build().unwrap();
-    let slow: stores::Hook = Arc::new(|| Box::pin(tokio::time::sleep(LOOKUP_DELAY)));
+    let one_slot = AdmissionConfig::builder()
+        .max_in_flight_requests(1)
+        .build()
+        .unwrap();
+    let config = config().admission(one_slot).build().unwrap();
+    let slow: Hook = Arc::new(|| Box::pin(tokio::time::sleep(LOOKUP_DELAY)));
     let janitor = Janitor::new(
         config,
-        stores::Hooked {
-            backend,
+        Hooked {
+            stores,
             before_lookup: slow,
         },
     );

@@ -13,22 +13,22 @@ use http::{HeaderMap, StatusCode};
 use http_body::Frame;
 use http_body_util::BodyExt;
 use janitor_axum::{
-    Backend, Environment, InMemory, Janitor, JanitorConfig, JanitorConfigBuilder, Postgres,
+    CookieConfig, EndpointConfig, Environment, Janitor, JanitorConfigBuilder, MemoryStores, Stores,
     VisitorContext,
 };
 use janitor_core::protection::quota::QuotaConfig;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
-mod stores;
-use stores::on_both_stores;
-
-const SECRET: &str = "0123456789abcdef0123456789abcdef-tests";
+mod common;
+use common::stores::on_both_stores;
 
 fn config() -> JanitorConfigBuilder {
-    JanitorConfig::builder()
-        .secret(SECRET)
-        .namespace("endpoint-tests")
+    common::config("endpoint-tests")
+}
+
+fn endpoint() -> janitor_axum::EndpointConfigBuilder {
+    EndpointConfig::builder()
 }
 
 fn payload() -> Value {
@@ -81,7 +81,7 @@ async fn answer(response: Response) -> Answer {
     }
 }
 
-async fn send<B: Backend>(janitor: &Janitor<B>, request: Request) -> Answer {
+async fn send<S: Stores>(janitor: &Janitor<S>, request: Request) -> Answer {
     answer(janitor.router().oneshot(request).await.unwrap()).await
 }
 
@@ -118,8 +118,8 @@ impl http_body::Body for Trickle {
 
 // ---- scenarios, each run on both stores ----
 
-async fn check_order<B: Backend>(backend: B) {
-    let janitor = Janitor::new(config().build().unwrap(), backend);
+async fn check_order<S: Stores>(stores: S) {
+    let janitor = Janitor::new(config().build().unwrap(), stores);
 
     let other = post().uri("/api/other").body(Body::empty()).unwrap();
     assert_error(
@@ -264,15 +264,16 @@ async fn check_order<B: Backend>(backend: B) {
     }
 }
 
-async fn slow_body<B: Backend>(backend: B) {
+async fn slow_body<S: Stores>(stores: S) {
     for (timeout, ok) in [(99, false), (100, true), (30_000, true), (30_001, false)] {
         assert_eq!(
-            config().request_timeout_ms(timeout).build().is_ok(),
+            endpoint().request_timeout_ms(timeout).build().is_ok(),
             ok,
             "{timeout}"
         );
     }
-    let janitor = Janitor::new(config().request_timeout_ms(100).build().unwrap(), backend);
+    let shortest = endpoint().request_timeout_ms(100).build().unwrap();
+    let janitor = Janitor::new(config().endpoint(shortest).build().unwrap(), stores);
     let chunks = VecDeque::from([Bytes::from_static(b"{\"signals\":")]);
     let request = post()
         .body(Body::new(Trickle {
@@ -286,8 +287,8 @@ async fn slow_body<B: Backend>(backend: B) {
     assert!(started.elapsed() < std::time::Duration::from_secs(2));
 }
 
-async fn cookie_round_trip<B: Backend>(backend: B) {
-    let janitor = Janitor::new(config().build().unwrap(), backend);
+async fn cookie_round_trip<S: Stores>(stores: S) {
+    let janitor = Janitor::new(config().build().unwrap(), stores);
     let first = send(&janitor, json_request(&payload())).await;
     assert_eq!(first.status, StatusCode::OK);
     let id = first.body["visitorId"].as_str().unwrap().to_owned();
@@ -333,8 +334,8 @@ async fn cookie_round_trip<B: Backend>(backend: B) {
     assert_ne!(a.body["visitorId"], json!(other));
 }
 
-async fn scores_are_private_unless_exposed<B: Backend>(backend: B) {
-    let janitor = Janitor::new(config().build().unwrap(), backend);
+async fn scores_are_private_unless_exposed<S: Stores>(stores: S) {
+    let janitor = Janitor::new(config().build().unwrap(), stores);
     let first = janitor.assess(json_request(&payload())).await;
     let identity = first.identity.expect("an identity for server code");
     let a = answer(first.response).await;
@@ -355,9 +356,10 @@ async fn scores_are_private_unless_exposed<B: Backend>(backend: B) {
     assert!(refused.identity.is_none());
     assert_eq!(refused.response.status(), StatusCode::METHOD_NOT_ALLOWED);
 
+    let exposing = endpoint().expose_client_scores(true).build().unwrap();
     let exposed = Janitor::new(
-        config().expose_client_scores(true).build().unwrap(),
-        InMemory,
+        config().endpoint(exposing).build().unwrap(),
+        MemoryStores::new(),
     );
     let a = send(&exposed, json_request(&payload())).await;
     for key in [
@@ -372,13 +374,13 @@ async fn scores_are_private_unless_exposed<B: Backend>(backend: B) {
     assert_eq!(a.body["riskStatus"], "disabled");
 }
 
-async fn quotas_answer_429<B: Backend>(backend: B) {
+async fn quotas_answer_429<S: Stores>(stores: S) {
     let quotas = QuotaConfig::builder()
         .global(1_000)
         .account(60)
         .build()
         .unwrap();
-    let janitor = Janitor::new(config().quotas(quotas).build().unwrap(), backend);
+    let janitor = Janitor::new(config().quotas(quotas).build().unwrap(), stores);
     let for_account = |account: &str| {
         let mut request = json_request(&payload());
         request.extensions_mut().insert(VisitorContext {
@@ -417,14 +419,14 @@ async fn quotas_answer_429<B: Backend>(backend: B) {
     );
 }
 
-async fn insecure_cookies_only_for_loopback<B: Backend>(backend: B) {
+async fn insecure_cookies_only_for_loopback<S: Stores>(stores: S) {
     let janitor = Janitor::new(
         config()
             .environment(Environment::Development)
-            .cookie_secure(false)
+            .cookie(CookieConfig::builder().secure(false).build().unwrap())
             .build()
             .unwrap(),
-        backend,
+        stores,
     );
     let a = send(&janitor, json_request(&payload())).await;
     assert_error(
@@ -442,10 +444,10 @@ async fn insecure_cookies_only_for_loopback<B: Backend>(backend: B) {
     }
 }
 
-async fn evidence_and_maintenance_entry_points<B: Backend>(backend: B) {
+async fn evidence_and_maintenance_entry_points<S: Stores>(stores: S) {
     use janitor_core::evidence::{Action, ActivityKey, EventInput, EventType, VelocityQuery};
 
-    let janitor = Janitor::new(config().build().unwrap(), backend);
+    let janitor = Janitor::new(config().build().unwrap(), stores);
     let first = send(&janitor, json_request(&payload())).await;
     let visitor =
         janitor_core::VisitorId::parse(first.body["visitorId"].as_str().unwrap()).unwrap();
@@ -468,6 +470,20 @@ async fn evidence_and_maintenance_entry_points<B: Backend>(backend: B) {
         .await
         .unwrap();
     assert_eq!((activity.total, activity.saturated), (3, false));
+    // The handle's stores are the ones it records through: another evidence handle counts the same events.
+    let other = janitor_core::evidence::Evidence::new(
+        janitor.stores().evidence(),
+        janitor.config().label_key().clone(),
+        janitor_core::evidence::EvidenceConfig::default(),
+    );
+    let seen = other
+        .velocity(
+            &VelocityQuery::new(ActivityKey::Subject(subject.clone())),
+            janitor_core::now_ms(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(seen.total, 3);
     // Erasing the visitor erases its events too.
     assert!(janitor.delete_visitor(&visitor).await.unwrap());
     let activity = janitor
@@ -497,8 +513,11 @@ on_both_stores!(
     evidence_and_maintenance_entry_points,
 );
 
+#[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn storage_failure_is_503_without_internals() {
+    use janitor_axum::PgStores;
+
     let database = janitor_sql::Database::new(
         janitor_sql::DatabaseConfig::builder("postgres://postgres@127.0.0.1:1/postgres")
             .connect_timeout_ms(300)
@@ -507,10 +526,10 @@ async fn storage_failure_is_503_without_internals() {
     )
     .unwrap();
     // Identification's storage, and (with quotas) the quota claim before it: both fail closed, never admit.
-    let plain = Janitor::new(config().build().unwrap(), Postgres(database.clone()));
+    let plain = Janitor::new(config().build().unwrap(), PgStores::new(database.clone()));
     let with_quotas = Janitor::new(
         config().quotas(QuotaConfig::default()).build().unwrap(),
-        Postgres(database),
+        PgStores::new(database),
     );
     for janitor in [plain, with_quotas] {
         let a = send(&janitor, json_request(&payload())).await;

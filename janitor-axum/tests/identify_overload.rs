@@ -2,16 +2,15 @@
 //! against a store that blocks until released, exactly 4 reach the store, the other 996 are refused at once with
 //! 503 and `Retry-After: 1`, and the in-flight count returns to 0 — also when clients disconnect mid-request.
 
-mod admission_support;
-mod stores;
+mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use admission_support::{post_with_length, serve, wait_until, wait_until_free, within, Connection};
-use janitor_axum::{InMemory, Janitor, JanitorConfig};
-use stores::{Hook, Hooked};
+use common::stores::{Hook, Hooked};
+use common::wire::{post_with_length, serve, wait_until, wait_until_free, within, Connection};
+use janitor_axum::{AdmissionConfig, Janitor, MemoryStores};
 use tokio::sync::Semaphore;
 
 // Browser and timezone give the lookup keys, so every admitted request reaches the (blocking) lookup.
@@ -28,7 +27,7 @@ struct Gate {
     gate: Arc<Semaphore>,
 }
 
-fn setup(slots: usize) -> (Janitor<Hooked<InMemory>>, Gate, Arc<AtomicUsize>) {
+fn setup(slots: usize) -> (Janitor<Hooked<MemoryStores>>, Gate, Arc<AtomicUsize>) {
     let (calls, gate) = (Arc::new(AtomicUsize::new(0)), Arc::new(Semaphore::new(0)));
     let hook: Hook = {
         let (calls, gate) = (calls.clone(), gate.clone());
@@ -40,16 +39,19 @@ fn setup(slots: usize) -> (Janitor<Hooked<InMemory>>, Gate, Arc<AtomicUsize>) {
             })
         })
     };
-    let config = JanitorConfig::builder()
-        .secret(&"overload-secret-".repeat(2))
+    let admission = AdmissionConfig::builder()
         .max_in_flight_requests(slots)
         .build()
         .unwrap();
-    let backend = Hooked {
-        backend: InMemory,
+    let config = common::config("overload")
+        .admission(admission)
+        .build()
+        .unwrap();
+    let stores = Hooked {
+        stores: MemoryStores::new(),
         before_lookup: hook,
     };
-    let janitor = Janitor::new(config, backend);
+    let janitor = Janitor::new(config, stores);
     let overloads = Arc::new(AtomicUsize::new(0));
     let counter = overloads.clone();
     janitor.admission().on_overload(move || {
@@ -107,7 +109,7 @@ async fn clients_that_disconnect_release_their_slots() {
         let mut connections = Vec::new();
         for _ in 0..4 {
             let mut connection = Connection::open(address).await.unwrap();
-            connection.send(&request()).await.unwrap();
+            connection.write(&request()).await.unwrap();
             connections.push(connection);
         }
         wait_until("four parked", Duration::from_secs(10), || {

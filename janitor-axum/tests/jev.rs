@@ -1,17 +1,20 @@
 //! The Jev client against a provider on a real local socket: the exact request, every failure mode, the
 //! deadline, both body limits, and batches.
+#![cfg(feature = "jev")]
 
-mod support;
+mod common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use janitor_core::jev::{JevRequest, DEFAULT_MODEL, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES};
+use common::provider::{good, padded_answer, Provider, Reply, KEY, PATH};
+use janitor_core::identification::jev::{
+    JevRequest, DEFAULT_MODEL, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES,
+};
 use janitor_core::{
     Evaluation, EvaluationInput, Evaluator, EvaluatorError, Observation, VisitorPayload,
 };
 use serde_json::{json, Value};
-use support::provider::{good, padded_answer, Provider, Reply, KEY, PATH};
 
 const USER_AGENT: &str =
     "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 Chrome/130.0.0.0 Safari/537.36";
@@ -92,8 +95,10 @@ async fn a_good_answer_is_read_and_the_request_is_exact() {
         "behavior": {"pageAgeMs": 1500, "mouseMoveCount": 12, "pointerDownCount": 1, "keyDownCount": 0,
                      "scrollCount": 2, "visibilityChangeCount": 0}
     });
-    let questions: Value =
-        serde_json::from_str(include_str!("../../contract/jev-questions.json")).unwrap();
+    let questions: Value = serde_json::from_str(include_str!(
+        "../../janitor-core/contract/jev-questions.json"
+    ))
+    .unwrap();
     assert_eq!(
         request.json(),
         json!({

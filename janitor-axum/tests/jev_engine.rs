@@ -1,8 +1,10 @@
 //! End to end: the engine with the Jev client behind the shared inference budget, against a provider on a
 //! real local socket.
+#![cfg(feature = "jev")]
 
-mod support;
+mod common;
 
+use common::provider::{good, Provider, Reply};
 use janitor_axum::jev::JevEvaluator;
 use janitor_core::protection::budget::{
     BudgetConfig, BudgetedEvaluator, BudgetedEvaluatorConfig, InferenceBudget, MemoryBudgetStore,
@@ -11,7 +13,6 @@ use janitor_core::{
     Engine, EngineConfig, LabelKey, MemoryVisitorStore, Retention, Risk, RiskStatus, VisitorPayload,
 };
 use serde_json::json;
-use support::provider::{good, Provider, Reply};
 
 const TIMEOUT_MS: u32 = 1000;
 
@@ -33,18 +34,7 @@ fn engine(provider: &Provider) -> JevEngine {
 }
 
 fn payload() -> VisitorPayload {
-    VisitorPayload::from_value(&json!({"signals": {
-        "userAgent": "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 Chrome/130.0.0.0 Safari/537.36",
-        "platform": "MacIntel",
-        "languages": ["en-US", "he"],
-        "timezone": "Asia/Jerusalem",
-        "screen": {"width": 1440, "height": 900, "colorDepth": 24, "pixelRatio": 2},
-        "viewport": {"width": 1280, "height": 720},
-        "hardware": {"hardwareConcurrency": 8, "deviceMemory": 8, "maxTouchPoints": 0},
-        "graphics": {"webglVendor": "WebKit", "webglRenderer": "WebKit WebGL"},
-        "automation": {"webdriver": false}
-    }}))
-    .unwrap()
+    janitor_core::testing::mac_payload()
 }
 
 const ANSWERED: Risk = Risk {
@@ -166,21 +156,26 @@ async fn a_slow_provider_is_unavailable_risk_not_a_slow_identification() {
 async fn the_handle_wires_jev_behind_the_budget() {
     use axum::body::Body;
     use http_body_util::BodyExt;
-    use janitor_axum::{InMemory, Janitor, JanitorConfig};
+    use janitor_axum::{EndpointConfig, Janitor, MemoryStores};
     use tower::ServiceExt;
 
     let provider = Provider::start(good()).await;
-    let config = JanitorConfig::builder()
-        .secret(&"h".repeat(32))
-        .expose_client_scores(true)
+    let config = common::config("jev-handle")
+        .endpoint(
+            EndpointConfig::builder()
+                .expose_client_scores(true)
+                .build()
+                .unwrap(),
+        )
         .build()
         .unwrap();
     let janitor = Janitor::with_jev(
         config,
-        InMemory,
+        MemoryStores::new(),
         provider.config(TIMEOUT_MS),
         BudgetConfig::default(),
-    );
+    )
+    .unwrap();
     let body = serde_json::to_vec(&json!({"signals": {"userAgent": "Mozilla/5.0 Chrome/131.0 Safari/537.36", "timezone": "Asia/Tokyo"}})).unwrap();
     let request = |body: Vec<u8>| {
         http::Request::builder()

@@ -6,13 +6,16 @@ use axum::extract::Request;
 use axum::response::Response;
 use http::StatusCode;
 use http_body_util::BodyExt;
-use janitor_axum::{client_script_etag, InMemory, Janitor, JanitorConfig, CLIENT_SCRIPT};
+use janitor_axum::{
+    client_script_etag, AdmissionConfig, EndpointConfig, Janitor, JanitorConfigBuilder,
+    MemoryStores, CLIENT_SCRIPT,
+};
 use tower::ServiceExt;
 
-const SECRET: &str = "0123456789abcdef0123456789abcdef-script";
+mod common;
 
-fn janitor(config: janitor_axum::JanitorConfigBuilder) -> Janitor<InMemory> {
-    Janitor::new(config.secret(SECRET).build().unwrap(), InMemory)
+fn janitor(config: JanitorConfigBuilder) -> Janitor<MemoryStores> {
+    Janitor::new(config.build().unwrap(), MemoryStores::new())
 }
 
 fn get(path: &str) -> http::request::Builder {
@@ -43,7 +46,7 @@ fn assert_script_headers(response: &Response) {
 
 #[tokio::test]
 async fn served_with_its_headers() {
-    let janitor = janitor(JanitorConfig::builder());
+    let janitor = janitor(common::config("script-tests"));
     let response = janitor
         .router()
         .oneshot(get("/janitor.js").body(Body::empty()).unwrap())
@@ -72,7 +75,7 @@ async fn served_with_its_headers() {
 
 #[tokio::test]
 async fn not_modified_for_the_current_etag_only() {
-    let janitor = janitor(JanitorConfig::builder());
+    let janitor = janitor(common::config("script-tests"));
     for (tag, status) in [
         (client_script_etag().to_owned(), StatusCode::NOT_MODIFIED),
         (
@@ -100,7 +103,14 @@ async fn not_modified_for_the_current_etag_only() {
 
 #[tokio::test]
 async fn configured_path() {
-    let janitor = janitor(JanitorConfig::builder().script_path("/assets/visitor.js"));
+    let janitor = janitor(
+        common::config("script-tests").endpoint(
+            EndpointConfig::builder()
+                .script_path("/assets/visitor.js")
+                .build()
+                .unwrap(),
+        ),
+    );
     let response = janitor
         .router()
         .oneshot(get("/assets/visitor.js").body(Body::empty()).unwrap())
@@ -118,7 +128,14 @@ async fn configured_path() {
 
 #[tokio::test]
 async fn loads_while_measurements_are_busy() {
-    let janitor = janitor(JanitorConfig::builder().max_in_flight_requests(1));
+    let janitor = janitor(
+        common::config("script-tests").admission(
+            AdmissionConfig::builder()
+                .max_in_flight_requests(1)
+                .build()
+                .unwrap(),
+        ),
+    );
     let _slot = janitor.admission().try_admit().unwrap();
     let measure = Request::builder()
         .method("POST")

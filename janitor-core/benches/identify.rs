@@ -7,11 +7,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use janitor_core::candidates::{
+use janitor_core::identification::candidates::{
     probes_for, rank_lookup_rows, LookupRow, CANDIDATE_LIMIT, ROWS_PER_PROBE,
 };
-use janitor_core::similarity::compare;
-use janitor_core::store::suite::visitor;
+use janitor_core::identification::similarity::compare;
+use janitor_core::testing::visitor;
 use janitor_core::{
     Engine, EngineConfig, MemoryVisitorStore, Observation, Retention, VisitorPayload, VisitorStore,
 };
@@ -82,8 +82,8 @@ fn cookieless_identification(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime");
-    let store = Arc::new(MemoryVisitorStore::new(Retention::default()));
-    let now = janitor_core::engine::now_ms();
+    let store = MemoryVisitorStore::new(Retention::default());
+    let now = janitor_core::now_ms();
     runtime.block_on(async {
         for n in 0..10_000u64 {
             let id = visitor(n + 1);
@@ -95,7 +95,7 @@ fn cookieless_identification(c: &mut Criterion) {
                 .expect("save");
         }
     });
-    let engine = Engine::new(Arc::clone(&store), EngineConfig::default());
+    let engine = Engine::new(store.clone(), EngineConfig::default());
     // A returning browser without its cookie: a unique match that is restored (so the store does not grow).
     let returning = sample(4242);
     let first = runtime

@@ -1,27 +1,14 @@
-//! Validated configuration: retention and matching options. Every limit is a named constant with its range,
-//! checked when the value is built.
+//! Validated configuration shared by every part of the project: the [`Limit`] every numeric option is declared
+//! with, the one range error, and the cleanup batch every store bounds its work by.
 
+use std::fmt::Display;
 use std::ops::RangeInclusive;
 
 /// Milliseconds in a day.
 pub const DAY_MS: i64 = 86_400_000;
 
-/// Days an observation stays visible: default and range.
-pub const OBSERVATION_RETENTION_DAYS: (u32, RangeInclusive<u32>) = (90, 1..=36_500);
-/// Observations kept per visitor: default and range.
-pub const MAX_OBSERVATIONS_PER_VISITOR: (usize, RangeInclusive<usize>) = (10, 1..=100);
-/// Recent observations used for matching.
-pub const HISTORY_LIMIT: usize = 5;
-/// Confidence needed to restore an id: default and range.
-pub const RESTORE_THRESHOLD: (f64, RangeInclusive<f64>) = (0.9, 0.8..=1.0);
-/// Lead the best candidate needs over the runner-up.
-pub const AMBIGUITY_MARGIN: f64 = 0.03;
-/// Share of the deterministic score in a blended confidence.
-pub const DETERMINISTIC_WEIGHT: f64 = 0.35;
-/// Share of the evaluator's `sameVisitor` in a blended confidence.
-pub const EVALUATOR_WEIGHT: f64 = 0.65;
-/// Cleanup batch: default and range.
-pub const CLEANUP_BATCH: (usize, RangeInclusive<usize>) = (100, 1..=1000);
+/// Cleanup batch: rows one maintenance step may delete per store.
+pub const CLEANUP_BATCH: Limit<usize> = Limit::new("cleanup_batch", 100, 1, 1000);
 
 /// A configuration value outside its allowed range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,8 +23,9 @@ pub struct ConfigError {
 }
 
 /// `value` when `range` holds it, else a [`ConfigError`] naming `field` and the range. Every crate of the
-/// project validates its options with this, so every range error reads the same.
-pub fn check<T: PartialOrd + std::fmt::Display>(
+/// project validates its options with this (directly, or through [`Limit::check`]), so every range error reads
+/// the same.
+pub fn check<T: PartialOrd + Display>(
     field: &'static str,
     value: T,
     range: &RangeInclusive<T>,
@@ -53,113 +41,91 @@ pub fn check<T: PartialOrd + std::fmt::Display>(
     }
 }
 
-/// How long observations live and how many each visitor keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retention {
-    observation_days: u32,
-    max_per_visitor: usize,
+/// A numeric option: its name, its default and the closed range it must stay in.
+///
+/// Every limit of the project is declared as one of these constants, so the default, the bounds and the name an
+/// error reports are written once:
+///
+/// ```
+/// use janitor_core::config::Limit;
+///
+/// const WORKERS: Limit<u32> = Limit::new("workers", 4, 1, 64);
+/// assert_eq!(WORKERS.check(64), Ok(64));
+/// assert_eq!(WORKERS.or_default(None), Ok(4));
+/// assert_eq!(WORKERS.check(65).unwrap_err().to_string(), "workers must be from 1 to 64, got 65");
+/// assert_eq!(WORKERS.clamp(0), 1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limit<T> {
+    /// The option's name, as a [`ConfigError`] reports it.
+    pub name: &'static str,
+    /// The value used when none is given.
+    pub default: T,
+    /// The smallest allowed value.
+    pub min: T,
+    /// The largest allowed value.
+    pub max: T,
 }
 
-impl Default for Retention {
-    fn default() -> Self {
-        Retention {
-            observation_days: OBSERVATION_RETENTION_DAYS.0,
-            max_per_visitor: MAX_OBSERVATIONS_PER_VISITOR.0,
+impl<T: Copy> Limit<T> {
+    /// A limit named `name`, defaulting to `default`, allowing `min..=max`.
+    pub const fn new(name: &'static str, default: T, min: T, max: T) -> Self {
+        Limit {
+            name,
+            default,
+            min,
+            max,
         }
     }
+
+    /// The same bounds and default under another option name (one limit, several options).
+    pub const fn named(self, name: &'static str) -> Self {
+        Limit { name, ..self }
+    }
 }
 
-impl Retention {
-    /// Validated retention: `observation_days` 1–36,500 (default 90), `max_per_visitor` 1–100 (default 10).
-    pub fn new(observation_days: u32, max_per_visitor: usize) -> Result<Self, ConfigError> {
-        Ok(Retention {
-            observation_days: check(
-                "observation_retention_days",
-                observation_days,
-                &OBSERVATION_RETENTION_DAYS.1,
-            )?,
-            max_per_visitor: check(
-                "max_observations_per_visitor",
-                max_per_visitor,
-                &MAX_OBSERVATIONS_PER_VISITOR.1,
-            )?,
-        })
+impl<T: PartialOrd + Display + Copy> Limit<T> {
+    /// The allowed values.
+    pub fn range(&self) -> RangeInclusive<T> {
+        self.min..=self.max
     }
 
-    /// Days an observation stays visible.
-    pub fn observation_days(&self) -> u32 {
-        self.observation_days
+    /// Whether `value` is allowed (NaN never is).
+    pub fn contains(&self, value: T) -> bool {
+        self.range().contains(&value)
     }
 
-    /// Observations kept per visitor.
-    pub fn max_per_visitor(&self) -> usize {
-        self.max_per_visitor
+    /// `value` when allowed, else a [`ConfigError`] naming this option and its range.
+    pub fn check(&self, value: T) -> Result<T, ConfigError> {
+        check(self.name, value, &self.range())
     }
 
-    /// Oldest `seen_at` still visible at `now_ms`.
-    pub fn cutoff(&self, now_ms: i64) -> i64 {
-        now_ms - i64::from(self.observation_days) * DAY_MS
+    /// The given value checked, or the default when none is given.
+    pub fn or_default(&self, value: Option<T>) -> Result<T, ConfigError> {
+        self.check(value.unwrap_or(self.default))
+    }
+
+    /// `value` moved into the range: what a store applies to a request it must bound whatever its caller asked.
+    pub fn clamp(&self, value: T) -> T {
+        if value < self.min {
+            self.min
+        } else if value > self.max {
+            self.max
+        } else {
+            value
+        }
     }
 }
 
 /// A validated cleanup batch size (1–1000, default 100).
 pub fn cleanup_batch(size: usize) -> Result<usize, ConfigError> {
-    check("cleanup_batch", size, &CLEANUP_BATCH.1)
+    CLEANUP_BATCH.check(size)
 }
 
 /// The rows a store's cleanup step deletes for a requested `batch`: clamped into [`CLEANUP_BATCH`]'s range, so
 /// every store bounds its work the same way whatever its caller asks.
 pub fn clamp_cleanup_batch(batch: usize) -> usize {
-    batch.clamp(*CLEANUP_BATCH.1.start(), *CLEANUP_BATCH.1.end())
-}
-
-/// Options of the identification engine.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct EngineConfig {
-    restore_threshold: f64,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        EngineConfig {
-            restore_threshold: RESTORE_THRESHOLD.0,
-        }
-    }
-}
-
-impl EngineConfig {
-    /// A builder starting from the defaults.
-    pub fn builder() -> EngineConfigBuilder {
-        EngineConfigBuilder::default()
-    }
-
-    /// Confidence needed to restore an id without a cookie.
-    pub fn restore_threshold(&self) -> f64 {
-        self.restore_threshold
-    }
-}
-
-/// Builds an [`EngineConfig`]; [`build`](Self::build) checks every value.
-#[derive(Debug, Clone, Default)]
-pub struct EngineConfigBuilder {
-    restore_threshold: Option<f64>,
-}
-
-impl EngineConfigBuilder {
-    /// Confidence needed to restore an id without a cookie: 0.8–1, default 0.9.
-    pub fn restore_threshold(mut self, value: f64) -> Self {
-        self.restore_threshold = Some(value);
-        self
-    }
-
-    /// Checks the values.
-    pub fn build(self) -> Result<EngineConfig, ConfigError> {
-        let threshold = self.restore_threshold.unwrap_or(RESTORE_THRESHOLD.0);
-        // NaN fails `contains` and is refused like any other out-of-range value.
-        Ok(EngineConfig {
-            restore_threshold: check("restore_threshold", threshold, &RESTORE_THRESHOLD.1)?,
-        })
-    }
+    CLEANUP_BATCH.clamp(batch)
 }
 
 #[cfg(test)]
@@ -176,55 +142,22 @@ mod tests {
     }
 
     #[test]
-    fn retention_bounds() {
-        assert_eq!(Retention::default(), Retention::new(90, 10).unwrap());
-        assert!(Retention::new(1, 1).is_ok());
-        assert!(Retention::new(36_500, 100).is_ok());
-        let err = Retention::new(0, 10).unwrap_err();
-        assert_eq!(err.field, "observation_retention_days");
-        assert!(err.to_string().contains("from 1 to 36500"), "{err}");
-        assert_eq!(
-            Retention::new(90, 0).unwrap_err().field,
-            "max_observations_per_visitor"
-        );
-        assert_eq!(
-            Retention::new(90, 101).unwrap_err().field,
-            "max_observations_per_visitor"
-        );
-        assert_eq!(
-            Retention::new(90, 10).unwrap().cutoff(100 * DAY_MS),
-            10 * DAY_MS
-        );
-    }
-
-    #[test]
-    fn restore_threshold_bounds() {
-        assert_eq!(
-            EngineConfig::builder().build().unwrap().restore_threshold(),
-            0.9
-        );
-        assert!(EngineConfig::builder()
-            .restore_threshold(0.8)
-            .build()
-            .is_ok());
-        assert!(EngineConfig::builder()
-            .restore_threshold(1.0)
-            .build()
-            .is_ok());
-        for bad in [0.7999999, 1.0000001, f64::NAN] {
-            let err = EngineConfig::builder()
-                .restore_threshold(bad)
-                .build()
-                .unwrap_err();
-            assert_eq!(err.field, "restore_threshold");
-        }
-    }
-
-    #[test]
     fn cleanup_batch_bounds() {
         assert!(cleanup_batch(0).is_err());
         assert_eq!(cleanup_batch(1), Ok(1));
         assert_eq!(cleanup_batch(1000), Ok(1000));
         assert!(cleanup_batch(1001).is_err());
+    }
+
+    #[test]
+    fn limits_check_name_and_bounds() {
+        const RATIO: Limit<f64> = Limit::new("ratio", 0.5, 0.0, 1.0);
+        assert_eq!(RATIO.check(1.0), Ok(1.0));
+        assert_eq!(RATIO.check(0.0), Ok(0.0));
+        let err = RATIO.check(f64::NAN).unwrap_err();
+        assert_eq!((err.field, err.range.as_str()), ("ratio", "from 0 to 1"));
+        assert_eq!(RATIO.or_default(None), Ok(0.5));
+        assert_eq!(RATIO.named("share").check(2.0).unwrap_err().field, "share");
+        assert_eq!((RATIO.clamp(-1.0), RATIO.clamp(2.0)), (0.0, 1.0));
     }
 }

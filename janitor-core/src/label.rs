@@ -9,7 +9,7 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use crate::observation::is_js_whitespace;
+use crate::js::is_js_whitespace;
 
 /// Shortest secret, in UTF-16 code units (as JavaScript counts a string's length).
 pub const MIN_SECRET_UNITS: usize = 32;

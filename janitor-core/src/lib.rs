@@ -1,26 +1,30 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
-pub mod candidates;
 pub mod config;
-pub mod decision;
-pub mod engine;
-pub mod evaluator;
+mod error;
 pub mod evidence;
-pub mod jev;
+pub mod identification;
+mod js;
 pub mod label;
-pub mod observation;
-pub mod payload;
 pub mod protection;
-pub mod similarity;
-pub mod store;
+pub mod stores;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod visitor;
 
-pub use config::{ConfigError, EngineConfig, Retention};
-pub use engine::{Engine, Identification, IdentifyError, Identity, Risk, RiskStatus};
-pub use evaluator::{Evaluation, EvaluationInput, Evaluator, EvaluatorError, NoEvaluator};
+pub use config::{ConfigError, Limit};
+pub use error::StoreError;
+pub use identification::config::{EngineConfig, Retention};
+pub use identification::engine::{
+    now_ms, Engine, Identification, IdentifyError, Identity, Risk, RiskStatus,
+};
+pub use identification::evaluator::{
+    Evaluation, EvaluationInput, Evaluator, EvaluatorError, NoEvaluator,
+};
+pub use identification::observation::Observation;
+pub use identification::payload::{PayloadError, VisitorPayload};
+pub use identification::store::{MemoryVisitorStore, VisitorStore};
 pub use label::{EvidenceKey, LabelError, LabelKey, ProtectionKey};
-pub use observation::Observation;
-pub use payload::{PayloadError, VisitorPayload};
-pub use store::{MemoryVisitorStore, StoreError, VisitorStore};
+pub use stores::{MemoryStores, Stores};
 pub use visitor::{visitor_from_cookies, VisitorId};

@@ -1,11 +1,10 @@
-//! The inference budget over a store: the shared suite on the memory store, the compare-and-swap loop's
-//! limits, and the budgeted evaluator.
+//! The inference budget over a store: the compare-and-swap loop's limits, and the budgeted evaluator (the
+//! store suite runs in `store_suites.rs`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use janitor_core::protection::budget::suite::{self, label_key};
 use janitor_core::protection::budget::{
     BatchCost, BudgetConfig, BudgetDenial, BudgetRow, BudgetStore, BudgetedEvaluator,
     BudgetedEvaluatorConfig, CallOutcome, InferenceBudget, MemoryBudgetStore, CAS_ATTEMPTS,
@@ -15,12 +14,7 @@ use janitor_core::{
     StoreError,
 };
 
-const T0: i64 = 1_735_689_600_000;
-
-#[tokio::test]
-async fn memory_store_passes_the_budget_suite() {
-    suite::run(|| async { MemoryBudgetStore::new() }).await;
-}
+use janitor_core::testing::{label_key, T0};
 
 /// A memory store that loses the first `lose` compare-and-swaps, or fails reads or writes.
 #[derive(Default)]
@@ -297,9 +291,9 @@ impl Evaluator for Scripted {
 }
 
 struct Harness {
-    evaluator: BudgetedEvaluator<Arc<Scripted>, Arc<MemoryBudgetStore>>,
+    evaluator: BudgetedEvaluator<Arc<Scripted>, MemoryBudgetStore>,
     inner: Arc<Scripted>,
-    store: Arc<MemoryBudgetStore>,
+    store: MemoryBudgetStore,
     id: String,
     now: Arc<AtomicI64>,
 }
@@ -315,8 +309,8 @@ impl Harness {
         config: BudgetedEvaluatorConfig,
     ) -> Self {
         let inner = Arc::new(Scripted::with(script));
-        let store = Arc::new(MemoryBudgetStore::new());
-        let b = InferenceBudget::new(Arc::clone(&store), budget, &label_key("evaluator"));
+        let store = MemoryBudgetStore::new();
+        let b = InferenceBudget::new(store.clone(), budget, &label_key("evaluator"));
         let id = b.id().to_owned();
         let now = Arc::new(AtomicI64::new(T0));
         let clock = Arc::clone(&now);

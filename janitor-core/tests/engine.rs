@@ -4,8 +4,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use janitor_core::config::DAY_MS;
-use janitor_core::engine::IdentifyPath;
-use janitor_core::store::suite::visitor;
+use janitor_core::identification::engine::IdentifyPath;
+use janitor_core::testing::{mac_document, mac_payload, visitor, T0};
 use janitor_core::{
     visitor_from_cookies, Engine, EngineConfig, Evaluation, EvaluationInput, Evaluator,
     EvaluatorError, MemoryVisitorStore, Observation, Retention, RiskStatus, VisitorId,
@@ -13,24 +13,8 @@ use janitor_core::{
 };
 use serde_json::{json, Value};
 
-const T0: i64 = 1_735_689_600_000;
-
 fn payload(doc: Value) -> VisitorPayload {
     VisitorPayload::from_value(&doc).expect("valid payload")
-}
-
-fn mac() -> Value {
-    json!({"signals": {
-        "userAgent": "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 Chrome/130.0.0.0 Safari/537.36",
-        "platform": "MacIntel",
-        "languages": ["en-US", "he"],
-        "timezone": "Asia/Jerusalem",
-        "screen": {"width": 1440, "height": 900, "colorDepth": 24, "pixelRatio": 2},
-        "viewport": {"width": 1280, "height": 720},
-        "hardware": {"hardwareConcurrency": 8, "deviceMemory": 8, "maxTouchPoints": 0},
-        "graphics": {"webglVendor": "WebKit", "webglRenderer": "WebKit WebGL"},
-        "automation": {"webdriver": false}
-    }})
 }
 
 fn iphone() -> Value {
@@ -52,7 +36,7 @@ fn engine(retention: Retention) -> Engine<MemoryVisitorStore> {
 async fn first_visit<S: VisitorStore, E: Evaluator>(
     engine: &Engine<S, E>,
 ) -> janitor_core::Identity {
-    let first = engine.identify_at(&payload(mac()), None, T0).await.unwrap();
+    let first = engine.identify_at(&mac_payload(), None, T0).await.unwrap();
     assert!(!first.identity.is_returning);
     first.identity
 }
@@ -86,7 +70,7 @@ async fn cookie_path_is_certain_and_refuses_to_learn_a_contradiction() {
 
     // The same device again is learned.
     let again = engine
-        .identify_at(&payload(mac()), Some(&first.visitor_id), T0 + 2)
+        .identify_at(&mac_payload(), Some(&first.visitor_id), T0 + 2)
         .await
         .unwrap();
     assert!(again.metrics.observation_saved);
@@ -126,7 +110,7 @@ async fn a_strong_cookieless_match_restores_the_id() {
     let engine = engine(Retention::default());
     let first = first_visit(&engine).await;
     // A new browser version and a resized window: still the same device.
-    let mut doc = mac();
+    let mut doc = mac_document();
     doc["signals"]["userAgent"] =
         json!("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) Chrome/131.2.0.0 Safari/537.36");
     doc["signals"]["viewport"] = json!({"width": 1000, "height": 700});
@@ -148,7 +132,7 @@ async fn a_strong_cookieless_match_restores_the_id() {
 #[tokio::test]
 async fn near_equal_candidates_are_ambiguous() {
     let engine = engine(Retention::default());
-    let current = Observation::normalize(&payload(mac()).signals, None);
+    let current = Observation::normalize(&mac_payload().signals, None);
     for n in [1, 2] {
         engine
             .store()
@@ -162,7 +146,7 @@ async fn near_equal_candidates_are_ambiguous() {
             .unwrap();
     }
     let result = engine
-        .identify_at(&payload(mac()), None, T0 + 10)
+        .identify_at(&mac_payload(), None, T0 + 10)
         .await
         .unwrap();
     assert!(
@@ -273,7 +257,7 @@ async fn retention_cutoff_and_pruning() {
     let first = first_visit(&engine).await;
     for i in 1..=5 {
         let r = engine
-            .identify_at(&payload(mac()), Some(&first.visitor_id), T0 + i)
+            .identify_at(&mac_payload(), Some(&first.visitor_id), T0 + i)
             .await
             .unwrap();
         assert!(r.identity.is_returning);
@@ -286,7 +270,7 @@ async fn retention_cutoff_and_pruning() {
 
     // Exactly at the cutoff the newest observation (T0 + 5) is still visible.
     let at_edge = engine
-        .identify_at(&payload(mac()), Some(&first.visitor_id), T0 + 5 + DAY_MS)
+        .identify_at(&mac_payload(), Some(&first.visitor_id), T0 + 5 + DAY_MS)
         .await
         .unwrap();
     assert_eq!(at_edge.metrics.path, IdentifyPath::Cookie);
@@ -294,7 +278,7 @@ async fn retention_cutoff_and_pruning() {
     let engine = self::engine(Retention::new(1, 3).unwrap());
     let first = first_visit(&engine).await;
     let expired = engine
-        .identify_at(&payload(mac()), Some(&first.visitor_id), T0 + DAY_MS + 1)
+        .identify_at(&mac_payload(), Some(&first.visitor_id), T0 + DAY_MS + 1)
         .await
         .unwrap();
     assert_eq!(expired.metrics.path, IdentifyPath::Cookieless);
@@ -379,7 +363,7 @@ async fn evaluator_answers_are_blended_and_risk_reported() {
         "a first visit gets one risk call"
     );
     let result = engine
-        .identify_at(&payload(mac()), None, T0 + 1)
+        .identify_at(&mac_payload(), None, T0 + 1)
         .await
         .unwrap();
     assert_eq!(
@@ -398,7 +382,7 @@ async fn evaluator_answers_are_blended_and_risk_reported() {
         (0.25, 0.5)
     );
     let cookie = engine
-        .identify_at(&payload(mac()), Some(&first), T0 + 2)
+        .identify_at(&mac_payload(), Some(&first), T0 + 2)
         .await
         .unwrap();
     assert_eq!(cookie.identity.risk_status, RiskStatus::Evaluated);
@@ -412,7 +396,7 @@ async fn evaluator_answers_are_blended_and_risk_reported() {
 async fn evaluator_agreement_restores_with_blended_confidence() {
     let (engine, first) = with_evaluator(Scripted::new(answer(1.0, 0.0, 0.0))).await;
     let result = engine
-        .identify_at(&payload(mac()), None, T0 + 1)
+        .identify_at(&mac_payload(), None, T0 + 1)
         .await
         .unwrap();
     assert_eq!(result.identity.visitor_id, first);
@@ -433,7 +417,7 @@ async fn evaluator_failures_fall_back_to_deterministic_matching() {
     ] {
         let (engine, first) = with_evaluator(Scripted::new(failure.clone())).await;
         let result = engine
-            .identify_at(&payload(mac()), None, T0 + 1)
+            .identify_at(&mac_payload(), None, T0 + 1)
             .await
             .unwrap();
         assert_eq!(
@@ -465,7 +449,7 @@ async fn a_batch_with_the_wrong_count_is_ignored() {
     });
     let (engine, first) = with_evaluator(evaluator).await;
     let result = engine
-        .identify_at(&payload(mac()), None, T0 + 1)
+        .identify_at(&mac_payload(), None, T0 + 1)
         .await
         .unwrap();
     // sameVisitor 0 would have blocked the restore; the malformed batch is ignored instead.
@@ -476,7 +460,7 @@ async fn a_batch_with_the_wrong_count_is_ignored() {
 #[tokio::test]
 async fn the_default_answer_shape() {
     let engine = engine(Retention::default());
-    let result = engine.identify_at(&payload(mac()), None, T0).await.unwrap();
+    let result = engine.identify_at(&mac_payload(), None, T0).await.unwrap();
     let body = serde_json::to_value(&result.identity).unwrap();
     let keys: Vec<_> = body.as_object().unwrap().keys().cloned().collect();
     assert_eq!(
@@ -499,7 +483,7 @@ async fn the_default_answer_shape() {
 #[tokio::test]
 async fn the_restore_threshold_is_configurable() {
     // A new renderer and timezone: score 0.82 (0.18 of 1.0 weight lost), alone in the lookup.
-    let mut changed = mac();
+    let mut changed = mac_document();
     changed["signals"]["timezone"] = json!("Europe/London");
     changed["signals"]["graphics"]["webglRenderer"] = json!("ANGLE Metal");
     for (threshold, restored) in [(0.9, false), (0.82, true), (0.83, false), (0.8, true)] {

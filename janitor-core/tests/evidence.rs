@@ -1,17 +1,12 @@
-//! Application evidence on the memory store: the shared suite, strict input rules bound by bound, and the
+//! Application evidence on the memory store: strict input rules bound by bound, and the
 //! labels and records that cross languages.
 
 use janitor_core::evidence::{
-    suite, Action, DeviceLinkInput, EventInput, EventType, Evidence, EvidenceConfig,
-    MemoryEvidenceStore, SubjectId, VerificationInput, VerificationMethod,
+    Action, DeviceLinkInput, EventInput, EventType, Evidence, EvidenceConfig, MemoryEvidenceStore,
+    SubjectId, VerificationInput, VerificationMethod,
 };
 use janitor_core::{LabelKey, VisitorId};
 use serde_json::{json, Value};
-
-#[tokio::test]
-async fn memory_store_passes_the_evidence_suite() {
-    suite::run(|_visitors| async { MemoryEvidenceStore::new() }).await;
-}
 
 fn subject() -> String {
     format!("sub_{}", "ab".repeat(32))

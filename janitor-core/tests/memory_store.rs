@@ -1,24 +1,18 @@
-//! The shared store behaviour suite on the in-memory store, and what only the memory store promises.
+//! What only the memory visitor store promises (its suite runs in `store_suites.rs`).
 
-use std::sync::Arc;
-
-use janitor_core::store::suite::{observation, run, visitor};
+use janitor_core::testing::visitor;
+use janitor_core::testing::visitor_store::observation;
 use janitor_core::{MemoryVisitorStore, Retention, VisitorStore};
-
-#[tokio::test]
-async fn memory_store_passes_the_store_suite() {
-    run(|retention| async move { MemoryVisitorStore::new(retention) }).await;
-}
 
 #[test]
 fn memory_store_is_safe_across_threads() {
-    let store = Arc::new(MemoryVisitorStore::new(Retention::new(90, 3).unwrap()));
+    let store = MemoryVisitorStore::new(Retention::new(90, 3).unwrap());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
     let handles: Vec<_> = (1..=8u64)
         .map(|n| {
-            let store = Arc::clone(&store);
+            let store = store.clone();
             std::thread::spawn(move || {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .build()

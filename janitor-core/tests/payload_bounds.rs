@@ -1,6 +1,6 @@
 //! Every bound of the payload schema: at the limit passes, one past it fails (and 0 / -1 at the bottom).
 
-use janitor_core::payload::{VisitorPayload, BEHAVIOR_FIELDS};
+use janitor_core::identification::payload::{VisitorPayload, BEHAVIOR_FIELDS};
 use serde_json::{json, Map, Value};
 
 /// The six behaviour fields the schema requires, at zero.

@@ -1,21 +1,14 @@
-//! Request quotas on the in-memory store: the shared suite, the order of checks, shards and Retry-After.
-
-use std::sync::Arc;
+//! Request quotas on the in-memory store: the order of checks, shards and Retry-After (the store suite runs in
+//! `store_suites.rs`).
 
 use janitor_core::label::{LabelKey, ProtectionKey};
 use janitor_core::protection::quota::{
-    suite, Admission, AdmissionContext, MemoryQuotaStore, QuotaConfig, QuotaCounter, RequestQuotas,
+    MemoryQuotaStore, QuotaConfig, QuotaContext, QuotaCounter, QuotaDecision, RequestQuotas,
 };
-
-const T0: i64 = 1_735_689_600_000;
+use janitor_core::testing::{label_key, T0};
 
 fn key() -> LabelKey {
-    LabelKey::new(&"k".repeat(32), "quota-tests").unwrap()
-}
-
-#[tokio::test]
-async fn memory_store_passes_the_suite() {
-    suite::run(|| async { MemoryQuotaStore::new() }).await;
+    label_key("quota-tests")
 }
 
 #[tokio::test]
@@ -27,17 +20,17 @@ async fn checks_stop_at_the_first_denial_and_earlier_counters_count() {
         .build()
         .unwrap();
     let quotas = RequestQuotas::new(MemoryQuotaStore::new(), key(), config);
-    let context = AdmissionContext::new(Some("acct"), Some("sess")).unwrap();
+    let context = QuotaContext::new(Some("acct"), Some("sess")).unwrap();
     for i in 0..2 {
         assert_eq!(
-            quotas.admit(&context, T0 + i).await.unwrap(),
-            Admission::Allowed
+            quotas.check(&context, T0 + i).await.unwrap(),
+            QuotaDecision::Allowed
         );
     }
-    let denied = quotas.admit(&context, T0 + 1_500).await.unwrap();
+    let denied = quotas.check(&context, T0 + 1_500).await.unwrap();
     assert_eq!(
         denied,
-        Admission::Limited {
+        QuotaDecision::Limited {
             counter: QuotaCounter::Account,
             retry_after_secs: 59, // the account window ends at T0 + 60,000
         }
@@ -62,10 +55,10 @@ async fn checks_stop_at_the_first_denial_and_earlier_counters_count() {
     // No raw id is a row key.
     assert_eq!(store.counter("acct"), None);
     // Another account is unaffected; the global and session counters go on.
-    let other = AdmissionContext::new(Some("other"), Some("sess")).unwrap();
+    let other = QuotaContext::new(Some("other"), Some("sess")).unwrap();
     assert_eq!(
-        quotas.admit(&other, T0 + 2_000).await.unwrap(),
-        Admission::Allowed
+        quotas.check(&other, T0 + 2_000).await.unwrap(),
+        QuotaDecision::Allowed
     );
     assert_eq!(used(ProtectionKey::Session("sess")), Some(3));
 }
@@ -78,7 +71,7 @@ async fn sharded_global_quota_admits_exactly_the_limit_per_aligned_window() {
         .window_ms(60_000)
         .build()
         .unwrap();
-    let store = Arc::new(MemoryQuotaStore::new());
+    let store = MemoryQuotaStore::new();
     // Two instances sharing the counters, starting their rotations at different shards.
     let a = RequestQuotas::with_first_shard(store.clone(), key(), config, 0);
     let b = RequestQuotas::with_first_shard(store.clone(), key(), config, 3);
@@ -89,13 +82,9 @@ async fn sharded_global_quota_admits_exactly_the_limit_per_aligned_window() {
         for i in 0..60 {
             let quotas = if i % 2 == 0 { &a } else { &b };
             let now = start + 10 + i;
-            match quotas
-                .admit(&AdmissionContext::anonymous(), now)
-                .await
-                .unwrap()
-            {
-                Admission::Allowed => allowed += 1,
-                Admission::Limited {
+            match quotas.check(&QuotaContext::anonymous(), now).await.unwrap() {
+                QuotaDecision::Allowed => allowed += 1,
+                QuotaDecision::Limited {
                     counter,
                     retry_after_secs,
                 } => {
@@ -119,14 +108,14 @@ async fn sharded_global_quota_admits_exactly_the_limit_per_aligned_window() {
 #[tokio::test]
 async fn cleanup_removes_ended_windows() {
     let quotas = RequestQuotas::new(MemoryQuotaStore::new(), key(), QuotaConfig::default());
-    let context = AdmissionContext::new(Some("a"), None).unwrap();
-    quotas.admit(&context, T0).await.unwrap();
+    let context = QuotaContext::new(Some("a"), None).unwrap();
+    quotas.check(&context, T0).await.unwrap();
     assert_eq!(
-        quotas.cleanup(T0 + 59_999, 0).await.unwrap(),
+        quotas.cleanup(0, T0 + 59_999).await.unwrap(),
         0,
         "batch 0 is clamped to 1, nothing ended"
     );
-    assert_eq!(quotas.cleanup(T0 + 60_000, 1).await.unwrap(), 1);
-    assert_eq!(quotas.cleanup(T0 + 60_000, 1000).await.unwrap(), 1);
+    assert_eq!(quotas.cleanup(1, T0 + 60_000).await.unwrap(), 1);
+    assert_eq!(quotas.cleanup(1000, T0 + 60_000).await.unwrap(), 1);
     assert!(quotas.store().is_empty());
 }

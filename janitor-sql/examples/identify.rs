@@ -12,16 +12,15 @@ use janitor_core::{
 };
 use janitor_sql::{Database, DatabaseConfig, PgVisitorStore};
 
+/// What a Windows laptop's Edge sends.
 const SAMPLE: &str = r#"{"signals": {
-    "userAgent": "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 Chrome/130.0.0.0 Safari/537.36",
-    "platform": "MacIntel",
-    "languages": ["en-US", "he"],
-    "timezone": "Asia/Jerusalem",
-    "screen": {"width": 1440, "height": 900, "colorDepth": 24, "pixelRatio": 2},
-    "viewport": {"width": 1280, "height": 720},
-    "hardware": {"hardwareConcurrency": 8, "deviceMemory": 8, "maxTouchPoints": 0},
-    "automation": {"webdriver": false},
-    "graphics": {"webglVendor": "WebKit", "webglRenderer": "WebKit WebGL"}
+    "userAgent": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0",
+    "platform": "Win32",
+    "languages": ["de-DE", "en"],
+    "timezone": "Europe/Berlin",
+    "screen": {"width": 1920, "height": 1080, "colorDepth": 24, "pixelRatio": 1.25},
+    "hardware": {"hardwareConcurrency": 12, "deviceMemory": 16, "maxTouchPoints": 10},
+    "graphics": {"webglVendor": "Google Inc. (Intel)", "webglRenderer": "ANGLE (Intel, Intel(R) Iris(R) Xe Graphics Direct3D11)"}
 }}"#;
 
 async fn demo<S: VisitorStore>(store: S) -> Result<(), Box<dyn Error>> {

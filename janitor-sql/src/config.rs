@@ -1,23 +1,22 @@
 //! Connection options, checked once when the configuration is built.
 
-use std::ops::RangeInclusive;
 use std::str::FromStr;
 use std::time::Duration;
 
-use janitor_core::config::check;
+use janitor_core::config::Limit;
 
 use crate::error::SetupError;
 
 /// Longest a single statement may run before PostgreSQL cancels it (milliseconds; default 5 s).
-pub const STATEMENT_TIMEOUT_MS: (u64, RangeInclusive<u64>) = (5_000, 1..=600_000);
+pub const STATEMENT_TIMEOUT_MS: Limit<u64> = Limit::new("statement_timeout_ms", 5_000, 1, 600_000);
 /// Longest a caller waits for a free pooled connection before the store reports itself unavailable
 /// (milliseconds; default 1 s). Waiting is bounded so that an overloaded database turns into quick 503s
 /// instead of a queue that grows without end.
-pub const POOL_WAIT_TIMEOUT_MS: (u64, RangeInclusive<u64>) = (1_000, 1..=60_000);
+pub const POOL_WAIT_TIMEOUT_MS: Limit<u64> = Limit::new("wait_timeout_ms", 1_000, 1, 60_000);
 /// Longest opening a new connection may take (milliseconds; default 5 s).
-pub const CONNECT_TIMEOUT_MS: (u64, RangeInclusive<u64>) = (5_000, 1..=60_000);
+pub const CONNECT_TIMEOUT_MS: Limit<u64> = Limit::new("connect_timeout_ms", 5_000, 1, 60_000);
 /// Connections the pool may hold open (default 16).
-pub const MAX_CONNECTIONS: (usize, RangeInclusive<usize>) = (16, 1..=1_000);
+pub const MAX_CONNECTIONS: Limit<usize> = Limit::new("max_connections", 16, 1, 1_000);
 
 /// The `application_name` connections report unless the URL names one, so operators can find them in
 /// `pg_stat_activity`.
@@ -86,10 +85,10 @@ impl DatabaseConfig {
         DatabaseConfigBuilder {
             url: url.to_owned(),
             schema: None,
-            statement_timeout_ms: STATEMENT_TIMEOUT_MS.0,
-            wait_timeout_ms: POOL_WAIT_TIMEOUT_MS.0,
-            connect_timeout_ms: CONNECT_TIMEOUT_MS.0,
-            max_connections: MAX_CONNECTIONS.0,
+            statement_timeout_ms: STATEMENT_TIMEOUT_MS.default,
+            wait_timeout_ms: POOL_WAIT_TIMEOUT_MS.default,
+            connect_timeout_ms: CONNECT_TIMEOUT_MS.default,
+            max_connections: MAX_CONNECTIONS.default,
         }
     }
 
@@ -172,22 +171,10 @@ impl DatabaseConfigBuilder {
 
     /// Checks the values and parses the URL.
     pub fn build(self) -> Result<DatabaseConfig, SetupError> {
-        let statement_timeout_ms = check(
-            "statement_timeout_ms",
-            self.statement_timeout_ms,
-            &STATEMENT_TIMEOUT_MS.1,
-        )?;
-        let wait_timeout_ms = check(
-            "wait_timeout_ms",
-            self.wait_timeout_ms,
-            &POOL_WAIT_TIMEOUT_MS.1,
-        )?;
-        let connect_timeout_ms = check(
-            "connect_timeout_ms",
-            self.connect_timeout_ms,
-            &CONNECT_TIMEOUT_MS.1,
-        )?;
-        let max_connections = check("max_connections", self.max_connections, &MAX_CONNECTIONS.1)?;
+        let statement_timeout_ms = STATEMENT_TIMEOUT_MS.check(self.statement_timeout_ms)?;
+        let wait_timeout_ms = POOL_WAIT_TIMEOUT_MS.check(self.wait_timeout_ms)?;
+        let connect_timeout_ms = CONNECT_TIMEOUT_MS.check(self.connect_timeout_ms)?;
+        let max_connections = MAX_CONNECTIONS.check(self.max_connections)?;
         let schema = self.schema.as_deref().map(SchemaName::new).transpose()?;
 
         // The parser's messages name the offending part, never the password.

@@ -1,16 +1,17 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
-pub mod budget_store;
+mod budget_store;
 mod config;
 mod database;
 mod error;
-pub mod evidence_store;
+mod evidence_store;
 pub mod migrate;
-pub mod quota_store;
-#[cfg(feature = "test-support")]
+mod quota_store;
+mod stores;
+#[cfg(feature = "testing")]
 pub mod testing;
-pub mod visitor_store;
+mod visitor_store;
 
 pub use budget_store::PgBudgetStore;
 pub use config::{
@@ -22,4 +23,5 @@ pub use error::SetupError;
 pub use evidence_store::PgEvidenceStore;
 pub use migrate::{migrate, MigrateError, MigrationReport};
 pub use quota_store::PgQuotaStore;
+pub use stores::PgStores;
 pub use visitor_store::PgVisitorStore;

@@ -31,7 +31,7 @@ macro_rules! migrations {
         &[$(Migration {
             version: $version,
             name: $file,
-            sql: include_str!(concat!("../../migrations/", $file)),
+            sql: include_str!(concat!("../migrations/", $file)),
         }),*]
     };
 }
@@ -232,7 +232,7 @@ mod tests {
 
     #[test]
     fn every_file_is_embedded_in_order() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../migrations");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
         let mut files: Vec<String> = std::fs::read_dir(dir)
             .expect("migrations directory")
             .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))

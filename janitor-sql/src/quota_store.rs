@@ -10,7 +10,7 @@ use crate::error::unreadable;
 /// statement. The upsert is the row contract shared with Janitor instances in other languages: create at 1,
 /// restart an ended window at 1, or add one while under the limit; when its `WHERE` refuses, nothing changes.
 /// Then, only on a denial, the same statement reads the row's `reset_at` for the Retry-After.
-pub const CLAIM: &str = "WITH claimed AS ( \
+const CLAIM: &str = "WITH claimed AS ( \
        INSERT INTO protection_quotas AS q (id, used, reset_at) VALUES ($1, 1, $2) \
        ON CONFLICT (id) DO UPDATE SET \
          used = CASE WHEN q.reset_at <= $3 THEN 1 ELSE q.used + 1 END, \
@@ -24,7 +24,7 @@ pub const CLAIM: &str = "WITH claimed AS ( \
 
 /// Deletes at most `$2` rows whose window ended at or before `$1`, oldest first. The repeated condition keeps
 /// a row that another instance restarted in the meantime.
-pub const CLEANUP: &str = "DELETE FROM protection_quotas WHERE id IN ( \
+const CLEANUP: &str = "DELETE FROM protection_quotas WHERE id IN ( \
        SELECT id FROM protection_quotas WHERE reset_at <= $1 ORDER BY reset_at LIMIT $2) \
      AND reset_at <= $1";
 
@@ -75,7 +75,7 @@ impl QuotaStore for PgQuotaStore {
         })
     }
 
-    async fn cleanup(&self, now_ms: i64, batch: usize) -> Result<usize, StoreError> {
+    async fn cleanup(&self, batch: usize, now_ms: i64) -> Result<usize, StoreError> {
         let limit = batch as i64;
         let mut connection = self.database.connection().await?;
         Ok(connection.execute(CLEANUP, &[&now_ms, &limit]).await? as usize)

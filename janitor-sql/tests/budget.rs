@@ -1,11 +1,10 @@
-//! The shared inference budget on PostgreSQL: the store suite, the row format other languages read, and the
+//! The shared inference budget on PostgreSQL: the row format other languages read, and the
 //! limits holding under concurrency, across pools, and through the circuit's cycle.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use janitor_core::protection::budget::suite::{self, label_key};
 use janitor_core::protection::budget::{
     BudgetConfig, BudgetDenial, BudgetStore, CallOutcome, InferenceBudget,
 };
@@ -14,19 +13,7 @@ use janitor_sql::{Database, PgBudgetStore};
 use serde_json::{json, Value};
 use tokio_postgres::types::Json;
 
-const T0: i64 = 1_735_689_600_000;
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn budget_suite_passes_on_postgres() {
-    with_schemas(|schemas| async move {
-        suite::run(|| {
-            let schemas = schemas.clone();
-            async move { PgBudgetStore::new(schemas.fresh().await) }
-        })
-        .await;
-    })
-    .await;
-}
+use janitor_core::testing::{label_key, T0};
 
 async fn raw_row(database: &Database, id: &str) -> (i64, i64, Value) {
     let client = database.pool().get().await.unwrap();

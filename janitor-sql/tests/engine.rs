@@ -2,7 +2,7 @@
 //! rows written by an instance in another language.
 
 use janitor_core::config::DAY_MS;
-use janitor_core::engine::IdentifyPath;
+use janitor_core::identification::engine::IdentifyPath;
 use janitor_core::{
     Engine, EngineConfig, Identification, Retention, VisitorId, VisitorPayload, VisitorStore,
 };
@@ -10,7 +10,7 @@ use janitor_sql::testing::{population, with_schemas};
 use janitor_sql::{Database, PgVisitorStore};
 use serde_json::{json, Value};
 
-const T0: i64 = 1_735_689_600_000;
+use janitor_core::testing::T0;
 
 /// A device no population browser shares: its timezone is not in the population's list.
 fn laptop() -> Value {
@@ -228,7 +228,7 @@ async fn rows_written_by_another_implementation_are_matched() {
         let rows = engine
             .store()
             .find_candidate_rows(
-                &janitor_core::candidates::probes_for(&{
+                &janitor_core::identification::candidates::probes_for(&{
                     let p = payload(&laptop());
                     janitor_core::Observation::normalize(&p.signals, None)
                 }),

@@ -1,4 +1,4 @@
-//! Application evidence on PostgreSQL: the shared suite, round trips, what the rows hold (labels only), the
+//! Application evidence on PostgreSQL: round trips, what the rows hold (labels only), the
 //! cascades of erasure, and device links at their edges. Plans of the activity read are in
 //! `evidence_plans.rs`.
 
@@ -6,7 +6,7 @@ use std::future::Future;
 
 use janitor_core::config::DAY_MS;
 use janitor_core::evidence::{
-    suite, Action, DeviceLinkInput, EventInput, EventType, Evidence, EvidenceConfig, EvidenceError,
+    Action, DeviceLinkInput, EventInput, EventType, Evidence, EvidenceConfig, EvidenceError,
     RevocationInput, RevocationReason, SubjectId, VerificationInput, VerificationMethod,
 };
 use janitor_core::{LabelKey, Retention, StoreError, VisitorId, VisitorStore};
@@ -14,14 +14,10 @@ use janitor_sql::testing::with_schemas;
 use janitor_sql::{Database, PgEvidenceStore, PgVisitorStore};
 use serde_json::{json, Value};
 
-const T0: i64 = 1_735_689_600_000;
+use janitor_core::testing::{label_key, visitor, T0};
 
 fn key() -> LabelKey {
-    LabelKey::new(&"e".repeat(48), "evidence-tests").expect("valid key")
-}
-
-fn visitor(n: u64) -> VisitorId {
-    suite::visitor(n)
+    label_key("evidence-tests")
 }
 
 /// Evidence over a fresh schema holding visitors 1–3.
@@ -57,25 +53,6 @@ where
 async fn rows(database: &Database, sql: &str) -> i64 {
     let client = database.pool().get().await.expect("connection");
     client.query_one(sql, &[]).await.expect(sql).get(0)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn shared_evidence_suite_passes_on_postgres() {
-    with_schemas(|schemas| async move {
-        suite::run(|visitors| {
-            let schemas = schemas.clone();
-            async move {
-                let database = schemas.fresh().await;
-                let store = PgVisitorStore::new(database.clone(), Retention::default());
-                for v in &visitors {
-                    store.create_visitor(v, suite::T0).await.expect("visitor");
-                }
-                PgEvidenceStore::new(database)
-            }
-        })
-        .await;
-    })
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,7 @@ use janitor_core::evidence::{
     VelocityQuery,
 };
 use janitor_core::LabelKey;
-use janitor_sql::evidence_store::recent_types_statement;
+use janitor_sql::testing::statements::recent_event_types;
 use janitor_sql::testing::with_schemas;
 use janitor_sql::{Database, PgEvidenceStore};
 use serde_json::Value;
@@ -331,7 +331,7 @@ async fn a_hot_subject_saturates_with_a_bounded_index_scan() {
                 ];
                 assert_plan(
                     &client,
-                    recent_types_statement(column, false),
+                    recent_event_types(column, false),
                     &args,
                     generic,
                     &format!("idx_events_{name}_time"),
@@ -342,7 +342,7 @@ async fn a_hot_subject_saturates_with_a_bounded_index_scan() {
                 args.push(Arg::Text(action));
                 assert_plan(
                     &client,
-                    recent_types_statement(column, true),
+                    recent_event_types(column, true),
                     &args,
                     generic,
                     &format!("idx_events_{name}_action"),
@@ -417,7 +417,7 @@ async fn a_sparse_subject_gets_exact_counts() {
         for generic in [false, true] {
             assert_plan(
                 &client,
-                recent_types_statement(ActivityColumn::Subject, false),
+                recent_event_types(ActivityColumn::Subject, false),
                 &args,
                 generic,
                 "idx_events_subject_time",

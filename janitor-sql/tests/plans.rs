@@ -4,10 +4,10 @@
 
 use std::collections::BTreeSet;
 
-use janitor_core::candidates::{probes_for, ProbeFamily};
-use janitor_core::config::Retention;
+use janitor_core::identification::candidates::{probes_for, ProbeFamily};
+use janitor_core::Retention;
+use janitor_sql::testing::statements::{candidate_lookup, statement};
 use janitor_sql::testing::{population, with_schemas};
-use janitor_sql::visitor_store::statements;
 use serde_json::Value;
 use tokio_postgres::types::{Json, ToSql};
 
@@ -96,7 +96,7 @@ async fn lookup_history_and_writes_are_index_scans() {
         let current = population::observation(42);
         let probes = probes_for(&current);
         assert_eq!(probes.len(), 6, "the population has every key");
-        let lookup = statements::lookup(&probes).unwrap();
+        let lookup = candidate_lookup(&probes).unwrap();
         let mut lookup_params: Vec<&(dyn ToSql + Sync)> = vec![&cutoff];
         for probe in &probes {
             lookup_params.extend(probe.keys.iter().map(|k| k as &(dyn ToSql + Sync)));
@@ -149,14 +149,14 @@ async fn lookup_history_and_writes_are_index_scans() {
 
             let plan = explain(
                 &client,
-                statements::HISTORY,
+                statement("visitors.history"),
                 &[&visitor_id, &cutoff, &limit],
             )
             .await;
             assert_indexed(&plan, "history", &["idx_observation_visitor_seen"]);
             let plan = explain(
                 &client,
-                statements::HISTORY_BATCH,
+                statement("visitors.history_batch"),
                 &[&batch, &cutoff, &limit],
             )
             .await;
@@ -173,13 +173,13 @@ async fn lookup_history_and_writes_are_index_scans() {
                 &cutoff,
                 &keep,
             ];
-            let plan = explain(&client, statements::SAVE_AND_TOUCH, &write).await;
+            let plan = explain(&client, statement("visitors.save_and_touch"), &write).await;
             assert_indexed(
                 &plan,
                 "save + prune + touch",
                 &["idx_observation_visitor_seen"],
             );
-            let plan = explain(&client, statements::EXPIRE, &[&cutoff, &100_i64]).await;
+            let plan = explain(&client, statement("visitors.expire"), &[&cutoff, &100_i64]).await;
             assert_indexed(
                 &plan,
                 "expire",

@@ -1,20 +1,20 @@
-//! Request quotas on PostgreSQL: the shared suite, real concurrency, two instances sharing sharded counters,
+//! Request quotas on PostgreSQL: real concurrency, two instances sharing sharded counters,
 //! the order of checks, and plans.
 
 use std::sync::Arc;
 
 use janitor_core::label::{LabelKey, ProtectionKey};
 use janitor_core::protection::quota::{
-    suite, Admission, AdmissionContext, ClaimOutcome, QuotaClaim, QuotaConfig, QuotaCounter,
-    QuotaStore, RequestQuotas,
+    ClaimOutcome, QuotaClaim, QuotaConfig, QuotaContext, QuotaCounter, QuotaDecision, QuotaStore,
+    RequestQuotas,
 };
 use janitor_sql::testing::{database_url, with_schemas};
 use janitor_sql::{Database, DatabaseConfig, PgQuotaStore};
 
-const T0: i64 = 1_735_689_600_000;
+use janitor_core::testing::{label_key, T0};
 
 fn key() -> LabelKey {
-    LabelKey::new(&"k".repeat(32), "quota-tests").unwrap()
+    label_key("quota-tests")
 }
 
 /// A second pool on the same schema, as another instance would have.
@@ -42,22 +42,10 @@ async fn used(database: &Database, key: ProtectionKey<'_>) -> Option<i32> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_store_passes_the_suite() {
-    with_schemas(|schemas| async move {
-        suite::run(|| {
-            let schemas = schemas.clone();
-            async move { PgQuotaStore::new(schemas.fresh().await) }
-        })
-        .await;
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_five_concurrent_claims_admit_exactly_seven() {
     with_schemas(|schemas| async move {
         let database = schemas.fresh_with(|b| b.max_connections(25)).await;
-        let store = Arc::new(PgQuotaStore::new(database.clone()));
+        let store = PgQuotaStore::new(database.clone());
         for round in 0..5_i64 {
             let tasks: Vec<_> = (0..25)
                 .map(|_| {
@@ -112,7 +100,7 @@ async fn two_instances_share_sharded_counters_exactly() {
                     let quotas = if i % 2 == 0 { a.clone() } else { b.clone() };
                     tokio::spawn(async move {
                         quotas
-                            .admit(&AdmissionContext::anonymous(), start + 100 + i)
+                            .check(&QuotaContext::anonymous(), start + 100 + i)
                             .await
                     })
                 })
@@ -120,8 +108,8 @@ async fn two_instances_share_sharded_counters_exactly() {
             let mut allowed = 0;
             for task in tasks {
                 match task.await.unwrap().expect("admit") {
-                    Admission::Allowed => allowed += 1,
-                    Admission::Limited {
+                    QuotaDecision::Allowed => allowed += 1,
+                    QuotaDecision::Limited {
                         counter,
                         retry_after_secs,
                     } => {
@@ -154,22 +142,22 @@ async fn checks_stop_at_the_first_denial() {
         let database = schemas.fresh().await;
         let config = QuotaConfig::builder().global(100).account(3).session(2).build().unwrap();
         let quotas = RequestQuotas::new(PgQuotaStore::new(database.clone()), key(), config);
-        let context = AdmissionContext::new(Some("account-raw-1"), Some("session-raw-1")).unwrap();
+        let context = QuotaContext::new(Some("account-raw-1"), Some("session-raw-1")).unwrap();
         for i in 0..2 {
-            assert_eq!(quotas.admit(&context, T0 + i).await.unwrap(), Admission::Allowed);
+            assert_eq!(quotas.check(&context, T0 + i).await.unwrap(), QuotaDecision::Allowed);
         }
         // The session (2) is full: global and account counted the attempt, the session did not.
-        let denied = quotas.admit(&context, T0 + 20_000).await.unwrap();
+        let denied = quotas.check(&context, T0 + 20_000).await.unwrap();
         assert_eq!(
             denied,
-            Admission::Limited { counter: QuotaCounter::Session, retry_after_secs: 40 }
+            QuotaDecision::Limited { counter: QuotaCounter::Session, retry_after_secs: 40 }
         );
         assert_eq!(used(&database, ProtectionKey::Global).await, Some(3));
         assert_eq!(used(&database, ProtectionKey::Account("account-raw-1")).await, Some(3));
         assert_eq!(used(&database, ProtectionKey::Session("session-raw-1")).await, Some(2));
         // Now the account (3) is full and stops the checks before the session.
-        let denied = quotas.admit(&context, T0 + 30_000).await.unwrap();
-        assert!(matches!(denied, Admission::Limited { counter: QuotaCounter::Account, .. }));
+        let denied = quotas.check(&context, T0 + 30_000).await.unwrap();
+        assert!(matches!(denied, QuotaDecision::Limited { counter: QuotaCounter::Account, .. }));
         assert_eq!(used(&database, ProtectionKey::Global).await, Some(4));
         assert_eq!(used(&database, ProtectionKey::Account("account-raw-1")).await, Some(3));
         // No raw id anywhere in the table.
@@ -184,9 +172,9 @@ async fn checks_stop_at_the_first_denial() {
             .get(0);
         assert_eq!(leaked, 0);
         // After the account window ends, it starts over; cleanup removes ended rows only.
-        assert_eq!(quotas.admit(&AdmissionContext::new(Some("account-raw-1"), None).unwrap(), T0 + 60_000).await.unwrap(), Admission::Allowed);
+        assert_eq!(quotas.check(&QuotaContext::new(Some("account-raw-1"), None).unwrap(), T0 + 60_000).await.unwrap(), QuotaDecision::Allowed);
         // That request restarted the global window too; only the session's has ended.
-        assert_eq!(quotas.cleanup(T0 + 60_001, 100).await.unwrap(), 1);
+        assert_eq!(quotas.cleanup(100, T0 + 60_001).await.unwrap(), 1);
         assert_eq!(used(&database, ProtectionKey::Session("session-raw-1")).await, None);
         assert_eq!(used(&database, ProtectionKey::Account("account-raw-1")).await, Some(1));
     })
@@ -203,7 +191,7 @@ async fn a_store_failure_is_an_error_never_an_admission() {
     )
     .unwrap();
     let quotas = RequestQuotas::new(PgQuotaStore::new(database), key(), QuotaConfig::default());
-    let outcome = quotas.admit(&AdmissionContext::anonymous(), T0).await;
+    let outcome = quotas.check(&QuotaContext::anonymous(), T0).await;
     assert!(
         matches!(outcome, Err(janitor_core::StoreError::Unavailable(_))),
         "{outcome:?}"

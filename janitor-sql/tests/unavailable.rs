@@ -3,12 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use janitor_core::store::suite::{observation, visitor};
+use janitor_core::testing::visitor;
+use janitor_core::testing::visitor_store::observation;
 use janitor_core::{Retention, StoreError, VisitorStore};
 use janitor_sql::testing::{admin_client, with_schemas};
 use janitor_sql::{Database, DatabaseConfig, MigrateError, PgVisitorStore};
 
-const T0: i64 = 1_735_689_600_000;
+use janitor_core::testing::T0;
 
 async fn backend_pid(database: &Database) -> i32 {
     let client = database.pool().get().await.unwrap();

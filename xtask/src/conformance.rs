@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use janitor_core::jev::JevRequest;
+use janitor_core::identification::jev::JevRequest;
+use janitor_core::identification::observation::Observation;
+use janitor_core::identification::payload::Signals;
+use janitor_core::identification::similarity::compare;
 use janitor_core::label::compact_json;
-use janitor_core::observation::Observation;
-use janitor_core::payload::Signals;
-use janitor_core::similarity::compare;
 use janitor_core::{EvaluationInput, EvidenceKey, LabelKey, ProtectionKey};
 use serde_json::{json, Map, Value};
 
@@ -406,7 +406,7 @@ mod tests {
     }
 
     fn public_file() -> Value {
-        let text = include_str!("../../contract/conformance.json");
+        let text = include_str!("../../janitor-core/contract/conformance.json");
         serde_json::from_str(text).unwrap()
     }
 

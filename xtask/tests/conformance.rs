@@ -6,7 +6,8 @@ use xtask::conformance::check_file;
 
 #[test]
 fn public_conformance_file_passes() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../contract/conformance.json");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../janitor-core/contract/conformance.json");
     let report = check_file(&path).expect("the repository's conformance file is readable");
     assert!(
         report.failures.is_empty(),

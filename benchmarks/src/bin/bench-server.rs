@@ -16,9 +16,9 @@ use std::error::Error;
 use axum::routing::get;
 use axum::Router;
 use janitor_axum::admission::{Admission, AdmissionConfig};
-use janitor_axum::{Backend, InMemory, Janitor, JanitorConfig, Postgres};
+use janitor_axum::{Janitor, JanitorConfig, MemoryStores, PgStores, Stores};
 use janitor_benchmarks::{number, pairs};
-use janitor_core::store::{VisitWrite, VisitorStore};
+use janitor_core::identification::store::{VisitWrite, VisitorStore};
 use janitor_core::{Observation, VisitorId, VisitorPayload};
 use janitor_sql::{Database, DatabaseConfig};
 use serde_json::json;
@@ -36,13 +36,13 @@ fn payload(zone: &str) -> VisitorPayload {
     VisitorPayload::from_value(&doc).expect("valid payload")
 }
 
-async fn seed<B: Backend>(
-    janitor: &Janitor<B>,
+async fn seed<S: Stores>(
+    janitor: &Janitor<S>,
     visitors: u64,
     file: &str,
 ) -> Result<(), Box<dyn Error>> {
     let mut lines = String::new();
-    let now = janitor_core::engine::now_ms();
+    let now = janitor_core::now_ms();
     for i in 0..visitors {
         let zone = format!("Bench/Zone{i}");
         let id = VisitorId::generate();
@@ -64,8 +64,8 @@ async fn seed<B: Backend>(
     Ok(())
 }
 
-async fn serve<B: Backend>(
-    janitor: Janitor<B>,
+async fn serve<S: Stores>(
+    janitor: Janitor<S>,
     port: u16,
     max_in_flight: usize,
 ) -> Result<(), Box<dyn Error>> {
@@ -107,7 +107,11 @@ async fn main() -> Result<(), Box<dyn Error>> {
     }
     let config = JanitorConfig::builder()
         .secret(&"bench-secret-".repeat(4))
-        .max_in_flight_requests(max_in_flight as usize)
+        .admission(
+            AdmissionConfig::builder()
+                .max_in_flight_requests(max_in_flight as usize)
+                .build()?,
+        )
         .build()?;
     match std::env::var("DATABASE_URL") {
         Ok(url) => {
@@ -120,12 +124,12 @@ async fn main() -> Result<(), Box<dyn Error>> {
             let client = database.pool().get().await?;
             client.batch_execute("TRUNCATE visitors CASCADE").await?;
             drop(client);
-            let janitor = Janitor::new(config, Postgres(database));
+            let janitor = Janitor::new(config, PgStores::new(database));
             seed(&janitor, visitors, &file).await?;
             serve(janitor, port as u16, max_in_flight as usize).await
         }
         Err(_) => {
-            let janitor = Janitor::new(config, InMemory);
+            let janitor = Janitor::new(config, MemoryStores::new());
             seed(&janitor, visitors, &file).await?;
             serve(janitor, port as u16, max_in_flight as usize).await
         }

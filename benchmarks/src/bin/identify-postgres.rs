@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use janitor_benchmarks::{cores, number, options_or_exit, pairs, write_report, Summary};
-use janitor_core::engine::IdentifyPath;
+use janitor_core::identification::engine::IdentifyPath;
 use janitor_core::{Engine, EngineConfig, Retention, VisitorId, VisitorPayload};
 use janitor_sql::testing::{population, with_schemas};
 use janitor_sql::PgVisitorStore;

@@ -264,7 +264,10 @@ async fn capture_plans(
     assertions.extend(check_plan("sparse", &sparse_plan, &either, sparse_rows));
     Ok((
         json!({
-            "statement": janitor_sql::evidence_store::statements::RECENT_TYPES_BY_SUBJECT_ACTION,
+            "statement": janitor_sql::testing::statements::recent_event_types(
+                janitor_core::evidence::ActivityColumn::Subject,
+                true,
+            ),
             "hot": hot_plan,
             "hot_generic": hot_generic,
             "sparse": sparse_plan,

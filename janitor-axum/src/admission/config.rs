@@ -1,20 +1,19 @@
 //! The admission options and their ranges.
 
-use std::ops::RangeInclusive;
 use std::time::Duration;
 
-use janitor_core::config::{check, ConfigError};
+use janitor_core::config::{ConfigError, Limit};
 
 /// Requests one adapter instance works on at the same time (default 64).
-pub const MAX_IN_FLIGHT_REQUESTS: (usize, RangeInclusive<usize>) = (64, 1..=1024);
+pub const MAX_IN_FLIGHT_REQUESTS: Limit<usize> = Limit::new("max_in_flight_requests", 64, 1, 1024);
 /// Largest declared body of a refused request that is read and discarded so its keep-alive connection stays
 /// usable, in bytes (default 16 KiB). A larger body, or one of unknown length, closes the connection instead.
 /// The top of the range is the largest body the identify endpoint accepts at all (`max_body_bytes`); 0 never
 /// drains and closes whenever a refused request carries a body.
-pub const MAX_DRAIN_BYTES: (u64, RangeInclusive<u64>) = (16_384, 0..=65_536);
+pub const MAX_DRAIN_BYTES: Limit<u64> = Limit::new("max_drain_bytes", 16_384, 0, 65_536);
 /// Longest wait for a refused request's small body to arrive before giving up on it and closing the
 /// connection, in milliseconds (default one second).
-pub const DRAIN_TIMEOUT_MS: (u64, RangeInclusive<u64>) = (1_000, 1..=10_000);
+pub const DRAIN_TIMEOUT_MS: Limit<u64> = Limit::new("drain_timeout_ms", 1_000, 1, 10_000);
 
 /// Validated admission options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,9 +26,9 @@ pub struct AdmissionConfig {
 impl Default for AdmissionConfig {
     fn default() -> Self {
         AdmissionConfig {
-            max_in_flight_requests: MAX_IN_FLIGHT_REQUESTS.0,
-            max_drain_bytes: MAX_DRAIN_BYTES.0,
-            drain_timeout_ms: DRAIN_TIMEOUT_MS.0,
+            max_in_flight_requests: MAX_IN_FLIGHT_REQUESTS.default,
+            max_drain_bytes: MAX_DRAIN_BYTES.default,
+            drain_timeout_ms: DRAIN_TIMEOUT_MS.default,
         }
     }
 }
@@ -58,6 +57,7 @@ impl AdmissionConfig {
 
 /// Builds an [`AdmissionConfig`]; [`build`](Self::build) checks every value.
 #[derive(Debug, Clone, Copy, Default)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct AdmissionConfigBuilder {
     max_in_flight_requests: Option<usize>,
     max_drain_bytes: Option<u64>,
@@ -86,22 +86,10 @@ impl AdmissionConfigBuilder {
     /// Checks the values.
     pub fn build(self) -> Result<AdmissionConfig, ConfigError> {
         Ok(AdmissionConfig {
-            max_in_flight_requests: check(
-                "max_in_flight_requests",
-                self.max_in_flight_requests
-                    .unwrap_or(MAX_IN_FLIGHT_REQUESTS.0),
-                &MAX_IN_FLIGHT_REQUESTS.1,
-            )?,
-            max_drain_bytes: check(
-                "max_drain_bytes",
-                self.max_drain_bytes.unwrap_or(MAX_DRAIN_BYTES.0),
-                &MAX_DRAIN_BYTES.1,
-            )?,
-            drain_timeout_ms: check(
-                "drain_timeout_ms",
-                self.drain_timeout_ms.unwrap_or(DRAIN_TIMEOUT_MS.0),
-                &DRAIN_TIMEOUT_MS.1,
-            )?,
+            max_in_flight_requests: MAX_IN_FLIGHT_REQUESTS
+                .or_default(self.max_in_flight_requests)?,
+            max_drain_bytes: MAX_DRAIN_BYTES.or_default(self.max_drain_bytes)?,
+            drain_timeout_ms: DRAIN_TIMEOUT_MS.or_default(self.drain_timeout_ms)?,
         })
     }
 }

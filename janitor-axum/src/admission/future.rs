@@ -8,19 +8,15 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
-use http::header::{
-    CACHE_CONTROL, CONNECTION, CONTENT_TYPE, EXPECT, RETRY_AFTER, VARY, X_CONTENT_TYPE_OPTIONS,
-};
-use http::{HeaderValue, Request, Response, StatusCode, Version};
+use http::header::{CONNECTION, EXPECT};
+use http::{HeaderValue, Request, Response, Version};
 use http_body::Body;
 use tokio::time::Sleep;
 use tower::util::Oneshot;
 use tower::Service;
 
 use super::{AdmissionBody, AdmissionConfig, AdmissionPermit};
-
-/// The JSON body of every refusal.
-pub(super) const BUSY_JSON: &str = r#"{"error":"Visitor measurement is busy"}"#;
+use crate::refusal::Refusal;
 
 /// Frames read from a refused body in one poll before yielding, so that a body which never stops producing
 /// ready frames cannot keep the drain from checking its deadline.
@@ -43,12 +39,12 @@ where
         call: Pin<Box<Oneshot<S, Request<ReqBody>>>>,
         permit: Option<AdmissionPermit>,
     },
-    Refused(Refusal<ReqBody>),
+    Refused(UnreadBody<ReqBody>),
     Done,
 }
 
 /// What a refused request needs before its answer.
-enum Refusal<B> {
+enum UnreadBody<B> {
     /// Answer now; `close` asks the client to drop the connection.
     Answer { close: bool },
     /// Read and discard a small body first so the connection can carry the next request.
@@ -80,43 +76,43 @@ where
 
     pub(super) fn refused(request: Request<ReqBody>, config: &AdmissionConfig) -> Self {
         ResponseFuture {
-            state: State::Refused(Refusal::plan(request, config)),
+            state: State::Refused(UnreadBody::plan(request, config)),
         }
     }
 }
 
-impl<B: Body> Refusal<B> {
+impl<B: Body> UnreadBody<B> {
     fn plan(request: Request<B>, config: &AdmissionConfig) -> Self {
         // HTTP/2 and later end an unread stream on their own without harming the connection.
         if request.version() >= Version::HTTP_2 {
-            return Refusal::Answer { close: false };
+            return UnreadBody::Answer { close: false };
         }
         let expects_continue = request.headers().contains_key(EXPECT);
         let body = request.into_body();
         if body.is_end_stream() {
-            return Refusal::Answer { close: false };
+            return UnreadBody::Answer { close: false };
         }
         // A client waiting for `100 Continue` has not sent its body; draining would only invite it to.
         if expects_continue {
-            return Refusal::Answer { close: true };
+            return UnreadBody::Answer { close: true };
         }
         match body.size_hint().exact() {
-            Some(length) if length <= config.max_drain_bytes() => Refusal::Drain(Drain {
+            Some(length) if length <= config.max_drain_bytes() => UnreadBody::Drain(Drain {
                 body: Box::pin(body),
                 left: length,
                 timeout: config.drain_timeout(),
                 deadline: None,
             }),
             // Too large to be worth reading, or of unknown length: only closing is safe.
-            _ => Refusal::Answer { close: true },
+            _ => UnreadBody::Answer { close: true },
         }
     }
 
     /// Ready with whether the connection must be closed.
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
         match self {
-            Refusal::Answer { close } => Poll::Ready(*close),
-            Refusal::Drain(drain) => drain.poll_drained(cx).map(|drained| !drained),
+            UnreadBody::Answer { close } => Poll::Ready(*close),
+            UnreadBody::Drain(drain) => drain.poll_drained(cx).map(|drained| !drained),
         }
     }
 }
@@ -124,8 +120,8 @@ impl<B: Body> Refusal<B> {
 /// Settles the unread body of a request that is answered without reading it, under the same rules as a
 /// refusal of the layer: drains a small declared body; returns whether the connection must be closed instead.
 pub(crate) async fn settle_unread<B: Body>(request: Request<B>, config: &AdmissionConfig) -> bool {
-    let mut refusal = Refusal::plan(request, config);
-    std::future::poll_fn(|cx| refusal.poll_close(cx)).await
+    let mut unread = UnreadBody::plan(request, config);
+    std::future::poll_fn(|cx| unread.poll_close(cx)).await
 }
 
 impl<B: Body> Drain<B> {
@@ -209,8 +205,8 @@ where
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
             State::Admitted { .. } => "admitted",
-            State::Refused(Refusal::Answer { .. }) => "refused",
-            State::Refused(Refusal::Drain(_)) => "draining refused body",
+            State::Refused(UnreadBody::Answer { .. }) => "refused",
+            State::Refused(UnreadBody::Drain(_)) => "draining refused body",
             State::Done => "done",
         };
         f.debug_struct("ResponseFuture")
@@ -219,23 +215,15 @@ where
     }
 }
 
-/// `503` with the busy body, `Retry-After: 1` and the headers every JSON answer of the adapter carries.
+/// The busy refusal: `503`, `Retry-After: 1` and the headers every JSON answer of the adapter carries.
 fn busy_response<B>(close: bool) -> Response<AdmissionBody<B>> {
-    let mut response = Response::new(AdmissionBody::busy(Bytes::from_static(
-        BUSY_JSON.as_bytes(),
-    )));
-    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
-    headers.insert(
-        VARY,
-        HeaderValue::from_static("Cookie, Origin, Authorization"),
-    );
-    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    let mut response = Response::new(AdmissionBody::busy(Refusal::Busy.body()));
+    *response.status_mut() = Refusal::Busy.status();
+    Refusal::Busy.write_headers(response.headers_mut());
     if close {
-        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
     }
     response
 }

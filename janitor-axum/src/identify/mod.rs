@@ -1,26 +1,29 @@
-//! The identify endpoint: the checks of the Janitor contract, in their order, then the engine and the cookie.
-
-use std::time::Duration;
+//! The identify endpoint: the checks of the Janitor contract in their order, then the engine and the cookie.
+//!
+//! A request goes through four phases: checks of its head (route, method, origin, media type, insecure-cookie
+//! host), the quota claim, the body, and identification. The first refusal ends it; a refusal before the body
+//! was read settles the unread body under the admission layer's rules.
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::response::Response;
-use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE, HOST, ORIGIN, RETRY_AFTER, SET_COOKIE};
+use axum::response::{IntoResponse, Response};
+use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE, HOST, ORIGIN, SET_COOKIE};
+use http::request::Parts;
 use http::{HeaderMap, Method, StatusCode};
-use janitor_core::protection::quota::{Admission, AdmissionContext};
-use janitor_core::{Evaluator, Identity, VisitorPayload};
+use janitor_core::protection::quota::{QuotaContext, QuotaDecision};
+use janitor_core::{Evaluator, Identity, Stores, VisitorPayload};
 use serde::Serialize;
 
 use crate::admission::{settle_unread, AdmissionConfig};
+use crate::config::JanitorConfig;
 use crate::janitor::Inner;
-use crate::Backend;
+use crate::refusal::Refusal;
 
 mod body;
 pub(crate) mod cookie;
-pub mod response;
+mod response;
 
 use body::BodyError;
-use response::{error, json, message};
 
 /// Account and session ids that server code attaches to a request (as an extension, e.g. from its session
 /// middleware) so that their quotas apply. Never taken from the request body or headers.
@@ -32,140 +35,121 @@ pub struct VisitorContext {
     pub session: Option<String>,
 }
 
-/// The default answer: what the browser needs, nothing it could use to probe the matcher.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Minimal<'a> {
-    visitor_id: &'a str,
-    is_returning: bool,
-}
-
 /// Runs the endpoint on one request; the identity is returned too, for [`assess`](crate::Janitor::assess).
-pub(crate) async fn handle<B: Backend, E: Evaluator>(
-    janitor: &Inner<B, E>,
+pub(crate) async fn handle<S: Stores, E: Evaluator>(
+    janitor: &Inner<S, E>,
     request: Request,
 ) -> (Response, Option<Identity>) {
     let (parts, body) = request.into_parts();
     let config = &janitor.config;
-    let early = if parts.uri.path() != config.endpoint_path {
-        Some(error(StatusCode::NOT_FOUND, message::NOT_FOUND))
+    let before_body = async {
+        check_head(&parts, config)?;
+        claim_quota(janitor, &parts).await?;
+        body::check_declared_length(&parts.headers, config.endpoint.max_body_bytes())
+            .map_err(|_| Refusal::TooLarge)
+    };
+    if let Err(refusal) = before_body.await {
+        return (
+            refuse_unread(&parts, body, &config.admission, refusal).await,
+            None,
+        );
+    }
+    let payload = match read_payload(body, config).await {
+        Ok(payload) => payload,
+        Err((refusal, close)) => return (refuse(refusal, close), None),
+    };
+    match identify(janitor, &parts, &payload).await {
+        Ok((response, identity)) => (response, Some(identity)),
+        Err(refusal) => (refusal.into_response(), None),
+    }
+}
+
+/// The checks on the request's head, in the contract's order.
+fn check_head(parts: &Parts, config: &JanitorConfig) -> Result<(), Refusal> {
+    if parts.uri.path() != config.endpoint.path() {
+        Err(Refusal::NotFound)
     } else if parts.method != Method::POST {
-        let mut response = error(StatusCode::METHOD_NOT_ALLOWED, message::METHOD);
-        response
-            .headers_mut()
-            .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
-        Some(response)
+        Err(Refusal::MethodNotAllowed)
     } else if is_cross_origin(&parts.headers, parts.uri.authority().map(|a| a.as_str())) {
-        Some(error(StatusCode::FORBIDDEN, message::CROSS_ORIGIN))
+        Err(Refusal::CrossOrigin)
     } else if !is_json(&parts.headers) {
-        Some(error(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            message::MEDIA_TYPE,
-        ))
-    } else if !config.cookie_secure && !host(&parts).is_some_and(cookie::is_loopback) {
-        Some(error(StatusCode::BAD_REQUEST, message::INSECURE_COOKIE))
+        Err(Refusal::UnsupportedMediaType)
+    } else if !config.cookie.secure() && !host(parts).is_some_and(cookie::is_loopback) {
+        Err(Refusal::InsecureCookie)
     } else {
-        None
+        Ok(())
+    }
+}
+
+/// Claims the request's quotas, when quotas are on.
+async fn claim_quota<S: Stores, E: Evaluator>(
+    janitor: &Inner<S, E>,
+    parts: &Parts,
+) -> Result<(), Refusal> {
+    let Some(quotas) = &janitor.quotas else {
+        return Ok(());
     };
-    if let Some(response) = early {
-        return (
-            finish_unread(&parts, body, &config.admission, response).await,
-            None,
+    let context = match parts.extensions.get::<VisitorContext>() {
+        Some(c) => QuotaContext::new(c.account.as_deref(), c.session.as_deref()),
+        None => Ok(QuotaContext::anonymous()),
+    };
+    // A malformed context is the application's mistake: refuse rather than count it as anonymous.
+    let Ok(context) = context else {
+        tracing::error!(
+            "the request's VisitorContext has an account or session outside 1-512 characters"
         );
-    }
-
-    if let Some(quotas) = &janitor.quotas {
-        let context = parts.extensions.get::<VisitorContext>();
-        let admission = match context {
-            Some(c) => AdmissionContext::new(c.account.as_deref(), c.session.as_deref()),
-            None => Ok(AdmissionContext::anonymous()),
-        };
-        // A malformed context is the application's mistake: refuse rather than count it as anonymous.
-        let Ok(admission) = admission else {
-            tracing::error!(
-                "the request's VisitorContext has an account or session outside 1-512 characters"
-            );
-            let response = error(StatusCode::SERVICE_UNAVAILABLE, message::UNAVAILABLE);
-            return (
-                finish_unread(&parts, body, &config.admission, response).await,
-                None,
-            );
-        };
-        match quotas
-            .admit(&admission, janitor_core::engine::now_ms())
-            .await
-        {
-            Ok(Admission::Allowed) => {}
-            Ok(Admission::Limited {
-                retry_after_secs, ..
-            }) => {
-                let mut response = error(StatusCode::TOO_MANY_REQUESTS, message::RATE_LIMITED);
-                response
-                    .headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from(retry_after_secs));
-                return (
-                    finish_unread(&parts, body, &config.admission, response).await,
-                    None,
-                );
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "quota storage failed");
-                let response = error(StatusCode::SERVICE_UNAVAILABLE, message::UNAVAILABLE);
-                return (
-                    finish_unread(&parts, body, &config.admission, response).await,
-                    None,
-                );
-            }
-        }
-    }
-
-    if body::check_declared_length(&parts.headers, config.max_body_bytes).is_err() {
-        let response = error(StatusCode::PAYLOAD_TOO_LARGE, message::TOO_LARGE);
-        return (
-            finish_unread(&parts, body, &config.admission, response).await,
-            None,
-        );
-    }
-    let timeout = Duration::from_millis(config.request_timeout_ms);
-    let bytes = match body::read(body, config.max_body_bytes, timeout).await {
-        Ok(bytes) => bytes,
+        return Err(Refusal::Unavailable);
+    };
+    match quotas.check(&context, janitor_core::now_ms()).await {
+        Ok(QuotaDecision::Allowed) => Ok(()),
+        Ok(QuotaDecision::Limited {
+            retry_after_secs, ..
+        }) => Err(Refusal::RateLimited { retry_after_secs }),
         Err(e) => {
-            let (status, text) = match e {
-                BodyError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, message::TOO_LARGE),
-                BodyError::Missing => (StatusCode::BAD_REQUEST, message::BODY_REQUIRED),
-                BodyError::TimedOut => (StatusCode::REQUEST_TIMEOUT, message::TIMED_OUT),
-                BodyError::Broken => (StatusCode::BAD_REQUEST, message::INVALID),
-            };
-            let mut response = error(status, text);
-            if e != BodyError::Missing {
-                // Part of the body may still be on the wire.
-                response
-                    .headers_mut()
-                    .insert(CONNECTION, HeaderValue::from_static("close"));
-            }
-            return (response, None);
+            tracing::warn!(error = %e, "quota storage failed");
+            Err(Refusal::Unavailable)
         }
-    };
-    let Ok(payload) = VisitorPayload::from_slice(&bytes) else {
-        return (error(StatusCode::BAD_REQUEST, message::INVALID), None);
-    };
+    }
+}
 
+/// Reads and validates the body; a refusal says whether part of the body may still be on the wire (close).
+async fn read_payload(
+    body: Body,
+    config: &JanitorConfig,
+) -> Result<VisitorPayload, (Refusal, bool)> {
+    let endpoint = &config.endpoint;
+    let bytes = body::read(body, endpoint.max_body_bytes(), endpoint.request_timeout())
+        .await
+        .map_err(|e| match e {
+            BodyError::TooLarge => (Refusal::TooLarge, true),
+            BodyError::Missing => (Refusal::BodyRequired, false),
+            BodyError::TimedOut => (Refusal::TimedOut, true),
+            BodyError::Broken => (Refusal::InvalidPayload, true),
+        })?;
+    VisitorPayload::from_slice(&bytes).map_err(|_| (Refusal::InvalidPayload, false))
+}
+
+/// Identifies the payload and writes the answer and its cookie.
+async fn identify<S: Stores, E: Evaluator>(
+    janitor: &Inner<S, E>,
+    parts: &Parts,
+    payload: &VisitorPayload,
+) -> Result<(Response, Identity), Refusal> {
+    let config = &janitor.config;
     let cookie = cookie::visitor(&parts.headers);
-    let identification = match janitor.engine.identify(&payload, cookie.as_ref()).await {
-        Ok(identification) => identification,
-        Err(e) => {
+    let identification = janitor
+        .engine
+        .identify(payload, cookie.as_ref())
+        .await
+        .map_err(|e| {
             tracing::warn!(error = %e, "identification failed");
-            return (
-                error(StatusCode::SERVICE_UNAVAILABLE, message::UNAVAILABLE),
-                None,
-            );
-        }
-    };
+            Refusal::Unavailable
+        })?;
     let identity = identification.identity;
-    let mut response = if config.expose_client_scores {
-        json(StatusCode::OK, &identity)
+    let mut response = if config.endpoint.expose_client_scores() {
+        response::json(StatusCode::OK, &identity)
     } else {
-        json(
+        response::json(
             StatusCode::OK,
             &Minimal {
                 visitor_id: identity.visitor_id.as_str(),
@@ -175,17 +159,51 @@ pub(crate) async fn handle<B: Backend, E: Evaluator>(
     };
     let line = cookie::set_cookie(
         &identity.visitor_id,
-        config.cookie_secure,
+        config.cookie.secure(),
         config.cookie_max_age_secs(),
     );
     if let Ok(value) = HeaderValue::from_str(&line) {
         response.headers_mut().insert(SET_COOKIE, value);
     }
-    (response, Some(identity))
+    Ok((response, identity))
+}
+
+/// The default answer: what the browser needs, nothing it could use to probe the matcher.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Minimal<'a> {
+    visitor_id: &'a str,
+    is_returning: bool,
+}
+
+/// The refusal's answer, asking the client to close the connection when `close`.
+fn refuse(refusal: Refusal, close: bool) -> Response {
+    let mut response = refusal.into_response();
+    if close {
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+/// Answers a request whose body was not read: a small declared body is drained so the connection can serve the
+/// next request; a large or unbounded one asks to close it (the admission layer's rule and limits).
+async fn refuse_unread(
+    parts: &Parts,
+    body: Body,
+    config: &AdmissionConfig,
+    refusal: Refusal,
+) -> Response {
+    let mut request = Request::new(body);
+    *request.version_mut() = parts.version;
+    *request.headers_mut() = parts.headers.clone();
+    let close = settle_unread(request, config).await;
+    refuse(refusal, close)
 }
 
 /// The request's host: the URI authority (HTTP/2, absolute-form) or the `Host` header.
-fn host(parts: &http::request::Parts) -> Option<&str> {
+fn host(parts: &Parts) -> Option<&str> {
     parts
         .uri
         .authority()
@@ -225,23 +243,4 @@ fn is_json(headers: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
         .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-}
-
-/// Answers a request whose body was not read: a small declared body is drained so the connection can serve the
-/// next request; a large or unbounded one asks to close it (the admission layer's rule and limits).
-async fn finish_unread(
-    parts: &http::request::Parts,
-    body: Body,
-    config: &AdmissionConfig,
-    mut response: Response,
-) -> Response {
-    let mut request = Request::new(body);
-    *request.version_mut() = parts.version;
-    *request.headers_mut() = parts.headers.clone();
-    if settle_unread(request, config).await {
-        response
-            .headers_mut()
-            .insert(CONNECTION, HeaderValue::from_static("close"));
-    }
-    response
 }

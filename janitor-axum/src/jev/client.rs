@@ -11,7 +11,7 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use janitor_core::jev::{JevRequest, MAX_RESPONSE_BYTES};
+use janitor_core::identification::jev::{JevRequest, MAX_RESPONSE_BYTES};
 use janitor_core::{Evaluation, EvaluationInput, Evaluator, EvaluatorError};
 
 use super::config::JevConfig;

@@ -4,13 +4,13 @@ use std::fmt;
 use std::ops::RangeInclusive;
 
 use http::{HeaderValue, Uri};
-use janitor_core::config::{check, ConfigError};
-use janitor_core::jev::DEFAULT_MODEL;
+use janitor_core::config::{check, ConfigError, Limit};
+use janitor_core::identification::jev::DEFAULT_MODEL;
 use janitor_core::protection::budget::EVALUATION_TIMEOUT_MS;
 
 /// Deadline of one provider call, milliseconds: default 1200, 1–5000 (the inference budget's lease uses the
 /// same numbers).
-pub const TIMEOUT_MS: (u32, RangeInclusive<u32>) = EVALUATION_TIMEOUT_MS;
+pub const TIMEOUT_MS: Limit<u32> = EVALUATION_TIMEOUT_MS.named("timeout_ms");
 /// Length of the API key in bytes.
 pub const API_KEY_BYTES: RangeInclusive<usize> = 1..=4096;
 /// Length of the model alias in bytes.
@@ -158,11 +158,7 @@ impl JevConfigBuilder {
             endpoint,
             authorization,
             model,
-            timeout_ms: check(
-                "timeout_ms",
-                self.timeout_ms.unwrap_or(TIMEOUT_MS.0),
-                &TIMEOUT_MS.1,
-            )?,
+            timeout_ms: TIMEOUT_MS.or_default(self.timeout_ms)?,
         })
     }
 }

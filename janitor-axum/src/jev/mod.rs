@@ -1,6 +1,6 @@
 //! The Jev evaluator: an HTTP client for the provider protocol, behind the shared inference budget.
 //!
-//! The state, questions and answer format come from [`janitor_core::jev`]; this module only sends them. Plain
+//! The state, questions and answer format come from [`janitor_core::identification::jev`]; this module only sends them. Plain
 //! HTTP only: this build has no TLS client, so an `https://` endpoint is refused when the configuration is
 //! built; reach a TLS provider through a local proxy.
 //!
@@ -32,7 +32,40 @@
 mod client;
 mod config;
 
+use janitor_core::config::ConfigError;
+use janitor_core::protection::budget::{
+    BudgetConfig, BudgetedEvaluator, BudgetedEvaluatorConfig, InferenceBudget,
+};
+use janitor_core::Stores;
+
 pub use client::JevEvaluator;
 pub use config::{
     JevConfig, JevConfigBuilder, JevConfigError, API_KEY_BYTES, MODEL_BYTES, TIMEOUT_MS,
 };
+
+use crate::{Janitor, JanitorConfig};
+
+/// The evaluator [`Janitor::with_jev`] builds: the Jev provider behind the shared inference budget.
+pub type JevBehindBudget<S> = BudgetedEvaluator<JevEvaluator, <S as Stores>::Budget>;
+
+impl<S: Stores> Janitor<S, JevBehindBudget<S>> {
+    /// A handle that asks a Jev provider for risk (and, on the cookieless path, for same-visitor judgements),
+    /// through the shared inference budget of `stores`. Every refusal or failure falls back to deterministic
+    /// matching with `riskStatus: "unavailable"`.
+    ///
+    /// The budget's lease is sized by the provider's own timeout, so a slow call keeps its slot until it gives
+    /// up; a timeout the budget cannot lease for is refused here rather than replaced.
+    pub fn with_jev(
+        config: JanitorConfig,
+        stores: S,
+        jev: JevConfig,
+        budget: BudgetConfig,
+    ) -> Result<Self, ConfigError> {
+        let evaluator_config = BudgetedEvaluatorConfig::builder()
+            .timeout_ms(jev.timeout_ms())
+            .build()?;
+        let shared = InferenceBudget::new(stores.budget(), budget, &config.key);
+        let evaluator = BudgetedEvaluator::new(JevEvaluator::new(jev), shared, evaluator_config);
+        Ok(Janitor::with_evaluator(config, stores, Some(evaluator)))
+    }
+}

@@ -1,21 +1,19 @@
 //! Options of application evidence, each a named constant with its range, checked when the value is built.
 
-use std::ops::RangeInclusive;
-
-use crate::config::{check, ConfigError, DAY_MS};
+use crate::config::{ConfigError, Limit, CLEANUP_BATCH, DAY_MS};
 
 /// Days an application event counts and is kept: default and range.
-pub const EVENT_RETENTION_DAYS: (u32, RangeInclusive<u32>) = (7, 1..=30);
+pub const EVENT_RETENTION_DAYS: Limit<u32> = Limit::new("event_retention_days", 7, 1, 30);
 /// Days a retired (expired or revoked) device link is kept before cleanup deletes it: default and range.
-pub const LINK_RETENTION_DAYS: (u32, RangeInclusive<u32>) = (90, 1..=365);
+pub const LINK_RETENTION_DAYS: Limit<u32> = Limit::new("link_retention_days", 90, 1, 365);
 /// Most events one activity query counts: default and range.
-pub const MAX_EVENTS_PER_QUERY: (u32, RangeInclusive<u32>) = (1000, 1..=1000);
+pub const MAX_EVENTS_PER_QUERY: Limit<u32> = Limit::new("max_events_per_query", 1000, 1, 1000);
 /// Width of the activity window in milliseconds: default and range (one second to one day).
-pub const VELOCITY_WINDOW_MS: (i64, RangeInclusive<i64>) = (900_000, 1_000..=DAY_MS);
+pub const VELOCITY_WINDOW_MS: Limit<i64> = Limit::new("windowMs", 900_000, 1_000, DAY_MS);
 /// Rows of each table one cleanup call deletes at most: default and range.
-pub const EVIDENCE_CLEANUP_BATCH: (usize, RangeInclusive<usize>) = (100, 1..=1000);
+pub const EVIDENCE_CLEANUP_BATCH: Limit<usize> = CLEANUP_BATCH.named("batch");
 /// Device links one listing returns at most: default and range.
-pub const DEVICE_LINK_LIST_LIMIT: (usize, RangeInclusive<usize>) = (20, 1..=100);
+pub const DEVICE_LINK_LIST_LIMIT: Limit<usize> = Limit::new("limit", 20, 1, 100);
 
 /// Hard ceiling on the rows an activity read fetches: the largest `max_events_per_query` plus one, so that a
 /// full window can be told apart from an overflowing one.
@@ -32,9 +30,9 @@ pub struct EvidenceConfig {
 impl Default for EvidenceConfig {
     fn default() -> Self {
         EvidenceConfig {
-            event_retention_days: EVENT_RETENTION_DAYS.0,
-            link_retention_days: LINK_RETENTION_DAYS.0,
-            max_events_per_query: MAX_EVENTS_PER_QUERY.0,
+            event_retention_days: EVENT_RETENTION_DAYS.default,
+            link_retention_days: LINK_RETENTION_DAYS.default,
+            max_events_per_query: MAX_EVENTS_PER_QUERY.default,
         }
     }
 }
@@ -106,38 +104,26 @@ impl EvidenceConfigBuilder {
     /// Checks the values; the error names the first option out of range and its range.
     pub fn build(self) -> Result<EvidenceConfig, ConfigError> {
         Ok(EvidenceConfig {
-            event_retention_days: check(
-                "event_retention_days",
-                self.event_retention_days.unwrap_or(EVENT_RETENTION_DAYS.0),
-                &EVENT_RETENTION_DAYS.1,
-            )?,
-            link_retention_days: check(
-                "link_retention_days",
-                self.link_retention_days.unwrap_or(LINK_RETENTION_DAYS.0),
-                &LINK_RETENTION_DAYS.1,
-            )?,
-            max_events_per_query: check(
-                "max_events_per_query",
-                self.max_events_per_query.unwrap_or(MAX_EVENTS_PER_QUERY.0),
-                &MAX_EVENTS_PER_QUERY.1,
-            )?,
+            event_retention_days: EVENT_RETENTION_DAYS.or_default(self.event_retention_days)?,
+            link_retention_days: LINK_RETENTION_DAYS.or_default(self.link_retention_days)?,
+            max_events_per_query: MAX_EVENTS_PER_QUERY.or_default(self.max_events_per_query)?,
         })
     }
 }
 
 /// A validated velocity window (1,000–86,400,000 ms).
 pub fn velocity_window(window_ms: i64) -> Result<i64, ConfigError> {
-    check("windowMs", window_ms, &VELOCITY_WINDOW_MS.1)
+    VELOCITY_WINDOW_MS.check(window_ms)
 }
 
 /// A validated evidence cleanup batch (1–1000).
 pub fn evidence_cleanup_batch(batch: usize) -> Result<usize, ConfigError> {
-    check("batch", batch, &EVIDENCE_CLEANUP_BATCH.1)
+    EVIDENCE_CLEANUP_BATCH.check(batch)
 }
 
 /// A validated device-link listing limit (1–100).
 pub fn device_link_list_limit(limit: usize) -> Result<usize, ConfigError> {
-    check("limit", limit, &DEVICE_LINK_LIST_LIMIT.1)
+    DEVICE_LINK_LIST_LIMIT.check(limit)
 }
 
 /// The rows a store's activity read fetches for a requested `limit`: at most [`MAX_ACTIVITY_ROWS`]. Stores clamp
@@ -149,15 +135,13 @@ pub fn store_activity_rows(limit: u32) -> u32 {
 /// The links a store's listing returns for a requested `limit`: clamped into the range of
 /// [`DEVICE_LINK_LIST_LIMIT`].
 pub fn store_link_list_limit(limit: usize) -> usize {
-    let range = &DEVICE_LINK_LIST_LIMIT.1;
-    limit.clamp(*range.start(), *range.end())
+    DEVICE_LINK_LIST_LIMIT.clamp(limit)
 }
 
 /// The rows of each table a store's cleanup step deletes for a requested `batch`: clamped into the range of
 /// [`EVIDENCE_CLEANUP_BATCH`].
 pub fn store_cleanup_batch(batch: usize) -> usize {
-    let range = &EVIDENCE_CLEANUP_BATCH.1;
-    batch.clamp(*range.start(), *range.end())
+    EVIDENCE_CLEANUP_BATCH.clamp(batch)
 }
 
 #[cfg(test)]

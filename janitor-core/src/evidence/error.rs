@@ -1,7 +1,7 @@
 //! What can go wrong with evidence: refused input, the two reuse conflicts, and storage.
 
 use crate::config::ConfigError;
-use crate::store::StoreError;
+use crate::error::StoreError;
 
 /// Input that breaks a rule: the field (as the JSON names it, `verification.verifiedAt` for nested ones) and
 /// the rule, with its bound.

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::error::InputError;
-use crate::observation::is_js_whitespace;
+use crate::js::is_js_whitespace;
 
 /// Longest label text (event ids, session ids, issuers), in UTF-16 code units after trimming.
 pub const MAX_LABEL_TEXT: usize = 256;

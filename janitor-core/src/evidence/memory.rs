@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::config::{store_activity_rows, store_cleanup_batch, store_link_list_limit};
 use super::event::{Action, ApplicationEvent, EventType};
@@ -22,7 +22,7 @@ use super::store::{
     IMPLICIT_SUBJECT_KIND,
 };
 use super::velocity::{ActivityColumn, ActivityRead};
-use crate::store::StoreError;
+use crate::error::StoreError;
 use crate::visitor::VisitorId;
 
 /// `(time, id)`: ordered as `ORDER BY time, id`.
@@ -30,11 +30,11 @@ type Slot = (i64, String);
 /// `(scope, time, id)`: ordered as an index on `(scope, time)`.
 type ScopedSlot = (String, i64, String);
 
-/// A thread-safe evidence store held in process memory. Data lives as long as the store; use the PostgreSQL
-/// store to share evidence between instances.
-#[derive(Debug, Default)]
+/// A thread-safe evidence store held in process memory. A cheap handle: clones share the same evidence, which
+/// lives as long as the last handle; use the PostgreSQL store to share evidence between instances.
+#[derive(Debug, Clone, Default)]
 pub struct MemoryEvidenceStore {
-    inner: Mutex<Inner>,
+    inner: Arc<Mutex<Inner>>,
 }
 
 #[derive(Debug, Default)]
@@ -438,9 +438,9 @@ impl EvidenceStore for MemoryEvidenceStore {
     async fn cleanup(
         &self,
         scope: &str,
-        now_ms: i64,
         link_cutoff: i64,
         batch: usize,
+        now_ms: i64,
     ) -> Result<EvidenceCleanup, StoreError> {
         let batch = store_cleanup_batch(batch);
         let mut inner = self.lock();

@@ -22,7 +22,7 @@
 //! under the `evidence-v1` purposes, and a content digest makes idempotency checkable without the content.
 //!
 //! Storage is the [`EvidenceStore`] trait: [`MemoryEvidenceStore`] here, `PgEvidenceStore` in `janitor-sql`,
-//! both held to the behaviour suite in `evidence::suite` (feature `test-suite`).
+//! both held to the behaviour suite in `testing::evidence_store` (feature `testing`).
 
 pub mod config;
 mod error;
@@ -33,8 +33,6 @@ mod link;
 mod memory;
 mod service;
 mod store;
-#[cfg(feature = "test-suite")]
-pub mod suite;
 mod velocity;
 
 pub use config::{EvidenceConfig, EvidenceConfigBuilder};

@@ -318,7 +318,7 @@ impl<S: EvidenceStore> Evidence<S> {
         let batch = evidence_cleanup_batch(batch).map_err(InputError::from)?;
         Ok(self
             .store
-            .cleanup(&self.scope, now_ms, self.config.link_cutoff(now_ms), batch)
+            .cleanup(&self.scope, self.config.link_cutoff(now_ms), batch, now_ms)
             .await?)
     }
 }

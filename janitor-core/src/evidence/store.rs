@@ -1,13 +1,12 @@
 //! The evidence store: where application events, device links and the subjects they name live.
 //!
 //! One trait, implemented in memory here ([`MemoryEvidenceStore`](super::MemoryEvidenceStore)) and on
-//! PostgreSQL in `janitor-sql`, with the behaviour written down once as `evidence::suite` (feature
-//! `test-suite`). Stores receive finished records: every label is computed by
+//! PostgreSQL in `janitor-sql`, with the behaviour written down once as `testing::evidence_store` (feature
+//! `testing`). Stores receive finished records: every label is computed by
 //! [`Evidence`](super::Evidence) before a store sees it, so no store ever handles a raw account, session or
 //! event id.
 
 use std::future::Future;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +14,7 @@ use super::event::{ApplicationEvent, EventType};
 use super::ids::{LinkId, SubjectId};
 use super::link::{DeviceLink, Revocation};
 use super::velocity::ActivityRead;
-use crate::store::StoreError;
+use crate::error::StoreError;
 use crate::visitor::VisitorId;
 
 /// What an identity subject is. Rows made implicitly by evidence are [`SubjectKind::Person`].
@@ -179,99 +178,8 @@ pub trait EvidenceStore: Send + Sync {
     fn cleanup(
         &self,
         scope: &str,
-        now_ms: i64,
         link_cutoff: i64,
         batch: usize,
+        now_ms: i64,
     ) -> impl Future<Output = Result<EvidenceCleanup, StoreError>> + Send;
-}
-
-/// A shared store is a store.
-impl<S: EvidenceStore> EvidenceStore for Arc<S> {
-    fn put_event(
-        &self,
-        event: &ApplicationEvent,
-    ) -> impl Future<Output = Result<EventWrite, StoreError>> + Send {
-        (**self).put_event(event)
-    }
-
-    fn recent_event_types(
-        &self,
-        read: &ActivityRead<'_>,
-    ) -> impl Future<Output = Result<Vec<EventType>, StoreError>> + Send {
-        (**self).recent_event_types(read)
-    }
-
-    fn put_device_link(
-        &self,
-        link: &DeviceLink,
-    ) -> impl Future<Output = Result<LinkWrite, StoreError>> + Send {
-        (**self).put_device_link(link)
-    }
-
-    fn device_link(
-        &self,
-        scope: &str,
-        id: &LinkId,
-    ) -> impl Future<Output = Result<Option<DeviceLink>, StoreError>> + Send {
-        (**self).device_link(scope, id)
-    }
-
-    fn device_links(
-        &self,
-        scope: &str,
-        subject: &SubjectId,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<DeviceLink>, StoreError>> + Send {
-        (**self).device_links(scope, subject, limit)
-    }
-
-    fn revoke_device_link(
-        &self,
-        scope: &str,
-        id: &LinkId,
-        revocation: &Revocation,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).revoke_device_link(scope, id, revocation)
-    }
-
-    fn delete_events(
-        &self,
-        scope: &str,
-        owner: EventOwner<'_>,
-    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        (**self).delete_events(scope, owner)
-    }
-
-    fn put_subject(
-        &self,
-        subject: &SubjectId,
-        kind: SubjectKind,
-        now_ms: i64,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).put_subject(subject, kind, now_ms)
-    }
-
-    fn delete_subject(
-        &self,
-        subject: &SubjectId,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).delete_subject(subject)
-    }
-
-    fn delete_visitor_evidence(
-        &self,
-        visitor: &VisitorId,
-    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        (**self).delete_visitor_evidence(visitor)
-    }
-
-    fn cleanup(
-        &self,
-        scope: &str,
-        now_ms: i64,
-        link_cutoff: i64,
-        batch: usize,
-    ) -> impl Future<Output = Result<EvidenceCleanup, StoreError>> + Send {
-        (**self).cleanup(scope, now_ms, link_cutoff, batch)
-    }
 }

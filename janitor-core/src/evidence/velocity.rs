@@ -61,7 +61,7 @@ impl VelocityQuery {
         VelocityQuery {
             key,
             action: None,
-            window_ms: VELOCITY_WINDOW_MS.0,
+            window_ms: VELOCITY_WINDOW_MS.default,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use janitor_core::protection::budget::{BudgetConfig, BudgetDenial, BudgetRecord, LeaseRecord};
 
-pub const T0: i64 = 1_735_689_600_000;
+pub use janitor_core::testing::T0;
 
 pub fn config() -> BudgetConfig {
     BudgetConfig::builder()

@@ -11,7 +11,7 @@ use tokio_postgres::types::Json;
 use crate::database::Database;
 use crate::error::unreadable;
 
-pub mod statements;
+pub(crate) mod statements;
 
 /// Budget rows in PostgreSQL, in the table of `migrations/0002_protection.sql` (shared with Janitor instances
 /// in other languages: same row id, same JSON record). Cheap to clone; clones share the pool.

@@ -13,7 +13,7 @@ use janitor_core::evidence::{
     EvidenceCleanup, EvidenceStore, LinkId, LinkWrite, Revocation, SubjectId, SubjectKind,
     IMPLICIT_SUBJECT_KIND,
 };
-use janitor_core::store::StoreError;
+use janitor_core::StoreError;
 use janitor_core::VisitorId;
 use tokio_postgres::types::Json;
 use tokio_postgres::Row;
@@ -21,7 +21,7 @@ use tokio_postgres::Row;
 use crate::database::Database;
 use crate::error::unreadable;
 
-pub mod statements;
+pub(crate) mod statements;
 
 /// Evidence in PostgreSQL. Cheap to clone; clones share the pool. Run [`migrate`](crate::migrate()) once
 /// before use.
@@ -46,7 +46,7 @@ impl PgEvidenceStore {
 }
 
 /// The activity statement for a column, with or without an action.
-pub fn recent_types_statement(column: ActivityColumn, with_action: bool) -> &'static str {
+pub(crate) fn recent_types_statement(column: ActivityColumn, with_action: bool) -> &'static str {
     use statements::*;
     match (column, with_action) {
         (ActivityColumn::Subject, false) => RECENT_TYPES_BY_SUBJECT,
@@ -308,9 +308,9 @@ impl EvidenceStore for PgEvidenceStore {
     async fn cleanup(
         &self,
         scope: &str,
-        now_ms: i64,
         link_cutoff: i64,
         batch: usize,
+        now_ms: i64,
     ) -> Result<EvidenceCleanup, StoreError> {
         let mut connection = self.database.connection().await?;
         let batch = store_cleanup_batch(batch) as i64;

@@ -8,7 +8,7 @@
 ///
 /// The subject rows are written by the statement's first part; the foreign keys are checked at the end of the
 /// statement, when they exist.
-pub const INSERT_EVENT: &str = "\
+pub(crate) const INSERT_EVENT: &str = "\
 WITH subjects AS ( \
   INSERT INTO identity_subjects (id, kind, record) \
   SELECT DISTINCT named.id, $12::text, \
@@ -24,7 +24,8 @@ ON CONFLICT (id) DO NOTHING \
 RETURNING id";
 
 /// The digest of a stored event (`$1` id, `$2` scope): read only when [`INSERT_EVENT`] inserted nothing.
-pub const EVENT_DIGEST: &str = "SELECT digest FROM application_events WHERE id = $1 AND scope = $2";
+pub(crate) const EVENT_DIGEST: &str =
+    "SELECT digest FROM application_events WHERE id = $1 AND scope = $2";
 
 macro_rules! recent_types {
     ($column:literal, $action:literal) => {
@@ -42,22 +43,24 @@ macro_rules! recent_types {
 /// The activity read by subject: `$1` subject id, `$2` scope, `$3` window start, `$4` now, `$5` row limit.
 /// Only the event type leaves the server; the scan is `idx_events_subject_time`, newest first, stopping at the
 /// limit.
-pub const RECENT_TYPES_BY_SUBJECT: &str = recent_types!("subject_id", "");
+pub(crate) const RECENT_TYPES_BY_SUBJECT: &str = recent_types!("subject_id", "");
 /// The same by session label.
-pub const RECENT_TYPES_BY_SESSION: &str = recent_types!("session_id", "");
+pub(crate) const RECENT_TYPES_BY_SESSION: &str = recent_types!("session_id", "");
 /// The same by actor.
-pub const RECENT_TYPES_BY_ACTOR: &str = recent_types!("actor_id", "");
+pub(crate) const RECENT_TYPES_BY_ACTOR: &str = recent_types!("actor_id", "");
 /// The activity read by subject for one action (`$6`), on `idx_events_subject_action`.
-pub const RECENT_TYPES_BY_SUBJECT_ACTION: &str = recent_types!("subject_id", " AND action = $6");
+pub(crate) const RECENT_TYPES_BY_SUBJECT_ACTION: &str =
+    recent_types!("subject_id", " AND action = $6");
 /// The same by session label.
-pub const RECENT_TYPES_BY_SESSION_ACTION: &str = recent_types!("session_id", " AND action = $6");
+pub(crate) const RECENT_TYPES_BY_SESSION_ACTION: &str =
+    recent_types!("session_id", " AND action = $6");
 /// The same by actor.
-pub const RECENT_TYPES_BY_ACTOR_ACTION: &str = recent_types!("actor_id", " AND action = $6");
+pub(crate) const RECENT_TYPES_BY_ACTOR_ACTION: &str = recent_types!("actor_id", " AND action = $6");
 
 /// Stores a device link unless its id exists, creating its subject row if missing. `$1` id, `$2` scope,
 /// `$3` digest, `$4` subject id, `$5` visitor id, `$6` created_at, `$7` retire_at (the link's end), `$8`
 /// record, `$9` kind of a new subject row. Returns the record when inserted.
-pub const INSERT_LINK: &str = "\
+pub(crate) const INSERT_LINK: &str = "\
 WITH subject AS ( \
   INSERT INTO identity_subjects (id, kind, record) \
   VALUES ($4, $9::text, jsonb_build_object('id', $4::text, 'kind', $9::text, 'updatedAt', $6::bigint)) \
@@ -69,48 +72,48 @@ ON CONFLICT (id) DO NOTHING \
 RETURNING record";
 
 /// One link's record (`$1` id, `$2` scope).
-pub const LINK: &str = "SELECT record FROM device_links WHERE id = $1 AND scope = $2";
+pub(crate) const LINK: &str = "SELECT record FROM device_links WHERE id = $1 AND scope = $2";
 
 /// A subject's links, newest first (`$1` subject id, `$2` scope, `$3` limit), on `idx_device_links_subject`.
-pub const LINKS_OF_SUBJECT: &str = "\
+pub(crate) const LINKS_OF_SUBJECT: &str = "\
 SELECT record FROM device_links WHERE subject_id = $1 AND scope = $2 \
 ORDER BY created_at DESC, id DESC LIMIT $3";
 
 /// Revokes a link not revoked yet, pulling its retirement to the revocation time. `$1` revocation (jsonb),
 /// `$2` revoked_at, `$3` id, `$4` scope.
-pub const REVOKE_LINK: &str = "\
+pub(crate) const REVOKE_LINK: &str = "\
 UPDATE device_links \
 SET record = jsonb_set(record, '{revocation}', $1::jsonb), retire_at = LEAST(retire_at, $2) \
 WHERE id = $3 AND scope = $4 AND NOT (record ? 'revocation')";
 
 /// Deletes a subject's events in a scope, as subject or actor (`$1` scope, `$2` subject id).
-pub const DELETE_SUBJECT_EVENTS: &str =
+pub(crate) const DELETE_SUBJECT_EVENTS: &str =
     "DELETE FROM application_events WHERE scope = $1 AND (subject_id = $2 OR actor_id = $2)";
 
 /// Deletes a session's events in a scope (`$1` scope, `$2` session label).
-pub const DELETE_SESSION_EVENTS: &str =
+pub(crate) const DELETE_SESSION_EVENTS: &str =
     "DELETE FROM application_events WHERE scope = $1 AND session_id = $2";
 
 /// Creates a subject row, or refreshes its record when the kind is the same (`$1` id, `$2` kind, `$3` now).
 /// No row back means the subject exists with the other kind.
-pub const PUT_SUBJECT: &str = "\
+pub(crate) const PUT_SUBJECT: &str = "\
 INSERT INTO identity_subjects (id, kind, record) \
 VALUES ($1, $2, jsonb_build_object('id', $1::text, 'kind', $2::text, 'updatedAt', $3::bigint)) \
 ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record WHERE identity_subjects.kind = EXCLUDED.kind \
 RETURNING id";
 
 /// Deletes a subject row (`$1`); its events and links go by cascade.
-pub const DELETE_SUBJECT: &str = "DELETE FROM identity_subjects WHERE id = $1";
+pub(crate) const DELETE_SUBJECT: &str = "DELETE FROM identity_subjects WHERE id = $1";
 
 /// Deletes a visitor's events and links in one round trip (`$1` visitor id); returns how many rows went.
-pub const DELETE_VISITOR_EVIDENCE: &str = "\
+pub(crate) const DELETE_VISITOR_EVIDENCE: &str = "\
 WITH events AS (DELETE FROM application_events WHERE visitor_id = $1 RETURNING 1), \
 links AS (DELETE FROM device_links WHERE visitor_id = $1 RETURNING 1) \
 SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM links)";
 
 /// One retention step in one round trip: at most `$4` expired events of scope `$1` (`expires_at <= $2`,
 /// earliest first) and at most `$4` links retired at or before `$3`. Returns both counts.
-pub const CLEANUP: &str = "\
+pub(crate) const CLEANUP: &str = "\
 WITH expired AS ( \
   DELETE FROM application_events WHERE id IN ( \
     SELECT id FROM application_events WHERE scope = $1 AND expires_at <= $2 \

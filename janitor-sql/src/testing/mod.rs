@@ -1,10 +1,22 @@
-//! Throwaway schemas for tests and benchmarks (feature `test-support`).
+//! What tests and benchmarks need on PostgreSQL (feature `testing`): throwaway schemas, a seeded population,
+//! and the statements the stores run.
 //!
 //! Every test works in its own schema on the PostgreSQL named by `DATABASE_URL` (default
 //! [`DEFAULT_URL`]); [`with_schemas`] drops them afterwards, whether the test passed or panicked. When the
-//! server cannot be reached the test fails with instructions; it is never skipped.
+//! server cannot be reached the test fails with instructions; it is never skipped. [`with_schemas`] is also the
+//! `around` runner of the core store suites:
+//!
+//! ```ignore
+//! janitor_core::visitor_store_tests!(
+//!     around: janitor_sql::testing::with_schemas,
+//!     fresh: |schemas: Schemas, retention| async move {
+//!         PgVisitorStore::new(schemas.fresh().await, retention)
+//!     },
+//! );
+//! ```
 
 pub mod population;
+pub mod statements;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};

@@ -8,11 +8,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use janitor_core::candidates::{LookupRow, Probe};
-use janitor_core::config::{clamp_cleanup_batch, Retention};
-use janitor_core::store::{
-    batch_visitors, history_limit, CleanupReport, StoreError, VisitWrite, VisitorStore,
+use janitor_core::config::clamp_cleanup_batch;
+use janitor_core::identification::candidates::{LookupRow, Probe};
+use janitor_core::identification::store::{
+    batch_visitors, history_limit, CleanupReport, VisitWrite, VisitorStore,
 };
+use janitor_core::Retention;
+use janitor_core::StoreError;
 use janitor_core::{Observation, VisitorId};
 use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::Row;
@@ -20,7 +22,7 @@ use tokio_postgres::Row;
 use crate::database::{Connection, Database};
 use crate::error::unreadable;
 
-pub mod statements;
+pub(crate) mod statements;
 
 /// Visitors and observations in PostgreSQL, in the tables of `migrations/0001_visitors.sql` (shared with
 /// Janitor instances in other languages). Cheap to clone; clones share the pool.

@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use janitor_core::candidates::{Probe, ProbeFamily, ROWS_PER_PROBE};
+use janitor_core::identification::candidates::{Probe, ProbeFamily, ROWS_PER_PROBE};
 
 macro_rules! insert_observation {
     () => {
@@ -51,21 +51,21 @@ macro_rules! create {
 }
 
 /// Creates a visitor (`$1`, `$2`).
-pub const CREATE: &str = create!();
+pub(crate) const CREATE: &str = create!();
 
 /// Moves `last_seen_at` forward (`$1`, `$2`).
-pub const TOUCH: &str = touch!();
+pub(crate) const TOUCH: &str = touch!();
 
 /// Creates a visitor and saves its first observation (`$1`–`$7`). Nothing to prune: the visitor is new.
 /// The foreign key is checked at the end of the statement, when the visitor row exists.
-pub const CREATE_AND_SAVE: &str =
+pub(crate) const CREATE_AND_SAVE: &str =
     concat!("WITH created AS (", create!(), ") ", insert_observation!());
 
 /// Saves an observation and prunes the visitor (`$1`–`$9`).
-pub const SAVE: &str = concat!("WITH ", save_and_prune!(), " SELECT count(*) FROM pruned");
+pub(crate) const SAVE: &str = concat!("WITH ", save_and_prune!(), " SELECT count(*) FROM pruned");
 
 /// Saves, prunes and touches in one statement (`$1`–`$9`): the cookie path's only write.
-pub const SAVE_AND_TOUCH: &str = concat!(
+pub(crate) const SAVE_AND_TOUCH: &str = concat!(
     "WITH ",
     save_and_prune!(),
     ", touched AS (",
@@ -74,11 +74,11 @@ pub const SAVE_AND_TOUCH: &str = concat!(
 );
 
 /// Up to `$3` retained observations of visitor `$1` at cutoff `$2`, newest first.
-pub const HISTORY: &str = "SELECT signals_json FROM observations \
+pub(crate) const HISTORY: &str = "SELECT signals_json FROM observations \
      WHERE visitor_id = $1 AND seen_at >= $2 ORDER BY seen_at DESC, id DESC LIMIT $3";
 
 /// The same for every visitor of the array `$1`, in one statement: one index range read per visitor.
-pub const HISTORY_BATCH: &str = "SELECT wanted.id, history.signals_json \
+pub(crate) const HISTORY_BATCH: &str = "SELECT wanted.id, history.signals_json \
      FROM unnest($1::text[]) WITH ORDINALITY AS wanted (id, position) \
      CROSS JOIN LATERAL ( \
        SELECT o.signals_json, o.seen_at, o.id AS row_id FROM observations o \
@@ -88,25 +88,25 @@ pub const HISTORY_BATCH: &str = "SELECT wanted.id, history.signals_json \
      ORDER BY wanted.position, history.seen_at DESC, history.row_id DESC";
 
 /// Deletes a visitor; observations follow by cascade.
-pub const DELETE_VISITOR: &str = "DELETE FROM visitors WHERE id = $1";
+pub(crate) const DELETE_VISITOR: &str = "DELETE FROM visitors WHERE id = $1";
 
 /// Deletes up to `$2` observations older than `$1`, oldest first, returning their owners.
-pub const EXPIRE: &str = "DELETE FROM observations WHERE id IN ( \
+pub(crate) const EXPIRE: &str = "DELETE FROM observations WHERE id IN ( \
        SELECT id FROM observations WHERE seen_at < $1 ORDER BY seen_at LIMIT $2) \
      RETURNING visitor_id";
 
 /// The next `$2` visitor ids after `$1`.
-pub const VISITOR_PAGE: &str = "SELECT id FROM visitors WHERE id > $1 ORDER BY id LIMIT $2";
+pub(crate) const VISITOR_PAGE: &str = "SELECT id FROM visitors WHERE id > $1 ORDER BY id LIMIT $2";
 
 /// Deletes all but the `$2` newest observations of each visitor in `$1`.
-pub const PRUNE_VISITORS: &str = "DELETE FROM observations WHERE id IN ( \
+pub(crate) const PRUNE_VISITORS: &str = "DELETE FROM observations WHERE id IN ( \
        SELECT id FROM ( \
          SELECT id, row_number() OVER (PARTITION BY visitor_id ORDER BY seen_at DESC, id DESC) AS rank \
          FROM observations WHERE visitor_id = ANY($1) \
        ) AS ranked WHERE rank > $2)";
 
 /// Deletes the visitors of `$1` that have no observation left and were last seen before `$2`.
-pub const REMOVE_EMPTY_STALE: &str = "DELETE FROM visitors v \
+pub(crate) const REMOVE_EMPTY_STALE: &str = "DELETE FROM visitors v \
      WHERE v.id = ANY($1) AND v.last_seen_at < $2 \
        AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.visitor_id = v.id)";
 
@@ -133,7 +133,7 @@ fn terms(family: ProbeFamily) -> &'static [&'static str] {
 /// The candidate lookup for `probes` as one statement: a `UNION ALL` of one bounded index read per probe,
 /// each tagged with its position. `$1` is the cutoff; the keys follow, probe after probe. Returns `None` when
 /// a probe's key count does not fit its family.
-pub fn lookup(probes: &[Probe]) -> Option<String> {
+pub(crate) fn lookup(probes: &[Probe]) -> Option<String> {
     let mut sql = String::with_capacity(300 * probes.len());
     let mut parameter = 1;
     for (position, probe) in probes.iter().enumerate() {

@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use janitor_core::evaluator::{Evaluation, EvaluationInput, Evaluator, EvaluatorError};
+use janitor_core::identification::evaluator::{
+    Evaluation, EvaluationInput, Evaluator, EvaluatorError,
+};
 use janitor_core::protection::budget::{
     BudgetConfig, BudgetedEvaluator, BudgetedEvaluatorConfig, InferenceBudget,
 };

@@ -8,7 +8,8 @@
 //! subject is hot), the planner may equally pick the subject/time index and filter the action: both are bounded
 //! by the subject's rows in the window, so either is accepted there, and the report names the one used.
 
-use janitor_sql::evidence_store::statements::RECENT_TYPES_BY_SUBJECT_ACTION;
+use janitor_core::evidence::ActivityColumn;
+use janitor_sql::testing::statements::recent_event_types;
 use serde_json::{json, Value};
 use tokio_postgres::types::{Json, ToSql};
 
@@ -162,7 +163,10 @@ pub async fn explain(
     ];
     let row = client
         .query_one(
-            &format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {RECENT_TYPES_BY_SUBJECT_ACTION}"),
+            &format!(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}",
+                recent_event_types(ActivityColumn::Subject, true)
+            ),
             &params,
         )
         .await
@@ -191,7 +195,8 @@ pub async fn explain_generic(
         .batch_execute(&format!(
             "SET plan_cache_mode = force_generic_plan; \
              PREPARE capacity_velocity (text, text, bigint, bigint, bigint, text) AS \
-             {RECENT_TYPES_BY_SUBJECT_ACTION}"
+             {}",
+            recent_event_types(ActivityColumn::Subject, true)
         ))
         .await
         .map_err(|e| format!("PREPARE of the velocity read: {}", pg(&e)))?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use janitor_core::evidence::{
     Action, ActivityKey, EventInput, EventType, Evidence, SubjectId, VelocityQuery,
 };
-use janitor_core::protection::quota::{Admission, AdmissionContext, QuotaConfig, RequestQuotas};
+use janitor_core::protection::quota::{QuotaConfig, QuotaContext, QuotaDecision, RequestQuotas};
 use janitor_core::LabelKey;
 use janitor_sql::{Database, PgEvidenceStore, PgQuotaStore};
 
@@ -165,9 +165,9 @@ impl Workload {
             move |_| {
                 let quotas = shared.clone();
                 async move {
-                    match quotas.admit(&AdmissionContext::anonymous(), now_ms()).await {
-                        Ok(Admission::Allowed) => Outcome::expected("allowed"),
-                        Ok(Admission::Limited { .. }) => Outcome::unexpected("limited"),
+                    match quotas.check(&QuotaContext::anonymous(), now_ms()).await {
+                        Ok(QuotaDecision::Allowed) => Outcome::expected("allowed"),
+                        Ok(QuotaDecision::Limited { .. }) => Outcome::unexpected("limited"),
                         Err(e) => Outcome::error(e),
                     }
                 }
@@ -189,7 +189,7 @@ impl Workload {
         ));
         for _ in 0..self.shards {
             exhausted
-                .admit(&AdmissionContext::anonymous(), now_ms())
+                .check(&QuotaContext::anonymous(), now_ms())
                 .await
                 .map_err(|e| format!("exhausting the quota: {e}"))?;
         }
@@ -201,9 +201,9 @@ impl Workload {
             move |_| {
                 let quotas = exhausted.clone();
                 async move {
-                    match quotas.admit(&AdmissionContext::anonymous(), now_ms()).await {
-                        Ok(Admission::Limited { .. }) => Outcome::expected("limited"),
-                        Ok(Admission::Allowed) => Outcome::unexpected("allowed"),
+                    match quotas.check(&QuotaContext::anonymous(), now_ms()).await {
+                        Ok(QuotaDecision::Limited { .. }) => Outcome::expected("limited"),
+                        Ok(QuotaDecision::Allowed) => Outcome::unexpected("allowed"),
                         Err(e) => Outcome::error(e),
                     }
                 }

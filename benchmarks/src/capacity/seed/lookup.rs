@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use janitor_core::candidates::probes_for;
+use janitor_core::identification::candidates::probes_for;
 use janitor_core::{Engine, EngineConfig, Retention, VisitorStore};
 use janitor_sql::testing::population;
 use janitor_sql::PgVisitorStore;

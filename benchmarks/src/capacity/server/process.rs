@@ -14,7 +14,7 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use janitor_axum::admission::{Admission, AdmissionConfig};
-use janitor_axum::{Environment, Janitor, JanitorConfig, Postgres};
+use janitor_axum::{CookieConfig, Environment, Janitor, JanitorConfig, PgStores};
 use janitor_sql::{Database, DatabaseConfig};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
@@ -113,11 +113,21 @@ async fn serve(s: Settings) -> Result<(), String> {
     let config = JanitorConfig::builder()
         .secret(SECRET)
         .environment(Environment::Development)
-        .cookie_secure(false)
-        .max_in_flight_requests(s.max_in_flight)
+        .cookie(
+            CookieConfig::builder()
+                .secure(false)
+                .build()
+                .map_err(|e| format!("cookie settings: {e}"))?,
+        )
+        .admission(
+            AdmissionConfig::builder()
+                .max_in_flight_requests(s.max_in_flight)
+                .build()
+                .map_err(|e| format!("admission settings: {e}"))?,
+        )
         .build()
         .map_err(|e| format!("janitor settings: {e}"))?;
-    let janitor = Janitor::new(config, Postgres(database));
+    let janitor = Janitor::new(config, PgStores::new(database));
     // The trivial routes measure the admission layer's own cost, so its limit is never reached.
     let trivial = Admission::new(
         AdmissionConfig::builder()

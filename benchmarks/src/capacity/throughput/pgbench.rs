@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use janitor_core::config::HISTORY_LIMIT;
-use janitor_core::store::history_limit;
+use janitor_core::identification::config::HISTORY_LIMIT;
+use janitor_core::identification::store::history_limit;
 use janitor_core::{Observation, Retention, VisitorPayload};
-use janitor_sql::visitor_store::statements;
+use janitor_sql::testing::statements::statement;
 use serde_json::{json, Value};
 use tokio::process::Command;
 
@@ -159,11 +159,11 @@ pub fn with_variables(sql: &str, names: &[&str]) -> Result<String, String> {
 pub fn script(visitors: usize) -> Result<String, String> {
     let retention = Retention::default();
     let history = with_variables(
-        statements::HISTORY,
+        statement("visitors.history"),
         &["visitor_id", "cutoff", "history_limit"],
     )?;
     let save = with_variables(
-        statements::SAVE_AND_TOUCH,
+        statement("visitors.save_and_touch"),
         &[
             "visitor_id",
             "now_ms",
@@ -473,7 +473,7 @@ mod tests {
         assert!(s.contains("\\set keep 10\n") && s.contains("\\set history_limit 5\n"));
         assert!(!s.contains('$'), "{s}");
         let history = with_variables(
-            statements::HISTORY,
+            statement("visitors.history"),
             &["visitor_id", "cutoff", "history_limit"],
         )
         .unwrap();

@@ -1,23 +1,21 @@
 //! The budget's options, each a named constant `(default, range)` checked when the configuration is built.
 
-use std::ops::RangeInclusive;
-
-use crate::config::{check, ConfigError};
+use crate::config::{ConfigError, Limit};
 
 /// Evaluator calls admitted per window, summed over every instance: default and range.
-pub const MAX_CALLS: (u32, RangeInclusive<u32>) = (120, 1..=1_000_000);
+pub const MAX_CALLS: Limit<u32> = Limit::new("max_calls", 120, 1, 1_000_000);
 /// Length of the rolling call window in milliseconds: default and range.
-pub const WINDOW_MS: (u32, RangeInclusive<u32>) = (60_000, 1_000..=3_600_000);
+pub const WINDOW_MS: Limit<u32> = Limit::new("window_ms", 60_000, 1_000, 3_600_000);
 /// Sum of the costs of leases held at once, over every instance: default and range.
-pub const MAX_CONCURRENT: (u32, RangeInclusive<u32>) = (4, 1..=32);
+pub const MAX_CONCURRENT: Limit<u32> = Limit::new("max_concurrent", 4, 1, 32);
 /// Failures in a row that open the circuit: default and range.
-pub const FAILURE_THRESHOLD: (u32, RangeInclusive<u32>) = (3, 1..=100);
+pub const FAILURE_THRESHOLD: Limit<u32> = Limit::new("failure_threshold", 3, 1, 100);
 /// How long an open circuit refuses every call, in milliseconds: default and range.
-pub const COOLDOWN_MS: (u32, RangeInclusive<u32>) = (30_000, 1_000..=3_600_000);
+pub const COOLDOWN_MS: Limit<u32> = Limit::new("cooldown_ms", 30_000, 1_000, 3_600_000);
 /// The evaluator's deadline in milliseconds: default and range. A lease outlives it by [`LEASE_GRACE_MS`].
-pub const EVALUATION_TIMEOUT_MS: (u32, RangeInclusive<u32>) = (1_200, 1..=5_000);
+pub const EVALUATION_TIMEOUT_MS: Limit<u32> = Limit::new("timeout_ms", 1_200, 1, 5_000);
 /// Provider calls one evaluator method may make, reserved up front: default and range.
-pub const REQUEST_COST: (u32, RangeInclusive<u32>) = (1, 1..=16);
+pub const REQUEST_COST: Limit<u32> = Limit::new("evaluate_cost", 1, 1, 16);
 /// How long a lease outlives the evaluator's deadline, so that a late answer still finds its lease.
 pub const LEASE_GRACE_MS: i64 = 5_000;
 /// Compare-and-swap attempts per reserve or finish before giving up with
@@ -38,11 +36,11 @@ pub struct BudgetConfig {
 impl Default for BudgetConfig {
     fn default() -> Self {
         BudgetConfig {
-            max_calls: MAX_CALLS.0,
-            window_ms: WINDOW_MS.0,
-            max_concurrent: MAX_CONCURRENT.0,
-            failure_threshold: FAILURE_THRESHOLD.0,
-            cooldown_ms: COOLDOWN_MS.0,
+            max_calls: MAX_CALLS.default,
+            window_ms: WINDOW_MS.default,
+            max_concurrent: MAX_CONCURRENT.default,
+            failure_threshold: FAILURE_THRESHOLD.default,
+            cooldown_ms: COOLDOWN_MS.default,
         }
     }
 }
@@ -132,31 +130,11 @@ impl BudgetConfigBuilder {
     /// Checks the values; the error names the first option out of its range.
     pub fn build(self) -> Result<BudgetConfig, ConfigError> {
         Ok(BudgetConfig {
-            max_calls: check(
-                "max_calls",
-                self.max_calls.unwrap_or(MAX_CALLS.0),
-                &MAX_CALLS.1,
-            )?,
-            window_ms: check(
-                "window_ms",
-                self.window_ms.unwrap_or(WINDOW_MS.0),
-                &WINDOW_MS.1,
-            )?,
-            max_concurrent: check(
-                "max_concurrent",
-                self.max_concurrent.unwrap_or(MAX_CONCURRENT.0),
-                &MAX_CONCURRENT.1,
-            )?,
-            failure_threshold: check(
-                "failure_threshold",
-                self.failure_threshold.unwrap_or(FAILURE_THRESHOLD.0),
-                &FAILURE_THRESHOLD.1,
-            )?,
-            cooldown_ms: check(
-                "cooldown_ms",
-                self.cooldown_ms.unwrap_or(COOLDOWN_MS.0),
-                &COOLDOWN_MS.1,
-            )?,
+            max_calls: MAX_CALLS.or_default(self.max_calls)?,
+            window_ms: WINDOW_MS.or_default(self.window_ms)?,
+            max_concurrent: MAX_CONCURRENT.or_default(self.max_concurrent)?,
+            failure_threshold: FAILURE_THRESHOLD.or_default(self.failure_threshold)?,
+            cooldown_ms: COOLDOWN_MS.or_default(self.cooldown_ms)?,
         })
     }
 }

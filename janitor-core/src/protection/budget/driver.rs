@@ -6,8 +6,8 @@ use super::config::{BudgetConfig, CAS_ATTEMPTS, EVALUATION_TIMEOUT_MS};
 use super::record::{BudgetRecord, CallOutcome, LeaseRecord};
 use super::store::{BudgetRow, BudgetStore};
 use super::BudgetDenial;
+use crate::error::StoreError;
 use crate::label::{LabelKey, ProtectionKey};
-use crate::store::StoreError;
 
 /// An admitted call: hold it while the evaluator works and hand it to
 /// [`InferenceBudget::finish`] afterwards. A lease never finished expires on its own.
@@ -192,10 +192,7 @@ impl<S: BudgetStore> InferenceBudget<S> {
 }
 
 fn clamp_timeout(timeout_ms: u32) -> u32 {
-    timeout_ms.clamp(
-        *EVALUATION_TIMEOUT_MS.1.start(),
-        *EVALUATION_TIMEOUT_MS.1.end(),
-    )
+    timeout_ms.clamp(EVALUATION_TIMEOUT_MS.min, EVALUATION_TIMEOUT_MS.max)
 }
 
 /// A random (version 4) UUID from the thread's generator, a CSPRNG seeded by the operating system: lease ids

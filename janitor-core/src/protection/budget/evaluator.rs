@@ -8,7 +8,7 @@ use super::driver::{BudgetLease, InferenceBudget};
 use super::record::CallOutcome;
 use super::store::BudgetStore;
 use crate::config::{check, ConfigError};
-use crate::evaluator::{Evaluation, EvaluationInput, Evaluator, EvaluatorError};
+use crate::identification::evaluator::{Evaluation, EvaluationInput, Evaluator, EvaluatorError};
 
 /// What a batch evaluation reserves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,9 +33,9 @@ pub struct BudgetedEvaluatorConfig {
 impl Default for BudgetedEvaluatorConfig {
     fn default() -> Self {
         BudgetedEvaluatorConfig {
-            timeout_ms: EVALUATION_TIMEOUT_MS.0,
-            evaluate_cost: REQUEST_COST.0,
-            batch_cost: BatchCost::Fixed(REQUEST_COST.0),
+            timeout_ms: EVALUATION_TIMEOUT_MS.default,
+            evaluate_cost: REQUEST_COST.default,
+            batch_cost: BatchCost::Fixed(REQUEST_COST.default),
         }
     }
 }
@@ -92,21 +92,18 @@ impl BudgetedEvaluatorConfigBuilder {
 
     /// Checks the values.
     pub fn build(self) -> Result<BudgetedEvaluatorConfig, ConfigError> {
-        let batch_cost = match self.batch_cost.unwrap_or(BatchCost::Fixed(REQUEST_COST.0)) {
+        let batch_cost = match self
+            .batch_cost
+            .unwrap_or(BatchCost::Fixed(REQUEST_COST.default))
+        {
             BatchCost::PerCandidate => BatchCost::PerCandidate,
-            BatchCost::Fixed(cost) => BatchCost::Fixed(check("batch_cost", cost, &REQUEST_COST.1)?),
+            BatchCost::Fixed(cost) => {
+                BatchCost::Fixed(check("batch_cost", cost, &REQUEST_COST.range())?)
+            }
         };
         Ok(BudgetedEvaluatorConfig {
-            timeout_ms: check(
-                "timeout_ms",
-                self.timeout_ms.unwrap_or(EVALUATION_TIMEOUT_MS.0),
-                &EVALUATION_TIMEOUT_MS.1,
-            )?,
-            evaluate_cost: check(
-                "evaluate_cost",
-                self.evaluate_cost.unwrap_or(REQUEST_COST.0),
-                &REQUEST_COST.1,
-            )?,
+            timeout_ms: EVALUATION_TIMEOUT_MS.or_default(self.timeout_ms)?,
+            evaluate_cost: REQUEST_COST.or_default(self.evaluate_cost)?,
             batch_cost,
         })
     }

@@ -11,15 +11,13 @@
 //!
 //! Every refusal — and every failure of the budget's own storage — means the evaluator is not called and the
 //! identification goes on with `riskStatus: "unavailable"`. The behaviour every store must show is the suite in
-//! `protection::budget::suite` (feature `test-suite`).
+//! `testing::budget_store` (feature `testing`).
 
 mod config;
 mod driver;
 mod evaluator;
 mod record;
 mod store;
-#[cfg(feature = "test-suite")]
-pub mod suite;
 
 pub use config::{
     BudgetConfig, BudgetConfigBuilder, CAS_ATTEMPTS, COOLDOWN_MS, EVALUATION_TIMEOUT_MS,

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::record::BudgetRecord;
 use crate::config::clamp_cleanup_batch;
-use crate::store::StoreError;
+use crate::error::StoreError;
 
 /// One row of `evaluation_controls`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,35 +48,12 @@ pub trait BudgetStore: Send + Sync {
     ) -> impl Future<Output = Result<usize, StoreError>> + Send;
 }
 
-/// A shared store is a store: several budgets (or the cleanup task) can hold the same one.
-impl<S: BudgetStore> BudgetStore for Arc<S> {
-    fn read(&self, id: &str) -> impl Future<Output = Result<Option<BudgetRow>, StoreError>> + Send {
-        (**self).read(id)
-    }
-
-    fn compare_and_swap(
-        &self,
-        id: &str,
-        expected_version: i64,
-        next: &BudgetRow,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).compare_and_swap(id, expected_version, next)
-    }
-
-    fn cleanup(
-        &self,
-        batch: usize,
-        now_ms: i64,
-    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
-        (**self).cleanup(batch, now_ms)
-    }
-}
-
 /// Budget rows held in process memory behind one mutex: the budget of a single instance, and the reference
-/// implementation for tests. One row per namespace, so it stays small without cleanup.
-#[derive(Debug, Default)]
+/// implementation for tests. One row per namespace, so it stays small without cleanup. A cheap handle: clones
+/// share the same rows.
+#[derive(Debug, Clone, Default)]
 pub struct MemoryBudgetStore {
-    rows: Mutex<HashMap<String, BudgetRow>>,
+    rows: Arc<Mutex<HashMap<String, BudgetRow>>>,
 }
 
 impl MemoryBudgetStore {

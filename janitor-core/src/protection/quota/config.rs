@@ -1,25 +1,25 @@
-//! The quota options, their ranges, and the admission context server code attaches to a request.
+//! The quota options, their ranges, and the quota context server code attaches to a request.
 
 use std::ops::RangeInclusive;
 
 use serde_json::Value;
 
-use crate::config::{check, ConfigError};
+use crate::config::{check, ConfigError, Limit};
 
 /// Requests per window for the whole deployment (default 600).
-pub const GLOBAL_LIMIT: (u32, RangeInclusive<u32>) = (600, 1..=1_000_000);
+pub const GLOBAL_LIMIT: Limit<u32> = Limit::new("global", 600, 1, 1_000_000);
 /// Requests per window for one account (default 60).
-pub const ACCOUNT_LIMIT: (u32, RangeInclusive<u32>) = (60, 1..=1_000_000);
+pub const ACCOUNT_LIMIT: Limit<u32> = Limit::new("account", 60, 1, 1_000_000);
 /// Requests per window for one session (default 30).
-pub const SESSION_LIMIT: (u32, RangeInclusive<u32>) = (30, 1..=1_000_000);
+pub const SESSION_LIMIT: Limit<u32> = Limit::new("session", 30, 1, 1_000_000);
 /// Slices the global quota is cut into, each its own row (default 1: no sharding).
-pub const SHARDS: (u32, RangeInclusive<u32>) = (1, 1..=128);
+pub const SHARDS: Limit<u32> = Limit::new("shards", 1, 1, 128);
 /// Length of a quota window in milliseconds (default one minute).
-pub const WINDOW_MS: (i64, RangeInclusive<i64>) = (60_000, 1_000..=3_600_000);
-/// Length of an account or session id in the admission context, in characters.
+pub const WINDOW_MS: Limit<i64> = Limit::new("window_ms", 60_000, 1_000, 3_600_000);
+/// Length of an account or session id in the quota context, in characters.
 pub const CONTEXT_ID_CHARS: RangeInclusive<usize> = 1..=512;
 
-/// Why a quota configuration or an admission context was refused.
+/// Why a quota configuration or a quota context was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QuotaConfigError {
     /// A value outside its range.
@@ -49,11 +49,11 @@ pub struct QuotaConfig {
 impl Default for QuotaConfig {
     fn default() -> Self {
         QuotaConfig {
-            global: GLOBAL_LIMIT.0,
-            account: ACCOUNT_LIMIT.0,
-            session: SESSION_LIMIT.0,
-            shards: SHARDS.0,
-            window_ms: WINDOW_MS.0,
+            global: GLOBAL_LIMIT.default,
+            account: ACCOUNT_LIMIT.default,
+            session: SESSION_LIMIT.default,
+            shards: SHARDS.default,
+            window_ms: WINDOW_MS.default,
         }
     }
 }
@@ -163,27 +163,11 @@ impl QuotaConfigBuilder {
     /// Checks the values.
     pub fn build(self) -> Result<QuotaConfig, ConfigError> {
         Ok(QuotaConfig {
-            global: check(
-                "global",
-                self.global.unwrap_or(GLOBAL_LIMIT.0),
-                &GLOBAL_LIMIT.1,
-            )?,
-            account: check(
-                "account",
-                self.account.unwrap_or(ACCOUNT_LIMIT.0),
-                &ACCOUNT_LIMIT.1,
-            )?,
-            session: check(
-                "session",
-                self.session.unwrap_or(SESSION_LIMIT.0),
-                &SESSION_LIMIT.1,
-            )?,
-            shards: check("shards", self.shards.unwrap_or(SHARDS.0), &SHARDS.1)?,
-            window_ms: check(
-                "window_ms",
-                self.window_ms.unwrap_or(WINDOW_MS.0),
-                &WINDOW_MS.1,
-            )?,
+            global: GLOBAL_LIMIT.or_default(self.global)?,
+            account: ACCOUNT_LIMIT.or_default(self.account)?,
+            session: SESSION_LIMIT.or_default(self.session)?,
+            shards: SHARDS.or_default(self.shards)?,
+            window_ms: WINDOW_MS.or_default(self.window_ms)?,
         })
     }
 }
@@ -191,15 +175,15 @@ impl QuotaConfigBuilder {
 /// Who a request is for, as server code knows it (never read from the request body): an account and a session,
 /// each counted against its own quota.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct AdmissionContext<'a> {
+pub struct QuotaContext<'a> {
     account: Option<&'a str>,
     session: Option<&'a str>,
 }
 
-impl<'a> AdmissionContext<'a> {
+impl<'a> QuotaContext<'a> {
     /// A context with neither: only the global quota applies.
     pub fn anonymous() -> Self {
-        AdmissionContext::default()
+        QuotaContext::default()
     }
 
     /// A context with an optional account and session id, each 1–512 characters.
@@ -213,7 +197,7 @@ impl<'a> AdmissionContext<'a> {
                 })?;
             }
         }
-        Ok(AdmissionContext { account, session })
+        Ok(QuotaContext { account, session })
     }
 
     /// The account, if any.
@@ -333,18 +317,18 @@ mod tests {
     #[test]
     fn context_ids_are_1_to_512_characters() {
         let long = "é".repeat(512);
-        assert!(AdmissionContext::new(Some(&long), Some("s")).is_ok());
+        assert!(QuotaContext::new(Some(&long), Some("s")).is_ok());
         let too_long = "é".repeat(513);
-        let err = AdmissionContext::new(Some(&too_long), None).unwrap_err();
+        let err = QuotaContext::new(Some(&too_long), None).unwrap_err();
         assert_eq!(err.field, "account");
         assert!(!err.to_string().contains('é'));
         assert_eq!(
-            AdmissionContext::new(None, Some("")).unwrap_err().field,
+            QuotaContext::new(None, Some("")).unwrap_err().field,
             "session"
         );
         assert_eq!(
-            AdmissionContext::anonymous(),
-            AdmissionContext::new(None, None).unwrap()
+            QuotaContext::anonymous(),
+            QuotaContext::new(None, None).unwrap()
         );
     }
 }

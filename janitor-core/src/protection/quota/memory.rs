@@ -1,15 +1,16 @@
 //! Quota counters in process memory: exact for one instance (the embedded default and the reference).
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::{ClaimOutcome, QuotaClaim, QuotaStore};
-use crate::store::StoreError;
+use crate::error::StoreError;
 
-/// Counters behind one mutex, with an index by reset time so cleanup reads only ended windows.
-#[derive(Debug, Default)]
+/// Counters behind one mutex, with an index by reset time so cleanup reads only ended windows. A cheap handle:
+/// clones share the same counters.
+#[derive(Debug, Clone, Default)]
 pub struct MemoryQuotaStore {
-    inner: Mutex<Inner>,
+    inner: Arc<Mutex<Inner>>,
 }
 
 #[derive(Debug, Default)]
@@ -86,7 +87,7 @@ impl QuotaStore for MemoryQuotaStore {
         Ok(ClaimOutcome::Allowed)
     }
 
-    async fn cleanup(&self, now_ms: i64, batch: usize) -> Result<usize, StoreError> {
+    async fn cleanup(&self, batch: usize, now_ms: i64) -> Result<usize, StoreError> {
         let mut inner = self.lock();
         let ended: Vec<(i64, String)> = inner
             .by_reset

@@ -7,18 +7,15 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
 
+use crate::error::StoreError;
 use crate::label::{LabelKey, ProtectionKey};
-use crate::store::StoreError;
 
 mod config;
 mod memory;
-#[cfg(feature = "test-suite")]
-pub mod suite;
 
 pub use config::{
-    AdmissionContext, QuotaConfig, QuotaConfigBuilder, QuotaConfigError, ACCOUNT_LIMIT,
+    QuotaConfig, QuotaConfigBuilder, QuotaConfigError, QuotaContext, ACCOUNT_LIMIT,
     CONTEXT_ID_CHARS, GLOBAL_LIMIT, SESSION_LIMIT, SHARDS, WINDOW_MS,
 };
 pub use memory::MemoryQuotaStore;
@@ -69,26 +66,9 @@ pub trait QuotaStore: Send + Sync {
     /// Deletes at most `batch` rows whose window ended at or before `now_ms`, oldest first; returns how many.
     fn cleanup(
         &self,
-        now_ms: i64,
         batch: usize,
+        now_ms: i64,
     ) -> impl Future<Output = Result<usize, StoreError>> + Send;
-}
-
-impl<S: QuotaStore> QuotaStore for Arc<S> {
-    fn claim(
-        &self,
-        claim: &QuotaClaim,
-    ) -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send {
-        (**self).claim(claim)
-    }
-
-    fn cleanup(
-        &self,
-        now_ms: i64,
-        batch: usize,
-    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
-        (**self).cleanup(now_ms, batch)
-    }
 }
 
 /// Which counter denied a request.
@@ -104,7 +84,7 @@ pub enum QuotaCounter {
 
 /// The answer to one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Admission {
+pub enum QuotaDecision {
     /// Every counter had room.
     Allowed,
     /// A counter was full.
@@ -174,7 +154,7 @@ impl<S: QuotaStore> RequestQuotas<S> {
     /// The claims one request makes, in order, using global shard `shard` (ignored when unsharded).
     pub fn claims(
         &self,
-        context: &AdmissionContext<'_>,
+        context: &QuotaContext<'_>,
         now_ms: i64,
         shard: u32,
     ) -> Vec<(QuotaCounter, QuotaClaim)> {
@@ -224,12 +204,12 @@ impl<S: QuotaStore> RequestQuotas<S> {
     }
 
     /// Claims the request's counters in order (global, account, session), stopping at the first denial.
-    /// A store failure is an error, never an admission.
-    pub async fn admit(
+    /// A store failure is an error, never an allowance.
+    pub async fn check(
         &self,
-        context: &AdmissionContext<'_>,
+        context: &QuotaContext<'_>,
         now_ms: i64,
-    ) -> Result<Admission, StoreError> {
+    ) -> Result<QuotaDecision, StoreError> {
         let shards = self.config.effective_shards();
         // Round-robin within this instance; a request uses one shard and never borrows from another.
         let shard = self
@@ -241,19 +221,19 @@ impl<S: QuotaStore> RequestQuotas<S> {
         for (counter, claim) in self.claims(context, now_ms, shard) {
             if let ClaimOutcome::Denied { reset_at } = self.store.claim(&claim).await? {
                 let reset_at = reset_at.unwrap_or_else(|| claim.reset_at());
-                return Ok(Admission::Limited {
+                return Ok(QuotaDecision::Limited {
                     counter,
                     retry_after_secs: retry_after_secs(reset_at, now_ms),
                 });
             }
         }
-        Ok(Admission::Allowed)
+        Ok(QuotaDecision::Allowed)
     }
 
     /// Deletes at most `batch` ended windows (see [`QuotaStore::cleanup`]); `batch` is clamped to 1–1000.
-    pub async fn cleanup(&self, now_ms: i64, batch: usize) -> Result<usize, StoreError> {
+    pub async fn cleanup(&self, batch: usize, now_ms: i64) -> Result<usize, StoreError> {
         self.store
-            .cleanup(now_ms, crate::config::clamp_cleanup_batch(batch))
+            .cleanup(crate::config::clamp_cleanup_batch(batch), now_ms)
             .await
     }
 }
@@ -291,7 +271,7 @@ mod tests {
             .build()
             .unwrap();
         let quotas = RequestQuotas::with_first_shard(MemoryQuotaStore::new(), key(), config, 0);
-        let context = AdmissionContext::new(Some("account-123"), Some("s-1")).unwrap();
+        let context = QuotaContext::new(Some("account-123"), Some("s-1")).unwrap();
         let now = 1_735_689_631_234;
         let claims = quotas.claims(&context, now, 1);
         let counters: Vec<QuotaCounter> = claims.iter().map(|(c, _)| *c).collect();
@@ -330,7 +310,7 @@ mod tests {
         assert_eq!(claims[2].1.limit, 30);
 
         let single = RequestQuotas::new(MemoryQuotaStore::new(), key(), QuotaConfig::default());
-        let claims = single.claims(&AdmissionContext::anonymous(), now, 7);
+        let claims = single.claims(&QuotaContext::anonymous(), now, 7);
         assert_eq!(claims.len(), 1);
         assert_eq!(
             claims[0].1.id, "sub_ace649205ec1f3a17e27be1f8d4ce96faa97d0caf1f9b3aed494dc97c418f819",
@@ -346,7 +326,7 @@ mod tests {
         assert_eq!(quotas.global_ids.len(), 3);
         let ids: Vec<String> = (0..3)
             .map(|s| {
-                quotas.claims(&AdmissionContext::anonymous(), 0, s)[0]
+                quotas.claims(&QuotaContext::anonymous(), 0, s)[0]
                     .1
                     .id
                     .clone()
@@ -359,11 +339,6 @@ mod tests {
                 shard: 0
             })
         );
-        assert!(
-            quotas.claims(&AdmissionContext::anonymous(), 0, 0)[0]
-                .1
-                .limit
-                == 1
-        );
+        assert!(quotas.claims(&QuotaContext::anonymous(), 0, 0)[0].1.limit == 1);
     }
 }

@@ -1,0 +1,341 @@
+//! One configuration for the whole handle, composed from parts and checked when it is built.
+//!
+//! The identity secret and the stores' policies (retention, matching, quotas, evidence) are set on
+//! [`JanitorConfigBuilder`] directly; the HTTP edge comes in three parts, each with its own builder and checks:
+//! [`CookieConfig`], [`EndpointConfig`] and [`AdmissionConfig`].
+
+mod cookie;
+mod endpoint;
+
+use janitor_core::config::ConfigError;
+use janitor_core::evidence::EvidenceConfig;
+use janitor_core::label::{LabelError, LabelKey};
+use janitor_core::protection::quota::QuotaConfig;
+use janitor_core::{EngineConfig, Retention};
+
+pub use crate::admission::AdmissionConfig;
+pub use cookie::{CookieConfig, CookieConfigBuilder, COOKIE_MAX_AGE_DAYS};
+pub use endpoint::{
+    EndpointConfig, EndpointConfigBuilder, ENDPOINT_PATH, MAX_BODY_BYTES, REQUEST_TIMEOUT_MS,
+    SCRIPT_PATH,
+};
+
+/// Where the handle runs: production refuses development-only settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Environment {
+    /// The default: cookies are always `Secure`.
+    #[default]
+    Production,
+    /// Allows an insecure cookie ([`CookieConfigBuilder::secure`]), which still only works for loopback hosts.
+    Development,
+}
+
+/// Why a configuration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JanitorConfigError {
+    /// A value outside its range.
+    #[error(transparent)]
+    OutOfRange(#[from] ConfigError),
+    /// The secret or namespace.
+    #[error("identity key: {0}")]
+    Label(#[from] LabelError),
+    /// No secret was given.
+    #[error("a secret (32 to 4096 characters) is required")]
+    MissingSecret,
+    /// Another rule.
+    #[error("{field}: {reason}")]
+    Invalid {
+        /// The option.
+        field: &'static str,
+        /// The rule it breaks.
+        reason: &'static str,
+    },
+}
+
+/// The validated configuration of a [`Janitor`](crate::Janitor) handle. `Debug` never shows the secret.
+#[derive(Debug, Clone)]
+pub struct JanitorConfig {
+    pub(crate) key: LabelKey,
+    pub(crate) environment: Environment,
+    pub(crate) retention: Retention,
+    pub(crate) engine: EngineConfig,
+    pub(crate) cookie: CookieConfig,
+    pub(crate) cookie_max_age_days: u32,
+    pub(crate) endpoint: EndpointConfig,
+    pub(crate) admission: AdmissionConfig,
+    pub(crate) quotas: Option<QuotaConfig>,
+    pub(crate) evidence: EvidenceConfig,
+}
+
+impl JanitorConfig {
+    /// A builder; only the secret is required.
+    pub fn builder() -> JanitorConfigBuilder {
+        JanitorConfigBuilder::default()
+    }
+
+    /// The label key made from the secret and namespace.
+    pub fn label_key(&self) -> &LabelKey {
+        &self.key
+    }
+
+    /// Production or development.
+    pub fn environment(&self) -> Environment {
+        self.environment
+    }
+
+    /// Observation retention.
+    pub fn retention(&self) -> Retention {
+        self.retention
+    }
+
+    /// The cookie options.
+    pub fn cookie(&self) -> &CookieConfig {
+        &self.cookie
+    }
+
+    /// The endpoint options.
+    pub fn endpoint(&self) -> &EndpointConfig {
+        &self.endpoint
+    }
+
+    /// The admission options.
+    pub fn admission(&self) -> &AdmissionConfig {
+        &self.admission
+    }
+
+    /// The request quotas, when on.
+    pub fn quotas(&self) -> Option<&QuotaConfig> {
+        self.quotas.as_ref()
+    }
+
+    /// Cookie lifetime in seconds: the configured days, or the retention's (at most 400).
+    pub fn cookie_max_age_secs(&self) -> u64 {
+        u64::from(self.cookie_max_age_days) * 86_400
+    }
+}
+
+/// Builds a [`JanitorConfig`]; [`build`](Self::build) checks every value and names the rule it broke.
+#[derive(Clone, Default)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct JanitorConfigBuilder {
+    secret: Option<String>,
+    namespace: Option<String>,
+    environment: Environment,
+    retention: Option<(u32, usize)>,
+    restore_threshold: Option<f64>,
+    cookie: CookieConfig,
+    endpoint: EndpointConfig,
+    admission: AdmissionConfig,
+    quotas: Option<QuotaConfig>,
+    evidence: Option<EvidenceConfig>,
+}
+
+impl std::fmt::Debug for JanitorConfigBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JanitorConfigBuilder")
+            .field("namespace", &self.namespace)
+            .field("environment", &self.environment)
+            .field("cookie", &self.cookie)
+            .field("endpoint", &self.endpoint)
+            .field("admission", &self.admission)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JanitorConfigBuilder {
+    /// The identity secret: 32–4096 characters (UTF-16 units, as the other implementations count). Required.
+    /// Labels depend on it: instances that share a database must share it.
+    pub fn secret(mut self, secret: &str) -> Self {
+        self.secret = Some(secret.to_owned());
+        self
+    }
+
+    /// The label namespace (default `"janitor"`): non-blank, at most 128 characters.
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = Some(namespace.to_owned());
+        self
+    }
+
+    /// Production (default) or development.
+    pub fn environment(mut self, environment: Environment) -> Self {
+        self.environment = environment;
+        self
+    }
+
+    /// Observation retention: 1–36,500 days (default 90) and 1–100 kept per visitor (default 10).
+    pub fn retention(mut self, days: u32, max_per_visitor: usize) -> Self {
+        self.retention = Some((days, max_per_visitor));
+        self
+    }
+
+    /// Confidence needed to restore an id without a cookie: 0.8–1, default 0.9.
+    pub fn restore_threshold(mut self, threshold: f64) -> Self {
+        self.restore_threshold = Some(threshold);
+        self
+    }
+
+    /// The cookie options (default [`CookieConfig::default`]).
+    pub fn cookie(mut self, cookie: CookieConfig) -> Self {
+        self.cookie = cookie;
+        self
+    }
+
+    /// The endpoint options (default [`EndpointConfig::default`]).
+    pub fn endpoint(mut self, endpoint: EndpointConfig) -> Self {
+        self.endpoint = endpoint;
+        self
+    }
+
+    /// The admission options (default [`AdmissionConfig::default`]).
+    pub fn admission(mut self, admission: AdmissionConfig) -> Self {
+        self.admission = admission;
+        self
+    }
+
+    /// Request quotas (off unless set).
+    pub fn quotas(mut self, quotas: QuotaConfig) -> Self {
+        self.quotas = Some(quotas);
+        self
+    }
+
+    /// Evidence options (default [`EvidenceConfig::default`]).
+    pub fn evidence(mut self, evidence: EvidenceConfig) -> Self {
+        self.evidence = Some(evidence);
+        self
+    }
+
+    /// Checks everything, and the rules between parts.
+    pub fn build(self) -> Result<JanitorConfig, JanitorConfigError> {
+        let secret = self.secret.ok_or(JanitorConfigError::MissingSecret)?;
+        let key = LabelKey::new(&secret, self.namespace.as_deref().unwrap_or("janitor"))?;
+        let retention = match self.retention {
+            Some((days, max)) => Retention::new(days, max)?,
+            None => Retention::default(),
+        };
+        let mut engine = EngineConfig::builder();
+        if let Some(threshold) = self.restore_threshold {
+            engine = engine.restore_threshold(threshold);
+        }
+        let engine = engine.build()?;
+        if !self.cookie.secure() && self.environment == Environment::Production {
+            return Err(JanitorConfigError::Invalid {
+                field: "cookie_secure",
+                reason: "production cookies must be Secure",
+            });
+        }
+        let cookie_max_age_days = self
+            .cookie
+            .max_age_days()
+            .unwrap_or_else(|| retention.observation_days().min(COOKIE_MAX_AGE_DAYS.max));
+        Ok(JanitorConfig {
+            key,
+            environment: self.environment,
+            retention,
+            engine,
+            cookie: self.cookie,
+            cookie_max_age_days,
+            endpoint: self.endpoint,
+            admission: self.admission,
+            quotas: self.quotas,
+            evidence: self.evidence.unwrap_or_default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "0123456789abcdef0123456789abcdef";
+
+    fn base() -> JanitorConfigBuilder {
+        JanitorConfig::builder().secret(SECRET)
+    }
+
+    #[test]
+    fn defaults() {
+        let c = base().build().unwrap();
+        assert_eq!(c.endpoint(), &EndpointConfig::default());
+        assert_eq!(c.admission(), &AdmissionConfig::default());
+        assert_eq!(c.cookie(), &CookieConfig::default());
+        assert_eq!(c.cookie_max_age_secs(), 90 * 86_400);
+        assert!(c.quotas().is_none());
+        // Long retention: the cookie stops at 400 days; a set lifetime wins.
+        assert_eq!(
+            base()
+                .retention(1000, 10)
+                .build()
+                .unwrap()
+                .cookie_max_age_days,
+            400
+        );
+        let set = CookieConfig::builder().max_age_days(7).build().unwrap();
+        assert_eq!(
+            base().cookie(set).build().unwrap().cookie_max_age_secs(),
+            7 * 86_400
+        );
+    }
+
+    #[test]
+    fn the_parts_reach_the_handle() {
+        let admission = AdmissionConfig::builder()
+            .max_in_flight_requests(3)
+            .max_drain_bytes(10)
+            .drain_timeout_ms(20)
+            .build()
+            .unwrap();
+        let endpoint = EndpointConfig::builder().path("/v").build().unwrap();
+        let c = base()
+            .admission(admission)
+            .endpoint(endpoint)
+            .build()
+            .unwrap();
+        assert_eq!(c.admission().max_drain_bytes(), 10);
+        assert_eq!(c.admission().max_in_flight_requests(), 3);
+        assert_eq!(c.endpoint().path(), "/v");
+    }
+
+    #[test]
+    fn refusals() {
+        assert_eq!(
+            JanitorConfig::builder().build().unwrap_err(),
+            JanitorConfigError::MissingSecret
+        );
+        assert!(matches!(
+            JanitorConfig::builder().secret("short").build(),
+            Err(JanitorConfigError::Label(_))
+        ));
+        assert!(matches!(
+            base().namespace("  ").build(),
+            Err(JanitorConfigError::Label(_))
+        ));
+        let insecure = CookieConfig::builder().secure(false).build().unwrap();
+        assert!(matches!(
+            base().cookie(insecure).build(),
+            Err(JanitorConfigError::Invalid {
+                field: "cookie_secure",
+                ..
+            })
+        ));
+        assert!(base()
+            .cookie(insecure)
+            .environment(Environment::Development)
+            .build()
+            .is_ok());
+        assert!(matches!(
+            base().retention(0, 10).build(),
+            Err(JanitorConfigError::OutOfRange(_))
+        ));
+        assert!(matches!(
+            base().restore_threshold(0.79).build(),
+            Err(JanitorConfigError::OutOfRange(_))
+        ));
+    }
+
+    #[test]
+    fn debug_never_shows_the_secret() {
+        let builder = base();
+        assert!(!format!("{builder:?}").contains(SECRET));
+        assert!(!format!("{:?}", builder.build().unwrap()).contains(SECRET));
+    }
+}

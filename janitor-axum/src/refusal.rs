@@ -1,0 +1,178 @@
+//! Every answer of the endpoint that is not an identification: one variant per reason, each carrying its status,
+//! its fixed message and its own headers (`Allow`, `Retry-After`), written once for the endpoint and the
+//! admission layer alike.
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::header::{
+    HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER, VARY, X_CONTENT_TYPE_OPTIONS,
+};
+use http::{HeaderMap, StatusCode};
+
+/// Why a request got no identification. Bodies are `{"error": message}` with fixed texts that never echo the
+/// request; every answer carries the [security headers](security_headers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The path is not the endpoint's: 404.
+    NotFound,
+    /// Not a `POST`: 405 with `Allow: POST`.
+    MethodNotAllowed,
+    /// An `Origin` other than the host, or `Sec-Fetch-Site: cross-site`: 403.
+    CrossOrigin,
+    /// The body is not declared as `application/json`: 415.
+    UnsupportedMediaType,
+    /// Insecure cookies are configured and the host is not loopback: 400.
+    InsecureCookie,
+    /// A request quota is full: 429 with `Retry-After`.
+    RateLimited {
+        /// Whole seconds until the quota's window ends, at least 1.
+        retry_after_secs: u64,
+    },
+    /// The body is, or declares to be, larger than allowed: 413.
+    TooLarge,
+    /// The body is empty: 400.
+    BodyRequired,
+    /// The body did not arrive in time: 408.
+    TimedOut,
+    /// The body is not a valid payload (or the stream broke): 400.
+    InvalidPayload,
+    /// A store could not answer (or the application's context is malformed): 503.
+    Unavailable,
+    /// Every admission slot is taken: 503 with `Retry-After: 1`.
+    Busy,
+}
+
+impl Refusal {
+    /// The status code.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Refusal::NotFound => StatusCode::NOT_FOUND,
+            Refusal::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Refusal::CrossOrigin => StatusCode::FORBIDDEN,
+            Refusal::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Refusal::InsecureCookie | Refusal::BodyRequired | Refusal::InvalidPayload => {
+                StatusCode::BAD_REQUEST
+            }
+            Refusal::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Refusal::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Refusal::TimedOut => StatusCode::REQUEST_TIMEOUT,
+            Refusal::Unavailable | Refusal::Busy => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// The message of the `{"error": ...}` body, as the Janitor contract words it.
+    pub fn message(&self) -> &'static str {
+        match self {
+            Refusal::NotFound => "Not found",
+            Refusal::MethodNotAllowed => "Method not allowed",
+            Refusal::CrossOrigin => "Cross-origin requests are not allowed",
+            Refusal::UnsupportedMediaType => "Content-Type must be application/json",
+            Refusal::InsecureCookie => "Insecure cookies require localhost",
+            Refusal::RateLimited { .. } => "Visitor measurement rate limited",
+            Refusal::TooLarge => "Request body too large",
+            Refusal::BodyRequired => "JSON body required",
+            Refusal::TimedOut => "Request body timed out",
+            Refusal::InvalidPayload => "Invalid visitor payload",
+            Refusal::Unavailable => "Visitor storage is unavailable",
+            Refusal::Busy => "Visitor measurement is busy",
+        }
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> Bytes {
+        // A message is a fixed text without quotes or backslashes, so it needs no escaping.
+        Bytes::from(format!(r#"{{"error":"{}"}}"#, self.message()))
+    }
+
+    /// Writes the answer's headers: content type, the security headers, and the variant's own.
+    pub fn write_headers(&self, headers: &mut HeaderMap) {
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        security_headers(headers);
+        match self {
+            Refusal::MethodNotAllowed => {
+                headers.insert(ALLOW, HeaderValue::from_static("POST"));
+            }
+            Refusal::RateLimited { retry_after_secs } => {
+                headers.insert(RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+            }
+            Refusal::Busy => {
+                headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            _ => {}
+        }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let mut response = Response::new(Body::from(self.body()));
+        *response.status_mut() = self.status();
+        self.write_headers(response.headers_mut());
+        response
+    }
+}
+
+/// Adds `Cache-Control: private, no-store`, `Vary: Cookie, Origin, Authorization` and
+/// `X-Content-Type-Options: nosniff`: what every JSON answer of the adapter carries.
+pub fn security_headers(headers: &mut HeaderMap) {
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+    headers.insert(
+        VARY,
+        HeaderValue::from_static("Cookie, Origin, Authorization"),
+    );
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Refusal; 12] = [
+        Refusal::NotFound,
+        Refusal::MethodNotAllowed,
+        Refusal::CrossOrigin,
+        Refusal::UnsupportedMediaType,
+        Refusal::InsecureCookie,
+        Refusal::RateLimited {
+            retry_after_secs: 7,
+        },
+        Refusal::TooLarge,
+        Refusal::BodyRequired,
+        Refusal::TimedOut,
+        Refusal::InvalidPayload,
+        Refusal::Unavailable,
+        Refusal::Busy,
+    ];
+
+    #[test]
+    fn bodies_are_json_with_the_message() {
+        for refusal in ALL {
+            let body: serde_json::Value = serde_json::from_slice(&refusal.body()).unwrap();
+            assert_eq!(body, serde_json::json!({ "error": refusal.message() }));
+        }
+    }
+
+    #[test]
+    fn each_answer_carries_its_status_and_headers() {
+        for refusal in ALL {
+            let response = refusal.into_response();
+            assert_eq!(response.status(), refusal.status());
+            let headers = response.headers();
+            assert_eq!(headers[CACHE_CONTROL], "private, no-store");
+            assert_eq!(headers[VARY], "Cookie, Origin, Authorization");
+            assert_eq!(headers[X_CONTENT_TYPE_OPTIONS], "nosniff");
+            assert_eq!(headers[CONTENT_TYPE], "application/json");
+            let retry = headers.get(RETRY_AFTER).map(|v| v.to_str().unwrap());
+            match refusal {
+                Refusal::RateLimited { .. } => assert_eq!(retry, Some("7")),
+                Refusal::Busy => assert_eq!(retry, Some("1")),
+                _ => assert_eq!(retry, None),
+            }
+            assert_eq!(
+                headers.get(ALLOW).is_some(),
+                refusal == Refusal::MethodNotAllowed
+            );
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! What the test files share: running a scenario on both stores, a real server and a wire-level client, the
+//! local Jev provider, and the headless browser. Each test file uses its own subset.
+#![allow(dead_code, unused_imports, unused_macros)]
+
+pub mod browser;
+#[cfg(feature = "jev")]
+pub mod provider;
+pub mod stores;
+pub mod wire;
+
+use janitor_axum::{JanitorConfig, JanitorConfigBuilder};
+
+/// The secret every test handle uses.
+pub const SECRET: &str = "0123456789abcdef0123456789abcdef";
+
+/// A production configuration with the test secret in `namespace`.
+pub fn config(namespace: &str) -> JanitorConfigBuilder {
+    JanitorConfig::builder().secret(SECRET).namespace(namespace)
+}

@@ -1,0 +1,59 @@
+//! A real server on a loopback socket, the wire-level client of `janitor_axum::testing`, and bounded waits, so the
+//! tests see exactly what goes over the wire (status, headers, whether the connection stays open) and fail
+//! rather than hang.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use janitor_axum::admission::{Admission, AdmissionConfig};
+pub use janitor_axum::testing::http1::{get, post_with_length, Connection, Head, Reply};
+use tokio::net::TcpListener;
+use tokio::time::{timeout, Instant};
+
+/// How long any single wire operation may take before the test fails instead of hanging.
+pub const WIRE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long a test waits for the server to reach a state (a slot freed, a handler reached, a close).
+pub const SETTLE: Duration = Duration::from_secs(10);
+
+/// An admission layer with `limit` slots.
+pub fn admission_with(limit: usize) -> Admission {
+    Admission::new(
+        AdmissionConfig::builder()
+            .max_in_flight_requests(limit)
+            .build()
+            .unwrap(),
+    )
+}
+
+/// Serves `router` with `axum::serve` on 127.0.0.1 and an ephemeral port.
+pub async fn serve(router: Router) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    address
+}
+
+/// Polls `condition` until it holds, failing the test after `within`.
+pub async fn wait_until(what: &str, within: Duration, condition: impl Fn() -> bool) {
+    let deadline = Instant::now() + within;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits until every slot of `admission` is free again.
+pub async fn wait_until_free(admission: &Admission) {
+    wait_until("every slot is free", SETTLE, || admission.in_flight() == 0).await;
+}
+
+/// Awaits `future`, failing the test instead of hanging when it takes too long.
+pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    match timeout(WIRE_TIMEOUT, future).await {
+        Ok(value) => value,
+        Err(_) => panic!("timed out: {what}"),
+    }
+}

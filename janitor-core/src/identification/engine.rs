@@ -1,0 +1,409 @@
+//! The engine: one identification over a [`VisitorStore`] and an optional [`Evaluator`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Serialize, Serializer};
+
+use crate::error::StoreError;
+use crate::identification::candidates::{
+    probes_for, rank_lookup_rows, CANDIDATE_FLOOR, CANDIDATE_LIMIT,
+};
+use crate::identification::config::{EngineConfig, HISTORY_LIMIT, RESTORE_THRESHOLD};
+use crate::identification::decision::{blend, decide, score_candidate, ScoredCandidate};
+use crate::identification::evaluator::{Evaluation, EvaluationInput, Evaluator, NoEvaluator};
+use crate::identification::observation::Observation;
+use crate::identification::payload::VisitorPayload;
+use crate::identification::similarity::compare;
+use crate::identification::store::{VisitWrite, VisitorStore};
+use crate::js::js_f64;
+use crate::visitor::VisitorId;
+
+/// Evidence cap a returning visitor's snapshot needs before a cookie may teach the history a new observation.
+const LEARNING_CAP: f64 = RESTORE_THRESHOLD.default;
+
+/// Whether risk was evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RiskStatus {
+    /// No evaluator is configured (deterministic-only mode).
+    Disabled,
+    /// An evaluator is configured but gave no valid answer (timeout, error, malformed, refused).
+    Unavailable,
+    /// The risk values come from the evaluator.
+    Evaluated,
+}
+
+/// Risk scores in [0, 1]; zeros unless evaluated. Risk never changes identity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Risk {
+    /// Probability of browser automation.
+    #[serde(serialize_with = "js_f64")]
+    pub automation: f64,
+    /// Probability of manipulated signals.
+    #[serde(serialize_with = "js_f64")]
+    pub suspicious: f64,
+}
+
+/// The closest known browser and its deterministic similarity.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrowserMatch {
+    /// The matched visitor.
+    #[serde(serialize_with = "as_str")]
+    pub visitor_id: VisitorId,
+    /// Its best deterministic similarity.
+    #[serde(serialize_with = "js_f64")]
+    pub score: f64,
+}
+
+/// The full result of one identification. Send to the browser only with client scores exposed; server code
+/// always gets it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Identity {
+    /// The visitor's id (restored, carried by the cookie, or minted).
+    #[serde(serialize_with = "as_str")]
+    pub visitor_id: VisitorId,
+    /// 1 on the cookie path, the restore confidence when restored, 0 for a new id.
+    #[serde(serialize_with = "js_f64")]
+    pub confidence: f64,
+    /// Whether the id was known before this request.
+    pub is_returning: bool,
+    /// Risk scores.
+    pub risk: Risk,
+    /// Whether the risk scores were evaluated.
+    pub risk_status: RiskStatus,
+    /// The closest known browser, when one qualified.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub browser_match: Option<BrowserMatch>,
+}
+
+fn as_str<S: Serializer>(id: &VisitorId, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(id.as_str())
+}
+
+/// Which way an identification went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdentifyPath {
+    /// A valid cookie with retained history.
+    Cookie,
+    /// No usable cookie: candidate search.
+    Cookieless,
+}
+
+/// What one identification did, for metrics and tests. Holds no raw signal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdentifyMetrics {
+    /// Cookie or cookieless.
+    pub path: IdentifyPath,
+    /// Candidates that survived lookup ranking.
+    pub candidate_count: usize,
+    /// The best candidate came only from crowded probes.
+    pub lookup_saturated: bool,
+    /// Best deterministic similarity found.
+    pub deterministic_score: f64,
+    /// The evaluator gave a valid answer that was used.
+    pub evaluator_used: bool,
+    /// The observation was saved to the history.
+    pub observation_saved: bool,
+}
+
+/// An identity with its metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Identification {
+    /// The result.
+    pub identity: Identity,
+    /// How it was reached.
+    pub metrics: IdentifyMetrics,
+}
+
+/// Why an identification failed. Evaluator failures never fail it; storage failures do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdentifyError {
+    /// The store failed.
+    #[error(transparent)]
+    Storage(#[from] StoreError),
+}
+
+/// Runs identifications. Cheap to share behind an `Arc`; holds no per-request state.
+#[derive(Debug)]
+pub struct Engine<S, E = NoEvaluator> {
+    store: S,
+    evaluator: Option<E>,
+    config: EngineConfig,
+}
+
+impl<S: VisitorStore> Engine<S, NoEvaluator> {
+    /// An engine in deterministic-only mode (`riskStatus: "disabled"`).
+    pub fn new(store: S, config: EngineConfig) -> Self {
+        Engine {
+            store,
+            evaluator: None,
+            config,
+        }
+    }
+}
+
+impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
+    /// The same engine with an evaluator.
+    pub fn with_evaluator<E2: Evaluator>(self, evaluator: E2) -> Engine<S, E2> {
+        Engine {
+            store: self.store,
+            evaluator: Some(evaluator),
+            config: self.config,
+        }
+    }
+
+    /// The same engine with an evaluator, or in deterministic-only mode when `evaluator` is `None` (for code that
+    /// decides at run time).
+    pub fn with_optional_evaluator<E2: Evaluator>(self, evaluator: Option<E2>) -> Engine<S, E2> {
+        Engine {
+            store: self.store,
+            evaluator,
+            config: self.config,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// Identifies a validated payload; `cookie` is the id from the request's single `__visitor` cookie, if any
+    /// (see [`visitor_from_cookies`](crate::visitor::visitor_from_cookies)).
+    pub async fn identify(
+        &self,
+        payload: &VisitorPayload,
+        cookie: Option<&VisitorId>,
+    ) -> Result<Identification, IdentifyError> {
+        self.identify_at(payload, cookie, now_ms()).await
+    }
+
+    /// [`identify`](Self::identify) at a given time (epoch milliseconds).
+    pub async fn identify_at(
+        &self,
+        payload: &VisitorPayload,
+        cookie: Option<&VisitorId>,
+        now_ms: i64,
+    ) -> Result<Identification, IdentifyError> {
+        let current = Observation::normalize(&payload.signals, payload.behavior.as_ref());
+        if let Some(visitor) = cookie {
+            // A cookie counts only while its visitor still has retained observations.
+            let history = self
+                .store
+                .recent_observations(visitor, HISTORY_LIMIT, now_ms)
+                .await?;
+            if !history.is_empty() {
+                return self.returning(visitor, &history, current, now_ms).await;
+            }
+        }
+        self.cookieless(current, now_ms).await
+    }
+
+    fn initial_status(&self) -> RiskStatus {
+        if self.evaluator.is_some() {
+            RiskStatus::Unavailable
+        } else {
+            RiskStatus::Disabled
+        }
+    }
+
+    async fn evaluate_one(&self, input: EvaluationInput<'_>) -> Option<Evaluation> {
+        let evaluator = self.evaluator.as_ref()?;
+        evaluator
+            .evaluate(input)
+            .await
+            .ok()
+            .filter(Evaluation::is_valid)
+    }
+
+    async fn returning(
+        &self,
+        visitor: &VisitorId,
+        history: &[Arc<Observation>],
+        current: Observation,
+        now_ms: i64,
+    ) -> Result<Identification, IdentifyError> {
+        let comparisons: Vec<_> = history
+            .iter()
+            .map(|previous| compare(previous, &current))
+            .collect();
+        let score = comparisons
+            .iter()
+            .map(|c| c.score)
+            .fold(f64::NEG_INFINITY, f64::max);
+        // A copied cookie must not teach the history a different or sparsely described device.
+        let learn = comparisons
+            .iter()
+            .any(|c| !c.contradiction && c.score >= CANDIDATE_FLOOR && c.cap >= LEARNING_CAP);
+        let evaluation = self
+            .evaluate_one(EvaluationInput {
+                history,
+                current: &current,
+                deterministic_similarity: score,
+            })
+            .await;
+        self.store
+            .record_visit(VisitWrite {
+                visitor,
+                create: false,
+                observation: learn.then_some(&current),
+                now_ms,
+            })
+            .await?;
+        let (risk, risk_status) = risk_of(evaluation, self.initial_status());
+        Ok(Identification {
+            identity: Identity {
+                visitor_id: visitor.clone(),
+                confidence: 1.0,
+                is_returning: true,
+                risk,
+                risk_status,
+                browser_match: Some(BrowserMatch {
+                    visitor_id: visitor.clone(),
+                    score,
+                }),
+            },
+            metrics: IdentifyMetrics {
+                path: IdentifyPath::Cookie,
+                candidate_count: 0,
+                lookup_saturated: false,
+                deterministic_score: score,
+                evaluator_used: evaluation.is_some(),
+                observation_saved: learn,
+            },
+        })
+    }
+
+    async fn cookieless(
+        &self,
+        current: Observation,
+        now_ms: i64,
+    ) -> Result<Identification, IdentifyError> {
+        let probes = probes_for(&current);
+        let rows = if probes.is_empty() {
+            Vec::new()
+        } else {
+            self.store.find_candidate_rows(&probes, now_ms).await?
+        };
+        let candidates = rank_lookup_rows(&rows, &current, CANDIDATE_LIMIT);
+        let candidate_count = candidates.len();
+        let mut histories = if candidates.is_empty() {
+            HashMap::new()
+        } else {
+            let ids: Vec<VisitorId> = candidates.iter().map(|c| c.visitor_id.clone()).collect();
+            self.store
+                .recent_observations_batch(&ids, HISTORY_LIMIT, now_ms)
+                .await?
+        };
+        let mut scored: Vec<ScoredCandidate> = candidates
+            .into_iter()
+            .filter_map(|c| {
+                let history = histories.remove(&c.visitor_id).unwrap_or_default();
+                score_candidate(c, history, &current)
+            })
+            .collect();
+
+        let mut evaluation = None;
+        if let Some(evaluator) = &self.evaluator {
+            if scored.is_empty() {
+                // A first visit still gets a risk opinion, with no history to invent identity from.
+                let input = EvaluationInput {
+                    history: &[],
+                    current: &current,
+                    deterministic_similarity: 0.0,
+                };
+                evaluation = self.evaluate_one(input).await;
+            } else {
+                let inputs: Vec<EvaluationInput<'_>> = scored
+                    .iter()
+                    .map(|c| EvaluationInput {
+                        history: &c.history,
+                        current: &current,
+                        deterministic_similarity: c.score,
+                    })
+                    .collect();
+                // The batch is used only whole: one valid answer per candidate.
+                let answers = evaluator
+                    .evaluate_batch(&inputs)
+                    .await
+                    .ok()
+                    .filter(|answers| {
+                        answers.len() == inputs.len() && answers.iter().all(Evaluation::is_valid)
+                    });
+                for (candidate, answer) in scored.iter_mut().zip(answers.into_iter().flatten()) {
+                    blend(candidate, answer);
+                }
+            }
+        }
+
+        let decision = decide(&mut scored, self.config.restore_threshold());
+        let best = scored.first();
+        if let Some(best) = best {
+            evaluation = best.evaluation;
+        }
+        let browser_match = best.map(|b| BrowserMatch {
+            visitor_id: b.candidate.visitor_id.clone(),
+            score: b.score,
+        });
+        let restored = best
+            .filter(|_| decision.restore)
+            .map(|b| (b.candidate.visitor_id.clone(), b.confidence));
+        let is_returning = restored.is_some();
+        let (visitor, confidence) = restored.unwrap_or_else(|| (VisitorId::generate(), 0.0));
+        self.store
+            .record_visit(VisitWrite {
+                visitor: &visitor,
+                create: !is_returning,
+                observation: Some(&current),
+                now_ms,
+            })
+            .await?;
+        let (risk, risk_status) = risk_of(evaluation, self.initial_status());
+        Ok(Identification {
+            identity: Identity {
+                visitor_id: visitor,
+                confidence,
+                is_returning,
+                risk,
+                risk_status,
+                browser_match,
+            },
+            metrics: IdentifyMetrics {
+                path: IdentifyPath::Cookieless,
+                candidate_count,
+                lookup_saturated: best.is_some_and(|b| b.candidate.saturated),
+                deterministic_score: best.map_or(0.0, |b| b.score),
+                evaluator_used: evaluation.is_some(),
+                observation_saved: true,
+            },
+        })
+    }
+}
+
+fn risk_of(evaluation: Option<Evaluation>, otherwise: RiskStatus) -> (Risk, RiskStatus) {
+    match evaluation {
+        Some(e) => (
+            Risk {
+                automation: e.automation,
+                suspicious: e.suspicious,
+            },
+            RiskStatus::Evaluated,
+        ),
+        None => (Risk::default(), otherwise),
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

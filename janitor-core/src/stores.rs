@@ -1,0 +1,115 @@
+//! A family of stores: where one deployment keeps its visitors, quota counters, inference budget and evidence.
+//!
+//! [`Stores`] hands out one handle per concern. Handles are cheap clones over shared state, so every call returns
+//! a handle on the *same* data: the visitors the engine writes are the visitors cleanup and erasure see, and an
+//! event recorded through `stores.evidence()` is counted by the handle's own evidence service.
+//!
+//! Two families exist: [`MemoryStores`] here, for quick starts, single instances and tests, and `PgStores` in
+//! `janitor-sql`, shared by every instance on one PostgreSQL database.
+
+use std::future::Future;
+
+use crate::error::StoreError;
+use crate::evidence::{EvidenceStore, MemoryEvidenceStore};
+use crate::identification::config::Retention;
+use crate::identification::store::{MemoryVisitorStore, VisitorStore};
+use crate::protection::budget::{BudgetStore, MemoryBudgetStore};
+use crate::protection::quota::{MemoryQuotaStore, QuotaStore};
+use crate::visitor::VisitorId;
+
+/// One store per storage concern, all over the same backing state.
+pub trait Stores: Clone + Send + Sync + 'static {
+    /// Visitors and observations.
+    type Visitors: VisitorStore + Clone + 'static;
+    /// Request quota counters.
+    type Quotas: QuotaStore + Clone + 'static;
+    /// The shared inference budget rows.
+    type Budget: BudgetStore + Clone + 'static;
+    /// Application events, device links and the subjects they name.
+    type Evidence: EvidenceStore + Clone + 'static;
+
+    /// The visitor store, applying `retention` (a policy of the handle; the visitors are shared).
+    fn visitors(&self, retention: Retention) -> Self::Visitors;
+
+    /// The quota store.
+    fn quotas(&self) -> Self::Quotas;
+
+    /// The budget store.
+    fn budget(&self) -> Self::Budget;
+
+    /// The evidence store.
+    fn evidence(&self) -> Self::Evidence;
+
+    /// Erases a visitor with its observations, events and device links; returns whether the visitor existed.
+    ///
+    /// The default deletes the visitor, then its evidence. A family whose storage removes the evidence with the
+    /// visitor (a database's cascading foreign keys) overrides it with the one statement.
+    fn erase_visitor(
+        &self,
+        visitor: &VisitorId,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        async move {
+            let existed = self
+                .visitors(Retention::default())
+                .delete_visitor(visitor)
+                .await?;
+            self.evidence().delete_visitor_evidence(visitor).await?;
+            Ok(existed)
+        }
+    }
+}
+
+/// Every store in this process's memory: the embedded default for quick starts, single instances and tests.
+///
+/// Cheap to clone; clones share every store.
+///
+/// ```
+/// use janitor_core::{MemoryStores, Retention, Stores, VisitorStore};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let stores = MemoryStores::new();
+/// let visitor = janitor_core::VisitorId::generate();
+/// stores.visitors(Retention::default()).create_visitor(&visitor, 0).await.unwrap();
+/// // Every handle works on the same visitors.
+/// assert!(stores.erase_visitor(&visitor).await.unwrap());
+/// assert!(!stores.erase_visitor(&visitor).await.unwrap());
+/// # }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStores {
+    visitors: MemoryVisitorStore,
+    quotas: MemoryQuotaStore,
+    budget: MemoryBudgetStore,
+    evidence: MemoryEvidenceStore,
+}
+
+impl MemoryStores {
+    /// Empty stores.
+    pub fn new() -> Self {
+        MemoryStores::default()
+    }
+}
+
+impl Stores for MemoryStores {
+    type Visitors = MemoryVisitorStore;
+    type Quotas = MemoryQuotaStore;
+    type Budget = MemoryBudgetStore;
+    type Evidence = MemoryEvidenceStore;
+
+    fn visitors(&self, retention: Retention) -> Self::Visitors {
+        self.visitors.with_retention(retention)
+    }
+
+    fn quotas(&self) -> Self::Quotas {
+        self.quotas.clone()
+    }
+
+    fn budget(&self) -> Self::Budget {
+        self.budget.clone()
+    }
+
+    fn evidence(&self) -> Self::Evidence {
+        self.evidence.clone()
+    }
+}

@@ -1,0 +1,61 @@
+//! The four store suites on the memory stores: one test per case.
+
+mod visitor_store {
+    use janitor_core::MemoryVisitorStore;
+
+    janitor_core::visitor_store_tests!(fresh: |retention| async move { MemoryVisitorStore::new(retention) });
+}
+
+mod quota_store {
+    use janitor_core::protection::quota::MemoryQuotaStore;
+
+    janitor_core::quota_store_tests!(fresh: |()| async { MemoryQuotaStore::new() });
+}
+
+mod budget_store {
+    use janitor_core::protection::budget::MemoryBudgetStore;
+
+    janitor_core::budget_store_tests!(fresh: |()| async { MemoryBudgetStore::new() });
+}
+
+mod evidence_store {
+    use janitor_core::evidence::MemoryEvidenceStore;
+
+    janitor_core::evidence_store_tests!(fresh: |_visitors| async { MemoryEvidenceStore::new() });
+}
+
+mod family {
+    use janitor_core::evidence::{EventInput, EventType, Evidence, EvidenceConfig};
+    use janitor_core::testing::{label_key, visitor, T0};
+    use janitor_core::{MemoryStores, Retention, Stores, VisitorStore};
+
+    #[tokio::test]
+    async fn every_handle_is_the_same_store() {
+        let stores = MemoryStores::new();
+        let key = label_key("family");
+        let recorder = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default());
+        let event = EventInput::builder("evt-1", EventType::LoginFailure)
+            .subject(recorder.subject_id("account-1"))
+            .visitor(visitor(1))
+            .build()
+            .unwrap();
+        assert!(recorder.record(&event, T0).await.unwrap().recorded);
+        // A second handle, asked for later, holds the event the first one recorded.
+        assert_eq!(stores.evidence().event_count(), 1);
+        stores
+            .visitors(Retention::default())
+            .create_visitor(&visitor(1), T0)
+            .await
+            .unwrap();
+        assert_eq!(
+            stores
+                .visitors(Retention::new(1, 1).unwrap())
+                .visitor_count(),
+            1
+        );
+        // Erasure reaches the visitor and its evidence through the family.
+        assert!(stores.erase_visitor(&visitor(1)).await.unwrap());
+        assert_eq!(stores.evidence().event_count(), 0);
+        assert_eq!(stores.visitors(Retention::default()).visitor_count(), 0);
+    }
+}

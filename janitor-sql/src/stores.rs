@@ -1,0 +1,56 @@
+//! The PostgreSQL family of stores: every store over one [`Database`], shared by every instance on it.
+
+use janitor_core::{Retention, StoreError, Stores, VisitorId};
+
+use crate::{Database, PgBudgetStore, PgEvidenceStore, PgQuotaStore, PgVisitorStore};
+
+/// Every store in PostgreSQL: the visitors, quota counters, inference budget and evidence of every instance that
+/// uses the same database (and schema). Cheap to clone; clones share the pool. Run
+/// [`Database::migrate`] once before use.
+#[derive(Debug, Clone)]
+pub struct PgStores {
+    database: Database,
+}
+
+impl PgStores {
+    /// The stores over `database`.
+    pub fn new(database: Database) -> Self {
+        PgStores { database }
+    }
+
+    /// The database handle (for its counters, migrations or the application's own statements).
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+}
+
+impl Stores for PgStores {
+    type Visitors = PgVisitorStore;
+    type Quotas = PgQuotaStore;
+    type Budget = PgBudgetStore;
+    type Evidence = PgEvidenceStore;
+
+    fn visitors(&self, retention: Retention) -> Self::Visitors {
+        PgVisitorStore::new(self.database.clone(), retention)
+    }
+
+    fn quotas(&self) -> Self::Quotas {
+        PgQuotaStore::new(self.database.clone())
+    }
+
+    fn budget(&self) -> Self::Budget {
+        PgBudgetStore::new(self.database.clone())
+    }
+
+    fn evidence(&self) -> Self::Evidence {
+        PgEvidenceStore::new(self.database.clone())
+    }
+
+    /// One statement: the events and device links of the visitor go with its row, by the foreign keys' cascade.
+    async fn erase_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
+        use janitor_core::VisitorStore;
+        self.visitors(Retention::default())
+            .delete_visitor(visitor)
+            .await
+    }
+}

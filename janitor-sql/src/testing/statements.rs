@@ -1,0 +1,107 @@
+//! The SQL this crate runs, for plan checks (`EXPLAIN`) and benchmark replays (pgbench): the one doorway to
+//! texts that are otherwise private. They are an implementation detail, not an API: a release may change any of
+//! them with the schema, so nothing outside tests and benchmarks should depend on one.
+
+use janitor_core::evidence::ActivityColumn;
+use janitor_core::identification::candidates::Probe;
+
+use crate::{budget_store, evidence_store, visitor_store};
+
+/// Every fixed statement, by a stable name: `<store>.<statement>`.
+pub const STATEMENTS: &[(&str, &str)] = &[
+    ("visitors.create", visitor_store::statements::CREATE),
+    ("visitors.touch", visitor_store::statements::TOUCH),
+    (
+        "visitors.create_and_save",
+        visitor_store::statements::CREATE_AND_SAVE,
+    ),
+    ("visitors.save", visitor_store::statements::SAVE),
+    (
+        "visitors.save_and_touch",
+        visitor_store::statements::SAVE_AND_TOUCH,
+    ),
+    ("visitors.history", visitor_store::statements::HISTORY),
+    (
+        "visitors.history_batch",
+        visitor_store::statements::HISTORY_BATCH,
+    ),
+    ("visitors.delete", visitor_store::statements::DELETE_VISITOR),
+    ("visitors.expire", visitor_store::statements::EXPIRE),
+    ("visitors.page", visitor_store::statements::VISITOR_PAGE),
+    ("visitors.prune", visitor_store::statements::PRUNE_VISITORS),
+    (
+        "visitors.remove_empty_stale",
+        visitor_store::statements::REMOVE_EMPTY_STALE,
+    ),
+    ("budget.read", budget_store::statements::READ),
+    ("budget.insert", budget_store::statements::INSERT),
+    ("budget.update", budget_store::statements::UPDATE),
+    ("budget.cleanup", budget_store::statements::CLEANUP),
+    (
+        "evidence.insert_event",
+        evidence_store::statements::INSERT_EVENT,
+    ),
+    (
+        "evidence.event_digest",
+        evidence_store::statements::EVENT_DIGEST,
+    ),
+    (
+        "evidence.insert_link",
+        evidence_store::statements::INSERT_LINK,
+    ),
+    ("evidence.link", evidence_store::statements::LINK),
+    (
+        "evidence.links_of_subject",
+        evidence_store::statements::LINKS_OF_SUBJECT,
+    ),
+    (
+        "evidence.revoke_link",
+        evidence_store::statements::REVOKE_LINK,
+    ),
+    (
+        "evidence.delete_subject_events",
+        evidence_store::statements::DELETE_SUBJECT_EVENTS,
+    ),
+    (
+        "evidence.delete_session_events",
+        evidence_store::statements::DELETE_SESSION_EVENTS,
+    ),
+    (
+        "evidence.put_subject",
+        evidence_store::statements::PUT_SUBJECT,
+    ),
+    (
+        "evidence.delete_subject",
+        evidence_store::statements::DELETE_SUBJECT,
+    ),
+    (
+        "evidence.delete_visitor_evidence",
+        evidence_store::statements::DELETE_VISITOR_EVIDENCE,
+    ),
+    ("evidence.cleanup", evidence_store::statements::CLEANUP),
+];
+
+/// The fixed statement called `name` (see [`STATEMENTS`]).
+///
+/// # Panics
+/// When no statement has that name, listing the names there are.
+pub fn statement(name: &str) -> &'static str {
+    STATEMENTS
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|(_, text)| *text)
+        .unwrap_or_else(|| {
+            let names: Vec<&str> = STATEMENTS.iter().map(|(known, _)| *known).collect();
+            panic!("no statement named {name:?}; known: {}", names.join(", "))
+        })
+}
+
+/// The candidate lookup the visitor store runs for `probes` (`None` when there is nothing to look up).
+pub fn candidate_lookup(probes: &[Probe]) -> Option<String> {
+    visitor_store::statements::lookup(probes)
+}
+
+/// The activity read the evidence store runs for a key column, with or without an action filter.
+pub fn recent_event_types(column: ActivityColumn, with_action: bool) -> &'static str {
+    evidence_store::recent_types_statement(column, with_action)
+}
