@@ -1,4 +1,4 @@
-# The capacity harness, janitor-capacity, built in release mode from the workspace. The build context is the
+# The capacity harness, janitor-capacity, built in release mode from the benchmarks' workspace. The build context is the
 # workspace root (see docker/compose.yaml); .dockerignore at the root keeps target/ and .git out of it.
 # One image plays every role: `serve-fleet` in the server container, `capacity` in the client container.
 
@@ -9,7 +9,8 @@ COPY . .
 # recompiles only what changed; the binary is copied out of the cache in the same step.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/janitor/target \
-    cargo build --release --locked -p janitor-benchmarks --bin janitor-capacity \
+    cargo build --release --locked --manifest-path benchmarks/Cargo.toml --target-dir target \
+    --bin janitor-capacity \
     && cp target/release/janitor-capacity /usr/local/bin/janitor-capacity
 
 FROM debian:bookworm-slim

@@ -206,7 +206,7 @@ fn the_harness_image_is_built_from_the_workspace_and_reports_land_in_the_reposit
         for needed in [
             "FROM rust:1-slim-bookworm AS build",
             "FROM debian:bookworm-slim",
-            "cargo build --release --locked -p janitor-benchmarks --bin janitor-capacity",
+            "cargo build --release --locked --manifest-path benchmarks/Cargo.toml --target-dir target \\\n    --bin janitor-capacity",
             "WORKDIR /janitor\n",
             "ENTRYPOINT [\"janitor-capacity\"]",
         ] {

@@ -36,23 +36,39 @@ pub fn run(workload: &str, docker: bool) -> Result<(), String> {
         }
         return docker_run(&root);
     }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let binary = build_harness(&root)?;
     status(
-        Command::new(cargo)
-            .args(["build", "--release", "--quiet", "-p", "janitor-benchmarks"])
-            .args(["--bin", "janitor-capacity"])
-            .current_dir(&root),
-        "building the harness",
-    )?;
+        Command::new(binary).arg(workload).current_dir(&root),
+        "the harness",
+    )
+}
+
+/// The benchmarks' own workspace, relative to the repository root.
+pub const BENCHMARKS_MANIFEST: &str = "benchmarks/Cargo.toml";
+
+/// Builds `janitor-capacity` in release mode from the benchmarks' workspace, into the main workspace's target
+/// directory (so the crates both use are compiled once), and returns the binary's path.
+pub fn build_harness(root: &Path) -> Result<PathBuf, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
     status(
-        Command::new(target.join("release").join("janitor-capacity"))
-            .arg(workload)
-            .current_dir(&root),
-        "the harness",
-    )
+        Command::new(cargo)
+            .args([
+                "build",
+                "--release",
+                "--quiet",
+                "--manifest-path",
+                BENCHMARKS_MANIFEST,
+            ])
+            .arg("--target-dir")
+            .arg(&target)
+            .args(["--bin", "janitor-capacity"])
+            .current_dir(root),
+        "building the harness",
+    )?;
+    Ok(target.join("release").join("janitor-capacity"))
 }
 
 /// The whole run under Docker Compose. Like the native run it refuses to start over leftovers (containers of
