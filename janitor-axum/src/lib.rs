@@ -3,7 +3,7 @@
 
 pub mod admission;
 mod config;
-pub mod identify;
+mod identify;
 mod janitor;
 #[cfg(feature = "jev")]
 pub mod jev;

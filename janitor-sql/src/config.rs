@@ -115,6 +115,7 @@ impl DatabaseConfig {
 
 /// Builds a [`DatabaseConfig`]; [`build`](Self::build) checks every value and names the range it broke.
 #[derive(Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct DatabaseConfigBuilder {
     url: String,
     schema: Option<String>,

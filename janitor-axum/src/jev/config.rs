@@ -104,6 +104,7 @@ impl JevConfig {
 
 /// Builds a [`JevConfig`]; [`build`](Self::build) checks every value.
 #[derive(Debug, Clone, Default)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct JevConfigBuilder {
     endpoint: Option<String>,
     api_key: Option<ApiKey>,

@@ -76,6 +76,7 @@ impl EvidenceConfig {
 
 /// Builds an [`EvidenceConfig`]; [`build`](Self::build) checks every value.
 #[derive(Debug, Clone, Default)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct EvidenceConfigBuilder {
     event_retention_days: Option<u32>,
     link_retention_days: Option<u32>,

@@ -213,6 +213,7 @@ impl EventInput {
 
 /// Builds an [`EventInput`]; [`build`](Self::build) checks it.
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct EventInputBuilder {
     input: EventInput,
 }

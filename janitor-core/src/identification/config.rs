@@ -89,6 +89,7 @@ impl EngineConfig {
 
 /// Builds an [`EngineConfig`]; [`build`](Self::build) checks every value.
 #[derive(Debug, Clone, Default)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct EngineConfigBuilder {
     restore_threshold: Option<f64>,
 }

@@ -88,6 +88,7 @@ impl BudgetConfig {
 
 /// Builds a [`BudgetConfig`]; [`build`](Self::build) checks every value.
 #[derive(Debug, Clone, Default)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct BudgetConfigBuilder {
     max_calls: Option<u32>,
     window_ms: Option<u32>,

@@ -64,6 +64,7 @@ impl BudgetedEvaluatorConfig {
 
 /// Builds a [`BudgetedEvaluatorConfig`]; [`build`](Self::build) checks every value.
 #[derive(Debug, Clone, Default)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct BudgetedEvaluatorConfigBuilder {
     timeout_ms: Option<u32>,
     evaluate_cost: Option<u32>,

@@ -121,6 +121,7 @@ impl QuotaConfig {
 
 /// Builds a [`QuotaConfig`]; [`build`](Self::build) checks every value.
 #[derive(Debug, Clone, Copy, Default)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct QuotaConfigBuilder {
     global: Option<u32>,
     account: Option<u32>,
