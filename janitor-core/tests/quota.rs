@@ -5,6 +5,7 @@ use janitor_core::label::{LabelKey, ProtectionKey};
 use janitor_core::protection::quota::{
     MemoryQuotaStore, QuotaConfig, QuotaContext, QuotaCounter, QuotaDecision, RequestQuotas,
 };
+use janitor_core::testing::quota_store::{allowed_or_global_denial, sharded_quotas};
 use janitor_core::testing::{label_key, T0};
 
 fn key() -> LabelKey {
@@ -65,12 +66,7 @@ async fn checks_stop_at_the_first_denial_and_earlier_counters_count() {
 
 #[tokio::test]
 async fn sharded_global_quota_admits_exactly_the_limit_per_aligned_window() {
-    let config = QuotaConfig::builder()
-        .global(21)
-        .shards(4)
-        .window_ms(60_000)
-        .build()
-        .unwrap();
+    let config = sharded_quotas();
     let store = MemoryQuotaStore::new();
     // Two instances sharing the counters, starting their rotations at different shards.
     let a = RequestQuotas::with_first_shard(store.clone(), key(), config, 0);
@@ -82,17 +78,9 @@ async fn sharded_global_quota_admits_exactly_the_limit_per_aligned_window() {
         for i in 0..60 {
             let quotas = if i % 2 == 0 { &a } else { &b };
             let now = start + 10 + i;
-            match quotas.check(&QuotaContext::anonymous(), now).await.unwrap() {
-                QuotaDecision::Allowed => allowed += 1,
-                QuotaDecision::Limited {
-                    counter,
-                    retry_after_secs,
-                } => {
-                    assert_eq!(counter, QuotaCounter::Global);
-                    // The aligned window ends at start + 60,000, about 60 s away.
-                    assert_eq!(retry_after_secs, 60);
-                }
-            }
+            // A denial names the global counter and the aligned window's end, about 60 s away.
+            let decision = quotas.check(&QuotaContext::anonymous(), now).await.unwrap();
+            allowed += usize::from(allowed_or_global_denial(decision));
         }
         assert_eq!(allowed, 21, "round {round}: exactly the global limit");
         let slices: Vec<u32> = (0..4)

@@ -5,7 +5,35 @@
 //! uses several connections sees them at the same time.
 
 use super::{join_all, Fresh, T0};
-use crate::protection::quota::{ClaimOutcome, QuotaClaim, QuotaStore};
+use crate::protection::quota::{
+    ClaimOutcome, QuotaClaim, QuotaConfig, QuotaCounter, QuotaDecision, QuotaStore,
+};
+
+/// A global quota of 21 cut into 4 shards of one-minute windows: slices of 6, 5, 5 and 5.
+pub fn sharded_quotas() -> QuotaConfig {
+    QuotaConfig::builder()
+        .global(21)
+        .shards(4)
+        .window_ms(60_000)
+        .build()
+        .expect("valid fixture quotas")
+}
+
+/// Whether `decision` allowed the request; a denial must come from the global counter, with the minute-long
+/// aligned window's Retry-After of 60 seconds.
+pub fn allowed_or_global_denial(decision: QuotaDecision) -> bool {
+    match decision {
+        QuotaDecision::Allowed => true,
+        QuotaDecision::Limited {
+            counter,
+            retry_after_secs,
+        } => {
+            assert_eq!(counter, QuotaCounter::Global);
+            assert_eq!(retry_after_secs, 60);
+            false
+        }
+    }
+}
 
 fn claim(id: &str, limit: u32, window_start: i64) -> QuotaClaim {
     QuotaClaim {

@@ -264,12 +264,7 @@ mod tests {
 
     #[test]
     fn claims_follow_the_order_and_the_label_contract() {
-        let config = QuotaConfig::builder()
-            .global(21)
-            .shards(4)
-            .window_ms(60_000)
-            .build()
-            .unwrap();
+        let config = crate::testing::quota_store::sharded_quotas();
         let quotas = RequestQuotas::with_first_shard(MemoryQuotaStore::new(), key(), config, 0);
         let context = QuotaContext::new(Some("account-123"), Some("s-1")).unwrap();
         let now = 1_735_689_631_234;
