@@ -1,15 +1,19 @@
 //! The server processes of the HTTP workloads, started as a run starts them, over real sockets and a real
 //! PostgreSQL: warm-ups and identifications are counted, open connections are seen on both sides, and the
-//! processes end with the run.
+//! processes end with the run. Started by hand with known visitors, in memory or on PostgreSQL, a server
+//! answers every line of the cookie file it wrote as a returning visitor, as an HTTP load tool sends them.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use janitor_benchmarks::capacity::env::{CapacityEnv, Run};
 use janitor_benchmarks::capacity::http1::{self, Connection};
 use janitor_benchmarks::capacity::run::HttpRun;
 use janitor_benchmarks::capacity::server::{Fleet, FleetSettings, ENDPOINT};
-use janitor_benchmarks::capacity::Target;
+use janitor_benchmarks::capacity::{seed, Target};
 use janitor_sql::testing::{database_url, population, with_schemas};
 
 fn run_for(schema: &str) -> HttpRun {
@@ -93,6 +97,69 @@ async fn fleet_serves_counts_and_stops() {
 
         fleet.stop().await;
         assert!(Connection::connect(servers[0], None).await.is_err());
+    })
+    .await;
+}
+
+/// Starts `janitor-capacity serve` on `port` with `args`, seeding 5 known visitors into `cookies`, and waits
+/// until the cookie file is there (it is written once the server listens).
+fn serve_by_hand(port: u16, cookies: &Path, args: &[&str]) -> Child {
+    let _ = std::fs::remove_file(cookies);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_janitor-capacity"))
+        .args(["serve", "--port", &port.to_string(), "--visitors", "5"])
+        .args(["--cookies", &cookies.to_string_lossy()])
+        .args(args)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..600 {
+        if cookies.exists() {
+            return child;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the server on port {port} wrote no cookie file");
+}
+
+/// Sends every line of the cookie file as its identify request: each is a returning visitor.
+async fn every_cookie_is_known(port: u16, cookies: &Path) {
+    let lines = seed::read_cookies(cookies).unwrap();
+    assert_eq!(lines.len(), 5);
+    let server = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut c = Connection::connect(server, None).await.unwrap();
+    for line in lines {
+        let cookie = format!("__visitor={}", line.visitor);
+        let r = c
+            .send(&http1::post_json(ENDPOINT, &cookie, &line.payload))
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(c.body()));
+        let answer: serde_json::Value = serde_json::from_slice(c.body()).unwrap();
+        assert_eq!(answer["visitorId"], line.visitor.as_str(), "{answer}");
+    }
+    assert_eq!(c.send(&http1::get("/admitted")).await.unwrap().status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_started_by_hand_seeds_its_visitors_and_writes_their_cookies() {
+    let cookies = std::env::temp_dir().join(format!("by-hand-{}.tsv", std::process::id()));
+    let mut memory = serve_by_hand(31_750, &cookies, &[]);
+    every_cookie_is_known(31_750, &cookies).await;
+    memory.kill().unwrap();
+    memory.wait().unwrap();
+
+    with_schemas(|schemas| async move {
+        let database = schemas.fresh().await;
+        let schema = database.schema().unwrap().as_str().to_owned();
+        let url = database_url();
+        let args = ["--url", url.as_str(), "--schema", schema.as_str()];
+        let mut postgres = serve_by_hand(31_751, &cookies, &args);
+        every_cookie_is_known(31_751, &cookies).await;
+        postgres.kill().unwrap();
+        postgres.wait().unwrap();
+        let _ = std::fs::remove_file(&cookies);
     })
     .await;
 }

@@ -2,7 +2,8 @@
 //! `benchmark-security`, `benchmark-connections`, `benchmark-throughput`, `seed`); see docs/CAPACITY.md.
 //!
 //! `janitor-capacity capacity|security|connections|throughput|seed` runs a workload;
-//! `janitor-capacity serve …` and `janitor-capacity load …` are the server and load processes a run starts.
+//! `janitor-capacity serve …` and `janitor-capacity load …` are the server and load processes a run starts; the
+//! server also runs by hand for HTTP load tools (docs/benchmarks/http.md).
 
 use std::process::ExitCode;
 

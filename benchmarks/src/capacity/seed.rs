@@ -22,7 +22,7 @@ use tokio_postgres::{Client, NoTls};
 use super::env::CapacityEnv;
 use super::Target;
 
-pub use cookies::{read_cookies, write_cookies, CookieLine};
+pub use cookies::{known_visitors, read_cookies, record_visitors, write_cookies, CookieLine};
 pub use fixture::{
     action_of, offset_ms, owner_of, sparse_sign_ins, Owner, FIXTURE_API_EVENT, WINDOW_SPREAD_MS,
 };

@@ -6,7 +6,10 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
+use janitor_core::identification::store::VisitWrite;
+use janitor_core::VisitorStore;
 use janitor_sql::testing::population;
+use janitor_sql::Database;
 use serde_json::{json, Value};
 
 use super::{guarded, now_ms, pg};
@@ -20,35 +23,7 @@ const OBSERVATIONS_PER_VISITOR: u64 = 1;
 pub async fn visitors(target: &Target, env: &CapacityEnv, cookies: &Path) -> Result<Value, String> {
     let started = Instant::now();
     let database = target.database(2)?;
-    let ids: Vec<String> = (1..=env.visitors)
-        .map(|n| population::visitor(n).as_str().to_owned())
-        .collect();
-    let client = database
-        .pool()
-        .get()
-        .await
-        .map_err(|e| format!("visitors: a connection: {e}"))?;
-    let present: i64 = client
-        .query_one("SELECT count(*) FROM visitors WHERE id = ANY($1)", &[&ids])
-        .await
-        .map_err(|e| format!("visitors: counting known ones: {}", pg(&e)))?
-        .get(0);
-    let reused = env.reuse && present as u64 == env.visitors;
-    if !reused {
-        if present > 0 {
-            // Part of an earlier fixture (a reused schema with another visitor count): start again.
-            client
-                .execute("DELETE FROM visitors WHERE id = ANY($1)", &[&ids])
-                .await
-                .map_err(|e| format!("visitors: removing an incomplete fixture: {}", pg(&e)))?;
-        }
-        drop(client);
-        let (db, count, now) = (database.clone(), env.visitors, now_ms());
-        guarded("seeding the known visitors", async move {
-            population::seed(&db, count, OBSERVATIONS_PER_VISITOR, now).await
-        })
-        .await?;
-    }
+    let reused = known_visitors(&database, env.visitors, env.reuse).await?;
     write_cookies(cookies, env.visitors)?;
     let seconds = started.elapsed().as_secs_f64();
     println!(
@@ -63,6 +38,61 @@ pub async fn visitors(target: &Target, env: &CapacityEnv, cookies: &Path) -> Res
         "seconds": (seconds * 100.0).round() / 100.0,
         "reused": reused,
     }))
+}
+
+/// Seeds browsers `1..=count` of the test population in `database` by `COPY`, one observation each; with
+/// `reuse`, keeps them when all are there already. Says whether they were kept.
+pub async fn known_visitors(database: &Database, count: u64, reuse: bool) -> Result<bool, String> {
+    let ids: Vec<String> = (1..=count)
+        .map(|n| population::visitor(n).as_str().to_owned())
+        .collect();
+    let client = database
+        .pool()
+        .get()
+        .await
+        .map_err(|e| format!("visitors: a connection: {e}"))?;
+    let present: i64 = client
+        .query_one("SELECT count(*) FROM visitors WHERE id = ANY($1)", &[&ids])
+        .await
+        .map_err(|e| format!("visitors: counting known ones: {}", pg(&e)))?
+        .get(0);
+    if reuse && present as u64 == count {
+        return Ok(true);
+    }
+    if present > 0 {
+        // Part of an earlier fixture (a reused schema with another visitor count): start again.
+        client
+            .execute("DELETE FROM visitors WHERE id = ANY($1)", &[&ids])
+            .await
+            .map_err(|e| format!("visitors: removing an incomplete fixture: {}", pg(&e)))?;
+    }
+    drop(client);
+    let (db, now) = (database.clone(), now_ms());
+    guarded("seeding the known visitors", async move {
+        population::seed(&db, count, OBSERVATIONS_PER_VISITOR, now).await
+    })
+    .await?;
+    Ok(false)
+}
+
+/// Records browsers `1..=count` of the test population in `store`, one visit each: what [`known_visitors`]
+/// seeds, for a store without `COPY` (the in-memory one).
+pub async fn record_visitors(store: &impl VisitorStore, count: u64) -> Result<(), String> {
+    let now = now_ms();
+    for n in 1..=count {
+        let observation = population::observation(n);
+        let write = VisitWrite {
+            visitor: &population::visitor(n),
+            create: true,
+            observation: Some(&observation),
+            now_ms: now,
+        };
+        store
+            .record_visit(write)
+            .await
+            .map_err(|e| format!("recording known visitor {n}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Writes the cookie file of browsers `1..=visitors` of the test population: one line per visitor, its id, a

@@ -1,8 +1,14 @@
-//! One server process: `janitor-capacity serve --port P --url URL --schema S [--max-in-flight N] [--pool N]
-//! [--watch-stdin 1]`. It serves the quick-start stack plus `GET /ready` and the trivial routes `/plain` and
-//! `/admitted`, and answers `GET /stats` on its control port. It never migrates: the run did that first.
+//! One server process: `janitor-capacity serve --port P [--url URL] [--schema S] [--max-in-flight N] [--pool N]
+//! [--watch-stdin 1] [--visitors N --cookies FILE]`. It serves the quick-start stack plus `GET /ready` and the
+//! trivial routes `/plain` and `/admitted`, and answers `GET /stats` on its control port (`P + 100`).
+//!
+//! A run passes `--url` and never `--visitors`: it migrated and seeded first. Started by hand for an HTTP load
+//! tool (see docs/benchmarks/http.md), `--visitors N --cookies FILE` seeds browsers `1..=N` of the test
+//! population (migrating the schema first, keeping them when all are there) and writes their cookie file, one
+//! `visitor-id<TAB>payload-json` line each, as a run does; without `--url` every store is in memory.
 
 use std::io;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,13 +20,16 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use janitor_axum::admission::{Admission, AdmissionConfig};
-use janitor_axum::{CookieConfig, Environment, Janitor, JanitorConfig, PgStores};
+use janitor_axum::{
+    CookieConfig, Environment, Janitor, JanitorConfig, MemoryStores, PgStores, Stores,
+};
 use janitor_sql::{Database, DatabaseConfig};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
 use super::{ServerStats, CONTROL_OFFSET, ENDPOINT, SECRET};
 use crate::capacity::report::rss_bytes;
+use crate::capacity::seed;
 use crate::{number, pairs};
 
 /// The listen backlog asked for; the kernel caps it at `net.core.somaxconn`. A ramp connects thousands of
@@ -58,36 +67,48 @@ impl Counters {
 
 struct Settings {
     port: u16,
-    url: String,
+    /// The database; without one every store is in memory.
+    url: Option<String>,
     schema: String,
     max_in_flight: usize,
     pool: usize,
     watch_stdin: bool,
+    /// Known visitors seeded before serving, and the cookie file written for them.
+    seed: Option<(u64, PathBuf)>,
 }
 
 fn settings(args: Vec<String>) -> Result<Settings, String> {
     let mut s = Settings {
         port: 0,
-        url: String::new(),
+        url: None,
         schema: super::super::SCHEMA.to_owned(),
         max_in_flight: 8,
         pool: 2,
         watch_stdin: false,
+        seed: None,
     };
+    let (mut visitors, mut cookies) = (None, None);
     for (name, value) in pairs(args)? {
         match name.as_str() {
             "port" => s.port = number(&name, &value, 1, 65_535 - u64::from(CONTROL_OFFSET))? as u16,
-            "url" => s.url = value,
+            "url" => s.url = Some(value),
             "schema" => s.schema = value,
             "max-in-flight" => s.max_in_flight = number(&name, &value, 1, 1_024)? as usize,
             "pool" => s.pool = number(&name, &value, 1, 64)? as usize,
             "watch-stdin" => s.watch_stdin = number(&name, &value, 0, 1)? == 1,
+            "visitors" => visitors = Some(number(&name, &value, 1, 100_000)?),
+            "cookies" => cookies = Some(PathBuf::from(value)),
             other => return Err(format!("unknown option --{other}")),
         }
     }
-    if s.port == 0 || s.url.is_empty() {
-        return Err("--port and --url are required".to_owned());
+    if s.port == 0 {
+        return Err("--port is required".to_owned());
     }
+    s.seed = match (visitors, cookies) {
+        (Some(visitors), Some(cookies)) => Some((visitors, cookies)),
+        (None, None) => None,
+        _ => return Err("--visitors and --cookies go together".to_owned()),
+    };
     Ok(s)
 }
 
@@ -102,15 +123,35 @@ pub fn main(args: Vec<String>) -> Result<(), String> {
 }
 
 async fn serve(s: Settings) -> Result<(), String> {
+    let config = janitor_config(s.max_in_flight)?;
+    let Some(url) = &s.url else {
+        let janitor = Janitor::new(config, MemoryStores::new());
+        if let Some((visitors, _)) = &s.seed {
+            seed::record_visitors(janitor.engine().store(), *visitors).await?;
+        }
+        return serve_with(janitor, s).await;
+    };
     let database = Database::new(
-        DatabaseConfig::builder(&s.url)
+        DatabaseConfig::builder(url)
             .schema(&s.schema)
             .max_connections(s.pool)
             .build()
             .map_err(|e| format!("database settings: {e}"))?,
     )
     .map_err(|e| format!("database pool: {e}"))?;
-    let config = JanitorConfig::builder()
+    if let Some((visitors, _)) = &s.seed {
+        // Seeding by hand has no run that migrated first; known visitors already there are kept.
+        database
+            .migrate()
+            .await
+            .map_err(|e| format!("migrating schema {}: {e}", s.schema))?;
+        seed::known_visitors(&database, *visitors, true).await?;
+    }
+    serve_with(Janitor::new(config, PgStores::new(database)), s).await
+}
+
+fn janitor_config(max_in_flight: usize) -> Result<JanitorConfig, String> {
+    JanitorConfig::builder()
         .secret(SECRET)
         .environment(Environment::Development)
         .cookie(
@@ -121,13 +162,15 @@ async fn serve(s: Settings) -> Result<(), String> {
         )
         .admission(
             AdmissionConfig::builder()
-                .max_in_flight_requests(s.max_in_flight)
+                .max_in_flight_requests(max_in_flight)
                 .build()
                 .map_err(|e| format!("admission settings: {e}"))?,
         )
         .build()
-        .map_err(|e| format!("janitor settings: {e}"))?;
-    let janitor = Janitor::new(config, PgStores::new(database));
+        .map_err(|e| format!("janitor settings: {e}"))
+}
+
+async fn serve_with<S: Stores>(janitor: Janitor<S>, s: Settings) -> Result<(), String> {
     // The trivial routes measure the admission layer's own cost, so its limit is never reached.
     let trivial = Admission::new(
         AdmissionConfig::builder()
@@ -162,6 +205,16 @@ async fn serve(s: Settings) -> Result<(), String> {
             let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
             std::process::exit(0);
         });
+    }
+    if let Some((visitors, cookies)) = &s.seed {
+        // Only a server started by hand seeds: a run's processes stay as quiet as before.
+        seed::write_cookies(cookies, *visitors)?;
+        println!(
+            "serving {visitors} known visitors on http://127.0.0.1:{} (stats on port {}); cookies in {}",
+            s.port,
+            s.port + CONTROL_OFFSET,
+            cookies.display()
+        );
     }
     axum::serve(Counting { listener, counters }, app)
         .await
@@ -300,5 +353,33 @@ impl AsyncWrite for Counted {
 
     fn is_write_vectored(&self) -> bool {
         self.stream.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Result<Settings, String> {
+        settings(text.split_whitespace().map(str::to_owned).collect())
+    }
+
+    #[test]
+    fn a_run_names_its_database_and_a_hand_run_may_seed_in_memory() {
+        let run = parsed("--port 30500 --url postgres://x --pool 4").unwrap();
+        assert_eq!((run.url.as_deref(), run.pool), (Some("postgres://x"), 4));
+        assert!(run.seed.is_none());
+        let by_hand = parsed("--port 3000 --visitors 1000 --cookies /tmp/c.tsv").unwrap();
+        assert!(by_hand.url.is_none());
+        assert_eq!(by_hand.seed, Some((1_000, PathBuf::from("/tmp/c.tsv"))));
+        for bad in [
+            "--url postgres://x",
+            "--port 3000 --visitors 10",
+            "--port 3000 --cookies /tmp/c.tsv",
+            "--port 3000 --visitors 0 --cookies /tmp/c.tsv",
+            "--port 65500",
+        ] {
+            assert!(parsed(bad).is_err(), "{bad}");
+        }
     }
 }
