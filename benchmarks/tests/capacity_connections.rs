@@ -7,9 +7,9 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use janitor_axum::testing::http1::{self, Connection};
 use janitor_benchmarks::capacity::connections::{self, Plan};
 use janitor_benchmarks::capacity::env::{CapacityEnv, Run};
-use janitor_benchmarks::capacity::http1::{self, Connection};
 use janitor_benchmarks::capacity::run::HttpRun;
 use janitor_benchmarks::capacity::server::{ServerStats, CONTROL_OFFSET};
 use janitor_benchmarks::capacity::{seed, Target};

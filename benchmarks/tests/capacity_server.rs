@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use janitor_axum::testing::http1::{self, Connection};
 use janitor_benchmarks::capacity::env::{CapacityEnv, Run};
-use janitor_benchmarks::capacity::http1::{self, Connection};
 use janitor_benchmarks::capacity::run::HttpRun;
 use janitor_benchmarks::capacity::server::{Fleet, FleetSettings, ENDPOINT};
 use janitor_benchmarks::capacity::{seed, Target};

@@ -8,7 +8,6 @@
 pub mod cluster;
 pub mod connections;
 pub mod env;
-pub mod http1;
 pub mod load;
 pub mod report;
 pub mod run;

@@ -9,8 +9,8 @@ use tokio::net::TcpSocket;
 use tokio::task::{JoinError, JoinSet};
 
 use super::{Command, Reply, Settings, FIRST_PORT};
-use crate::capacity::http1::{self, Connection, Response};
 use crate::capacity::report::rss_bytes;
+use janitor_axum::testing::http1::{self, Connection, Response};
 
 /// How long one socket may take to connect and be warmed up. A full accept queue makes the kernel drop the
 /// handshake and the client retry after 1, 3, 7… s; past this the ramp is failing, not slow.
@@ -234,7 +234,7 @@ impl Sockets {
         for (position, mut socket) in written.into_iter().enumerate() {
             slots.push(None);
             reading.spawn(async move {
-                let answer = socket.connection.read_response().await;
+                let answer = socket.connection.read_sole_response().await;
                 socket.connection.release_buffer();
                 (position, socket, answer)
             });

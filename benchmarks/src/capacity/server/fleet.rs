@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use tokio::process::{Child, ChildStdin, Command};
 
 use super::{ServerStats, BASE_PORT, CONTROL_OFFSET};
-use crate::capacity::http1::{self, Connection};
 use crate::capacity::run::HttpRun;
 use crate::capacity::Target;
 use crate::number;
+use janitor_axum::testing::http1::{self, Connection};
 
 /// How long the processes get to start answering their control ports.
 const START_DEADLINE: Duration = Duration::from_secs(60);

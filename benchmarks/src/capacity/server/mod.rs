@@ -8,6 +8,7 @@
 pub mod fleet;
 pub mod process;
 
+use janitor_axum::testing::http1;
 use serde::{Deserialize, Serialize};
 
 pub use fleet::serve_fleet;
@@ -26,7 +27,7 @@ pub const ENDPOINT: &str = "/api/visitor";
 
 /// The cookie-path identify request of a known visitor: its cookie and its payload, as bytes.
 pub fn identify_request(visitor: &str, payload: &str) -> Vec<u8> {
-    crate::capacity::http1::post_json(ENDPOINT, &format!("__visitor={visitor}"), payload)
+    http1::post_json(ENDPOINT, &format!("__visitor={visitor}"), payload)
 }
 
 /// The secret every server process of a run shares, as instances of one deployment do.

@@ -29,11 +29,11 @@ use serde_json::{json, Value};
 
 use self::generator::Requests;
 use self::samples::{interval, Tally};
-use super::http1::{self, Connection};
 use super::report;
 use super::run::HttpRun;
 use super::seed;
 use super::server::{identify_request, Fleet, FleetSettings, ServerStats, BASE_PORT};
+use janitor_axum::testing::http1::{self, Connection};
 
 /// Connections of the sweep, as in the reference.
 pub const CONNECTIONS: usize = 10_000;

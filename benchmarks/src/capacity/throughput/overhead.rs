@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::generator::{closed_loop, open, Requests};
 use super::samples::{ms, round1, Sample, Tally};
-use crate::capacity::http1;
+use janitor_axum::testing::http1;
 
 /// The trivial route without the admission layer.
 pub const PLAIN: &str = "/plain";
