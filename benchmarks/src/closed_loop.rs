@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use crate::Summary;
+use crate::{ms, Summary};
 
 /// How one operation ended: a named outcome, and whether it is the one the workload expects.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,11 +98,6 @@ pub struct Point {
     pub max: Duration,
     /// The highest reading of each gauge (absent when it could never be read).
     pub peaks: BTreeMap<&'static str, u64>,
-}
-
-/// Milliseconds to two decimals, as the reports give latencies.
-pub fn ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e5).round() / 100.0
 }
 
 impl Point {

@@ -1,6 +1,9 @@
 //! Shared pieces of the benchmark binaries: argument parsing, latency summaries and closed-loop load.
 
+use std::path::Path;
 use std::time::Duration;
+
+use serde::Serialize;
 
 pub mod capacity;
 pub mod closed_loop;
@@ -46,13 +49,20 @@ pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Writes `report` as pretty JSON to `path`, when one was given.
-pub fn write_report(path: Option<&str>, report: &serde_json::Value) {
-    if let Some(path) = path {
-        let text = serde_json::to_string_pretty(report).expect("a JSON value serializes") + "\n";
-        std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {path}: {e}"));
-        println!("wrote {path}");
-    }
+/// Writes `report` as pretty JSON to `path` and says where.
+pub fn write_report(path: &Path, report: &impl Serialize) -> Result<(), String> {
+    // Through a `Value`, whose keys are sorted, so that a new report lines up key for key with the committed
+    // ones and a diff between two runs shows only their figures.
+    let value = serde_json::to_value(report).map_err(|e| format!("report: {e}"))?;
+    let text = serde_json::to_string_pretty(&value).map_err(|e| format!("report: {e}"))? + "\n";
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// Milliseconds to two decimals, as every report gives latencies.
+pub fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e5).round() / 100.0
 }
 
 /// Median, 95th and 99th percentile of a set of latencies.

@@ -9,6 +9,7 @@
 //! tasks of the throughput phase 1–256 (default 16), `--seconds` per throughput phase 1–600 (default 5),
 //! `--out` a JSON file for the results. Uses `DATABASE_URL` (default: the local server) in a throwaway schema.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -261,7 +262,9 @@ async fn main() {
             "throughput": throughput_results,
             "statements_prepared": database.statements_prepared(),
         });
-        write_report(o.out.as_deref(), &report);
+        if let Some(path) = &o.out {
+            write_report(Path::new(path), &report).unwrap_or_else(|e| panic!("{e}"));
+        }
     })
     .await;
 }

@@ -90,16 +90,8 @@ pub fn write(name: &str, report: &Value) -> Result<PathBuf, String> {
 pub fn write_in(dir: &Path, name: &str, report: &Value) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let path = dir.join(name);
-    write_to(&path, report)?;
+    crate::write_report(&path, report)?;
     Ok(path)
-}
-
-/// Writes `report` as pretty JSON to `path`.
-pub fn write_to(path: &Path, report: &Value) -> Result<(), String> {
-    let text = serde_json::to_string_pretty(report).map_err(|e| format!("report: {e}"))? + "\n";
-    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
-    println!("wrote {}", path.display());
-    Ok(())
 }
 
 #[cfg(test)]

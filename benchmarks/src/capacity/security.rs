@@ -19,7 +19,8 @@ use tokio_postgres::Client;
 use super::env::CapacityEnv;
 use super::seed::{self, now_ms, pg, sparse_sign_ins, SPARSE_SUBJECTS};
 use super::{report, Target};
-use crate::closed_loop::{ms, Gauge, Point};
+use crate::closed_loop::{Gauge, Point};
+use crate::ms;
 
 pub use plans::{
     check as check_plan, Assertion, VelocityRead, SUBJECT_ACTION_INDEX, SUBJECT_TIME_INDEX,

@@ -131,7 +131,7 @@ pub async fn run_with(run: &HttpRun, plan: &Plan) -> Result<Value, String> {
         }
         _ => Ok(()),
     }
-    .and_then(|()| report::write_to(&plan.report, &report))
+    .and_then(|()| crate::write_report(&plan.report, &report))
     .and_then(|()| {
         // The memory chart beside the report: connections-current.svg.
         let chart = chart::svg(&chart::points(&report["steps"]));

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::{connect, drop_named, guarded, now_ms, schema_exists};
 use crate::capacity::env::CapacityEnv;
 use crate::capacity::Target;
-use crate::closed_loop::ms;
+use crate::ms;
 use crate::Summary;
 
 /// The schema of the lookup test beside the run's schema `run_schema` (`janitor_capacity_lookup` beside

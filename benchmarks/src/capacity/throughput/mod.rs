@@ -177,7 +177,7 @@ pub async fn measure(run: &HttpRun, settings: &SweepSettings) -> Result<Value, S
         .map_err(|e| format!("writing {}: {e}", chart_path.display()))?;
     println!("wrote {}", chart_path.display());
     report["chart"] = json!(chart_path.display().to_string());
-    report::write_to(&settings.output.join(REPORT), &report)?;
+    crate::write_report(&settings.output.join(REPORT), &report)?;
     Ok(report)
 }
 

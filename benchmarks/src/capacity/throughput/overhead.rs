@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::generator::{closed_loop, open, Requests};
-use super::samples::{ms, round1, Sample, Tally};
+use super::samples::{round1, Sample, Tally};
+use crate::ms;
 use janitor_axum::testing::http1;
 
 /// The trivial route without the admission layer.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::Summary;
+use crate::{ms, Summary};
 
 /// One answered request, its times measured from the start of its point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,11 +84,6 @@ impl Latency {
             }),
         }
     }
-}
-
-/// Milliseconds with two decimals, as every report of the harness gives them.
-pub fn ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e5).round() / 100.0
 }
 
 /// What a set of samples adds up to.
