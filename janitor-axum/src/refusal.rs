@@ -45,7 +45,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// The status code.
-    pub fn status(&self) -> StatusCode {
+    pub const fn status(&self) -> StatusCode {
         match self {
             Refusal::NotFound => StatusCode::NOT_FOUND,
             Refusal::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -62,7 +62,7 @@ impl Refusal {
     }
 
     /// The message of the `{"error": ...}` body, as the Janitor contract words it.
-    pub fn message(&self) -> &'static str {
+    pub const fn message(&self) -> &'static str {
         match self {
             Refusal::NotFound => "Not found",
             Refusal::MethodNotAllowed => "Method not allowed",

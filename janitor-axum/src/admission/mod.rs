@@ -56,10 +56,12 @@ pub use config::{
 pub(crate) use future::settle_unread;
 pub use future::ResponseFuture;
 pub use layer::AdmissionLayer;
+
+use crate::refusal::Refusal;
 pub use service::AdmissionService;
 
 /// The message of a refusal, as the client sees it in `{"error": ...}`.
-pub const BUSY_MESSAGE: &str = "Visitor measurement is busy";
+pub const BUSY_MESSAGE: &str = Refusal::Busy.message();
 
 type OverloadCallback = Arc<dyn Fn() + Send + Sync>;
 
@@ -83,7 +85,7 @@ pub struct AdmissionPermit {
 
 /// Every slot is taken; the caller should answer at once and let the client retry later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("Visitor measurement is busy")]
+#[error("{}", BUSY_MESSAGE)]
 pub struct Busy;
 
 impl Admission {
@@ -236,7 +238,7 @@ mod tests {
 
     #[test]
     fn busy_reads_as_the_wire_message() {
-        assert_eq!(Busy.to_string(), BUSY_MESSAGE);
-        assert_eq!(crate::Refusal::Busy.message(), BUSY_MESSAGE);
+        assert_eq!(Busy.to_string(), "Visitor measurement is busy");
+        assert_eq!(Refusal::Busy.message(), BUSY_MESSAGE);
     }
 }
