@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
 
-use crate::{ms, Summary};
+use crate::{Percentiles, Summary};
 
 /// How one operation ended: a named outcome, and whether it is the one the workload expects.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,31 +100,51 @@ pub struct Point {
     pub peaks: BTreeMap<&'static str, u64>,
 }
 
+/// A point as a report gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointReport {
+    /// The workload's name.
+    pub name: String,
+    /// Tasks that ran at once.
+    pub concurrency: u64,
+    /// Operations run.
+    pub requests: u64,
+    /// Operations whose outcome was not the expected one.
+    pub failed: u64,
+    /// How many operations ended in each outcome.
+    pub outcomes: BTreeMap<String, u64>,
+    /// Operations per second, to one decimal.
+    pub requests_per_second: f64,
+    /// Latency of the operations.
+    #[serde(flatten)]
+    pub latency: Percentiles,
+    /// The highest reading of each gauge, under the gauge's name (`pool_waiting_peak`, …).
+    #[serde(flatten)]
+    pub peaks: BTreeMap<String, u64>,
+    /// The first error met, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+}
+
 impl Point {
-    /// The point as JSON: `{name, concurrency, requests, failed, outcomes, requests_per_second, p50_ms, p95_ms,
-    /// p99_ms, max_ms}`, each gauge's peak under its name, and `first_error` when one happened.
-    pub fn to_json(&self) -> Value {
-        let mut out = Map::new();
-        out.insert("name".into(), json!(self.name));
-        out.insert("concurrency".into(), json!(self.concurrency));
-        out.insert("requests".into(), json!(self.requests));
-        out.insert("failed".into(), json!(self.failed));
-        out.insert("outcomes".into(), json!(self.outcomes));
-        out.insert(
-            "requests_per_second".into(),
-            json!((self.per_second * 10.0).round() / 10.0),
-        );
-        out.insert("p50_ms".into(), json!(ms(self.latency.median)));
-        out.insert("p95_ms".into(), json!(ms(self.latency.p95)));
-        out.insert("p99_ms".into(), json!(ms(self.latency.p99)));
-        out.insert("max_ms".into(), json!(ms(self.max)));
-        for (name, peak) in &self.peaks {
-            out.insert((*name).into(), json!(peak));
+    /// The point as a report gives it.
+    pub fn report(&self) -> PointReport {
+        let names = |map: &BTreeMap<&'static str, u64>| {
+            map.iter()
+                .map(|(name, n)| ((*name).to_owned(), *n))
+                .collect()
+        };
+        PointReport {
+            name: self.name.clone(),
+            concurrency: self.concurrency,
+            requests: self.requests,
+            failed: self.failed,
+            outcomes: names(&self.outcomes),
+            requests_per_second: (self.per_second * 10.0).round() / 10.0,
+            latency: Percentiles::of(&self.latency, self.max),
+            peaks: names(&self.peaks),
+            first_error: self.first_error.clone(),
         }
-        if let Some(error) = &self.first_error {
-            out.insert("first_error".into(), json!(error));
-        }
-        Value::Object(out)
     }
 }
 
@@ -285,7 +305,7 @@ mod tests {
         let peak = point.peaks["in_flight_peak"];
         assert!((1..=4).contains(&peak), "{peak}");
         assert!(point.max >= Duration::from_millis(2));
-        let json = point.to_json();
+        let json = serde_json::to_value(point.report()).unwrap();
         for key in [
             "name",
             "concurrency",

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub mod capacity;
 pub mod closed_loop;
@@ -94,6 +94,31 @@ impl Summary {
             p95: rank(0.95),
             p99: rank(0.99),
         })
+    }
+}
+
+/// The latency figures of a report: median, 95th and 99th percentile and the largest, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    /// Median.
+    pub p50_ms: f64,
+    /// 95th percentile.
+    pub p95_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// The largest.
+    pub max_ms: f64,
+}
+
+impl Percentiles {
+    /// The figures of `summary`, whose largest latency was `max`.
+    pub fn of(summary: &Summary, max: Duration) -> Percentiles {
+        Percentiles {
+            p50_ms: ms(summary.median),
+            p95_ms: ms(summary.p95),
+            p99_ms: ms(summary.p99),
+            max_ms: ms(max),
+        }
     }
 }
 

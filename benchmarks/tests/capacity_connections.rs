@@ -67,7 +67,8 @@ async fn a_thousand_connections_go_through_every_stage() {
         ];
         let run = http_run(&schemas, "stages", &settings).await;
         let plan = plan(&run, 31_780, Ipv4Addr::new(127, 0, 0, 40));
-        let report = connections::run_with(&run, &plan).await.unwrap();
+        let report =
+            serde_json::to_value(connections::run_with(&run, &plan).await.unwrap()).unwrap();
         let written: Value =
             serde_json::from_str(&std::fs::read_to_string(&plan.report).unwrap()).unwrap();
         assert_eq!(written, report);

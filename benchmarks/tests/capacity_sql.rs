@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use janitor_benchmarks::capacity::env::{CapacityEnv, Run};
 use janitor_benchmarks::capacity::{security, seed, Target};
 use janitor_sql::testing::{admin_client, database_url, population};
+use serde::Serialize;
 use serde_json::Value;
 
 fn env(reuse: bool) -> CapacityEnv {
@@ -24,6 +25,11 @@ fn env(reuse: bool) -> CapacityEnv {
     .map(|(k, v)| (format!("JANITOR_BENCHMARK_{k}"), v.to_owned()))
     .collect();
     CapacityEnv::from_vars(&vars, Run::Single).expect("valid settings")
+}
+
+/// A report as it is written, so that the checks below read the file's own keys.
+fn json(report: &impl Serialize) -> Value {
+    serde_json::to_value(report).expect("a report serializes")
 }
 
 struct Scratch {
@@ -43,7 +49,8 @@ async fn exercise(scratch: &Scratch) -> Result<Value, String> {
     );
     seed::prepare_schema(target, &env(true)).await?;
 
-    let dataset = seed::events(target, &fresh).await?;
+    let fixture = seed::events(target, &fresh).await?;
+    let dataset = json(&fixture);
     assert_eq!(dataset["events"], 10_001);
     assert_eq!(dataset["subjects"], 100_001);
     assert_eq!(dataset["hot_subject_events"], 5_001);
@@ -57,13 +64,13 @@ async fn exercise(scratch: &Scratch) -> Result<Value, String> {
     for part in ["load", "index_build", "vacuum_analyze", "total"] {
         assert!(dataset["seconds"][part].is_number(), "{dataset}");
     }
-    let again = seed::events(target, &env(true)).await?;
+    let again = json(&seed::events(target, &env(true)).await?);
     assert_eq!(again["reused"], true, "{again}");
     assert_eq!(again["fixture_now_ms"], dataset["fixture_now_ms"]);
 
     std::fs::create_dir_all(&scratch.reports).map_err(|e| e.to_string())?;
     let cookies = scratch.reports.join("cookies.tsv");
-    let visitors = seed::visitors(target, &fresh, &cookies).await?;
+    let visitors = json(&seed::visitors(target, &fresh, &cookies).await?);
     assert_eq!(visitors["visitors"], 100);
     let lines = std::fs::read_to_string(&cookies).map_err(|e| e.to_string())?;
     assert_eq!(lines.lines().count(), 100);
@@ -73,7 +80,8 @@ async fn exercise(scratch: &Scratch) -> Result<Value, String> {
         Some(population::visitor(1).as_str())
     );
 
-    security::run_in(target, &fresh, &dataset, &scratch.reports).await
+    let report = security::run_in(target, &fresh, &fixture, &scratch.reports).await?;
+    Ok(json(&report))
 }
 
 /// The constraint and index definitions of a schema's `application_events`, as the catalog gives them.
@@ -272,7 +280,7 @@ async fn the_lookup_scale_test_measures_and_cleans_up() {
         .expect("dropping the leftover");
     }
     assert!(!left, "the lookup schema is dropped afterwards");
-    let report = report.expect("the lookup test runs").expect("a report");
+    let report = json(&report.expect("the lookup test runs").expect("a report"));
     assert_eq!(report["visitors"], 20_000);
     for part in [
         "candidate_lookup",

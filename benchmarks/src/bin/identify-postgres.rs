@@ -19,7 +19,7 @@ use janitor_core::identification::engine::IdentifyPath;
 use janitor_core::{Engine, EngineConfig, Retention, VisitorId, VisitorPayload};
 use janitor_sql::testing::{population, with_schemas};
 use janitor_sql::PgVisitorStore;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 const NOW: i64 = 1_735_689_600_000;
 
@@ -57,6 +57,48 @@ fn options() -> Result<Options, String> {
 }
 
 type PgEngine = Engine<PgVisitorStore>;
+
+/// The report `--out` writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Report {
+    /// `identify-postgres`.
+    benchmark: String,
+    visitors: u64,
+    observations_per_visitor: u64,
+    cores: usize,
+    /// One sequential phase per kind of request.
+    sequential: Vec<Sequential>,
+    /// One throughput phase per kind of request.
+    throughput: Vec<Throughput>,
+    /// Statements the pool prepared in all.
+    statements_prepared: u64,
+}
+
+/// A sequential phase: latency and round trips of one identification at a time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Sequential {
+    kind: String,
+    samples: usize,
+    median_us: f64,
+    p95_us: f64,
+    p99_us: f64,
+    round_trips_per_identification: f64,
+    /// Returning browsers identified as themselves without their cookie.
+    restored: u64,
+    /// Identifications that took the cookie path.
+    cookie_paths: u64,
+}
+
+/// A throughput phase: identifications per second at a concurrency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Throughput {
+    kind: String,
+    concurrency: u64,
+    identifications: usize,
+    per_second: f64,
+    median_us: f64,
+    p95_us: f64,
+}
 
 /// Which request a sample sends for population browser `n`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +166,7 @@ fn micros(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e7).round() / 10.0
 }
 
-async fn sequential(engine: &PgEngine, kind: Kind, o: &Options, clock: &AtomicU64) -> Value {
+async fn sequential(engine: &PgEngine, kind: Kind, o: &Options, clock: &AtomicU64) -> Sequential {
     let mut latencies = Vec::with_capacity(o.samples as usize);
     let (mut statements, mut restored, mut cookie_paths) = (0, 0, 0);
     for i in 0..o.samples {
@@ -147,16 +189,16 @@ async fn sequential(engine: &PgEngine, kind: Kind, o: &Options, clock: &AtomicU6
         restored,
         o.samples
     );
-    json!({
-        "kind": kind.name(),
-        "samples": s.samples,
-        "median_us": micros(s.median),
-        "p95_us": micros(s.p95),
-        "p99_us": micros(s.p99),
-        "round_trips_per_identification": trips,
-        "restored": restored,
-        "cookie_paths": cookie_paths,
-    })
+    Sequential {
+        kind: kind.name().to_owned(),
+        samples: s.samples,
+        median_us: micros(s.median),
+        p95_us: micros(s.p95),
+        p99_us: micros(s.p99),
+        round_trips_per_identification: trips,
+        restored,
+        cookie_paths,
+    }
 }
 
 async fn throughput(
@@ -164,7 +206,7 @@ async fn throughput(
     kind: Kind,
     o: &Options,
     clock: &Arc<AtomicU64>,
-) -> Value {
+) -> Throughput {
     let deadline = Instant::now() + Duration::from_secs(o.seconds);
     let started = Instant::now();
     let next = Arc::new(AtomicU64::new(o.samples));
@@ -202,14 +244,14 @@ async fn throughput(
         micros(s.median),
         micros(s.p95)
     );
-    json!({
-        "kind": kind.name(),
-        "concurrency": o.concurrency,
-        "identifications": s.samples,
-        "per_second": rate.round(),
-        "median_us": micros(s.median),
-        "p95_us": micros(s.p95),
-    })
+    Throughput {
+        kind: kind.name().to_owned(),
+        concurrency: o.concurrency,
+        identifications: s.samples,
+        per_second: rate.round(),
+        median_us: micros(s.median),
+        p95_us: micros(s.p95),
+    }
 }
 
 #[tokio::main]
@@ -253,18 +295,35 @@ async fn main() {
         for kind in kinds {
             throughput_results.push(throughput(&engine, kind, &o, &clock).await);
         }
-        let report = json!({
-            "benchmark": "identify-postgres",
-            "visitors": o.visitors,
-            "observations_per_visitor": o.per_visitor,
-            "cores": cores(),
-            "sequential": sequential_results,
-            "throughput": throughput_results,
-            "statements_prepared": database.statements_prepared(),
-        });
+        let report = Report {
+            benchmark: "identify-postgres".to_owned(),
+            visitors: o.visitors,
+            observations_per_visitor: o.per_visitor,
+            cores: cores(),
+            sequential: sequential_results,
+            throughput: throughput_results,
+            statements_prepared: database.statements_prepared(),
+        };
         if let Some(path) = &o.out {
             write_report(Path::new(path), &report).unwrap_or_else(|e| panic!("{e}"));
         }
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_committed_report_reads_back_unchanged() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../docs/benchmarks/identify-postgres.json"
+        );
+        let committed: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let report: Report = serde_json::from_value(committed.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&report).unwrap(), committed);
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 /// Where the reports go: `JANITOR_BENCHMARK_OUT` when set (a smoke run keeps the committed results), else
 /// `docs/benchmarks/` of the workspace the harness runs in.
@@ -12,8 +12,36 @@ pub fn reports_dir() -> PathBuf {
         .map_or_else(|| PathBuf::from("docs").join("benchmarks"), PathBuf::from)
 }
 
+/// The machine a run was on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// CPU model.
+    pub cpu: String,
+    /// Cores this process may use.
+    pub cores: usize,
+    /// Memory of the machine, when /proc says.
+    pub memory_bytes: Option<u64>,
+    /// Kernel release.
+    pub kernel: String,
+    /// The soft limit on open descriptors of a process, when /proc says.
+    pub open_files_limit: Option<u64>,
+    /// Who shares the cores.
+    pub note: String,
+}
+
+/// The versions behind a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Versions {
+    /// The harness's crate.
+    pub janitor: String,
+    /// The PostgreSQL server.
+    pub postgresql: String,
+    /// `debug` or `release`.
+    pub build: String,
+}
+
 /// The machine the run is on: CPU model, cores, memory, kernel and the descriptor limit of a process.
-pub fn machine() -> Value {
+pub fn machine() -> Machine {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = cpuinfo
         .lines()
@@ -30,14 +58,14 @@ pub fn machine() -> Value {
         .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map(|kb| kb * 1024);
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    json!({
-        "cpu": model,
-        "cores": crate::cores(),
-        "memory_bytes": memory_bytes,
-        "kernel": kernel.trim(),
-        "open_files_limit": open_files_limit(),
-        "note": "client, servers and PostgreSQL share these cores",
-    })
+    Machine {
+        cpu: model.to_owned(),
+        cores: crate::cores(),
+        memory_bytes,
+        kernel: kernel.trim().to_owned(),
+        open_files_limit: open_files_limit(),
+        note: "client, servers and PostgreSQL share these cores".to_owned(),
+    }
 }
 
 /// The soft limit on open descriptors of this process, from /proc (no unsafe call needed).
@@ -62,7 +90,7 @@ pub fn rss_bytes(pid: u32) -> Option<u64> {
 }
 
 /// The versions behind a run: the harness's crate and the PostgreSQL server.
-pub async fn versions(database: &janitor_sql::Database) -> Result<Value, String> {
+pub async fn versions(database: &janitor_sql::Database) -> Result<Versions, String> {
     let client = database
         .pool()
         .get()
@@ -73,21 +101,26 @@ pub async fn versions(database: &janitor_sql::Database) -> Result<Value, String>
         .await
         .map_err(|e| format!("asking the server's version: {e}"))?
         .get(0);
-    Ok(json!({
-        "janitor": env!("CARGO_PKG_VERSION"),
-        "postgresql": server,
-        "build": if cfg!(debug_assertions) { "debug" } else { "release" },
-    }))
+    let build = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    Ok(Versions {
+        janitor: env!("CARGO_PKG_VERSION").to_owned(),
+        postgresql: server,
+        build: build.to_owned(),
+    })
 }
 
 /// Writes `report` as pretty JSON to `docs/benchmarks/<name>` and says where.
-pub fn write(name: &str, report: &Value) -> Result<PathBuf, String> {
+pub fn write(name: &str, report: &impl Serialize) -> Result<PathBuf, String> {
     write_in(&reports_dir(), name, report)
 }
 
 /// Writes `report` as pretty JSON to `<dir>/<name>`, creating `dir` if needed, and says where (tests write into
 /// a directory of their own, never over committed results).
-pub fn write_in(dir: &Path, name: &str, report: &Value) -> Result<PathBuf, String> {
+pub fn write_in(dir: &Path, name: &str, report: &impl Serialize) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let path = dir.join(name);
     crate::write_report(&path, report)?;
@@ -104,8 +137,8 @@ mod tests {
         assert!(rss > 1024 * 1024, "{rss}");
         assert!(open_files_limit().expect("own limit") >= 64);
         let m = machine();
-        assert!(m["cores"].as_u64().unwrap() >= 1);
-        assert!(m["memory_bytes"].as_u64().unwrap() > rss);
+        assert!(m.cores >= 1);
+        assert!(m.memory_bytes.unwrap() > rss);
         assert_eq!(rss_bytes(u32::MAX), None);
     }
 }

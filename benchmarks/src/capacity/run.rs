@@ -2,7 +2,11 @@
 
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
+
 use super::env::{CapacityEnv, Run};
+use super::report::{Machine, Versions};
+use super::seed::LookupFigures;
 use super::{cluster, connections, report, security, seed, throughput, Target, SCHEMA};
 
 /// What the HTTP workloads share: the database, the settings, the cookie fixture and the harness binary they
@@ -94,6 +98,23 @@ async fn workloads(command: &str, env: &CapacityEnv, target: &Target) -> Result<
     outcome
 }
 
+/// The report of the missing-cookie lookup at scale, `lookup-<label>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LookupReport {
+    /// `missing-cookie-lookup`.
+    pub benchmark: String,
+    /// The run's label.
+    pub label: String,
+    /// The machine.
+    pub machine: Machine,
+    /// The versions.
+    pub versions: Versions,
+    /// What was measured.
+    pub figures: LookupFigures,
+    /// What the figures cannot show.
+    pub limitations: Vec<String>,
+}
+
 /// The missing-cookie lookup at scale, when `JANITOR_BENCHMARK_LOOKUP_VISITORS` asks for it:
 /// `lookup-<label>.json`.
 async fn lookup(target: &Target, env: &CapacityEnv) -> Result<(), String> {
@@ -101,15 +122,16 @@ async fn lookup(target: &Target, env: &CapacityEnv) -> Result<(), String> {
         return Ok(());
     };
     let database = target.database(1)?;
-    let report = serde_json::json!({
-        "benchmark": "missing-cookie-lookup",
-        "label": env.label,
-        "machine": report::machine(),
-        "versions": report::versions(&database).await?,
-        "figures": figures,
-        "limitations": [
-            "One sequential client on the same 2 cores as PostgreSQL; latencies include loopback round trips.",
+    let report = LookupReport {
+        benchmark: "missing-cookie-lookup".to_owned(),
+        label: env.label.clone(),
+        machine: report::machine(),
+        versions: report::versions(&database).await?,
+        figures,
+        limitations: vec![
+            "One sequential client on the same 2 cores as PostgreSQL; latencies include loopback round trips."
+                .to_owned(),
         ],
-    });
+    };
     report::write(&format!("lookup-{}.json", env.label), &report).map(|_| ())
 }

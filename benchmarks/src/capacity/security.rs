@@ -7,21 +7,25 @@ mod devices;
 mod plans;
 mod points;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
 use janitor_sql::Database;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio_postgres::Client;
 
 use super::env::CapacityEnv;
-use super::seed::{self, now_ms, pg, sparse_sign_ins, SPARSE_SUBJECTS};
-use super::{report, Target};
-use crate::closed_loop::{Gauge, Point};
+use super::report::{self, Machine, Versions};
+use super::seed::{self, now_ms, pg, sparse_sign_ins, Dataset, SPARSE_SUBJECTS};
+use super::Target;
+use crate::closed_loop::{Gauge, Point, PointReport};
 use crate::ms;
 
+pub use admission::AdmissionReport;
 pub use plans::{
     check as check_plan, Assertion, VelocityRead, SUBJECT_ACTION_INDEX, SUBJECT_TIME_INDEX,
 };
@@ -32,8 +36,67 @@ pub const POOL: usize = 8;
 /// Tasks of the closed-loop points.
 pub const CONCURRENCY: [u64; 4] = [1, 16, 64, 256];
 
+/// The report of the SQL run, `security-<label>.json` (`security-<label>.failed.json` when it failed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecurityReport {
+    /// `security`.
+    pub benchmark: String,
+    /// The run's label.
+    pub label: String,
+    /// The machine.
+    pub machine: Machine,
+    /// The versions.
+    pub versions: Versions,
+    /// The server settings that bound the figures, as `SHOW` gives them.
+    pub database_settings: BTreeMap<String, String>,
+    /// Connections of the run's pool.
+    pub pool: usize,
+    /// Shards of the global quota.
+    pub shards: u32,
+    /// Operations per point.
+    pub samples: u64,
+    /// The event fixture.
+    pub dataset: Dataset,
+    /// What the figures cannot show.
+    pub limitations: Vec<String>,
+    /// The velocity plans and their assertions.
+    pub plans: Plans,
+    /// Every closed-loop point; absent when the plans failed first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points: Option<Vec<PointReport>>,
+    /// The evaluator admission point; absent when the plans failed first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluator_admission: Option<AdmissionReport>,
+    /// Whether every assertion held and nothing failed.
+    pub passed: bool,
+    /// Why the run failed; absent when it passed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+/// The captured velocity plans: `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` documents as PostgreSQL gives them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plans {
+    /// The library's statement.
+    pub statement: String,
+    /// The hot subject's read as bound.
+    pub hot: Value,
+    /// The hot subject's read as the generic plan.
+    pub hot_generic: Value,
+    /// A sparse subject's read.
+    pub sparse: Value,
+    /// The account of that sparse subject.
+    pub sparse_subject: String,
+    /// What was checked of the three plans.
+    pub assertions: Vec<Assertion>,
+}
+
 /// Runs the SQL points and writes `docs/benchmarks/security-<label>.json`.
-pub async fn run(target: &Target, env: &CapacityEnv, dataset: &Value) -> Result<Value, String> {
+pub async fn run(
+    target: &Target,
+    env: &CapacityEnv,
+    dataset: &Dataset,
+) -> Result<SecurityReport, String> {
     run_in(target, env, dataset, &report::reports_dir()).await
 }
 
@@ -42,12 +105,9 @@ pub async fn run(target: &Target, env: &CapacityEnv, dataset: &Value) -> Result<
 pub async fn run_in(
     target: &Target,
     env: &CapacityEnv,
-    dataset: &Value,
+    dataset: &Dataset,
     dir: &Path,
-) -> Result<Value, String> {
-    let fixture_now = dataset["fixture_now_ms"]
-        .as_i64()
-        .ok_or("the dataset does not say when its fixture was seeded (fixture_now_ms)")?;
+) -> Result<SecurityReport, String> {
     let database = target.database(POOL)?;
     let server =
         Arc::new(seed::connect(&target.url, &target.schema, Duration::from_secs(120)).await?);
@@ -55,39 +115,45 @@ pub async fn run_in(
         database: database.clone(),
         evidence: Arc::new(seed::evidence(&database)),
         events: env.events,
-        fixture_now,
+        fixture_now: dataset.fixture_now_ms,
         shards: env.shards,
         samples: env.samples,
         run_tag: now_ms(),
         serial: Arc::new(AtomicU64::new(0)),
         gauges: gauges(&database, server.clone()),
     };
-    let mut report = json!({
-        "benchmark": "security",
-        "label": env.label,
-        "machine": report::machine(),
-        "versions": report::versions(&database).await?,
-        "database_settings": settings(&server).await?,
-        "pool": POOL,
-        "shards": env.shards,
-        "samples": env.samples,
-        "dataset": dataset,
-        "limitations": limitations(),
-    });
+    let machine = report::machine();
+    let versions = report::versions(&database).await?;
+    let database_settings = settings(&server).await?;
     let name = format!("security-{}", env.label);
 
     // Warm-up: every pooled connection opens and prepares its statements before anything is measured.
     workload.points(POOL as u64, 25 * POOL as u64).await?;
 
-    let (plans, assertions) = capture_plans(&server, &workload).await?;
-    let failed_assertions: Vec<String> = assertions
+    let plans = capture_plans(&server, &workload).await?;
+    let failed_assertions: Vec<String> = plans
+        .assertions
         .iter()
         .filter(|a| !a.passed)
         .map(|a| format!("{} (found: {})", a.what, a.found))
         .collect();
-    let mut plans = plans;
-    plans["assertions"] = assertions.iter().map(Assertion::to_json).collect();
-    report["plans"] = plans;
+    let mut report = SecurityReport {
+        benchmark: "security".to_owned(),
+        label: env.label.clone(),
+        machine,
+        versions,
+        database_settings,
+        pool: POOL,
+        shards: env.shards,
+        samples: env.samples,
+        dataset: dataset.clone(),
+        limitations: limitations(),
+        plans,
+        points: None,
+        evaluator_admission: None,
+        passed: false,
+        problems: Vec::new(),
+    };
     if !failed_assertions.is_empty() {
         return fail(dir, &name, report, failed_assertions);
     }
@@ -108,9 +174,23 @@ pub async fn run_in(
     let devices = devices::run(&workload).await?;
     print(&devices);
 
-    let mut problems: Vec<String> = all
+    let problems = problems(&all, &admission, &devices);
+    all.push(devices);
+    report.points = Some(all.iter().map(Point::report).collect());
+    report.evaluator_admission = Some(admission.report());
+    if !problems.is_empty() {
+        return fail(dir, &name, report, problems);
+    }
+    report.passed = true;
+    report::write_in(dir, &format!("{name}.json"), &report)?;
+    Ok(report)
+}
+
+/// What failed the run: any point with a failed operation, and the budget letting too many calls through.
+fn problems(points: &[Point], admission: &admission::Admission, devices: &Point) -> Vec<String> {
+    let mut problems: Vec<String> = points
         .iter()
-        .chain([&admission.point, &devices])
+        .chain([&admission.point, devices])
         .filter(|p| p.failed > 0)
         .map(|p| {
             format!(
@@ -130,28 +210,23 @@ pub async fn run_in(
             admission.peak_concurrent, admission.max_concurrent
         ));
     }
-    all.push(devices);
-    report["points"] = all.iter().map(Point::to_json).collect();
-    report["evaluator_admission"] = admission.to_json();
-    if !problems.is_empty() {
-        return fail(dir, &name, report, problems);
-    }
-    report["passed"] = json!(true);
-    report::write_in(dir, &format!("{name}.json"), &report)?;
-    Ok(report)
+    problems
 }
 
 /// Writes the report of a failed run under a name of its own (never the published one) and returns the reasons.
-fn fail(dir: &Path, name: &str, mut report: Value, problems: Vec<String>) -> Result<Value, String> {
-    report["passed"] = json!(false);
-    report["problems"] = json!(problems);
+fn fail(
+    dir: &Path,
+    name: &str,
+    mut report: SecurityReport,
+    problems: Vec<String>,
+) -> Result<SecurityReport, String> {
+    let reasons = problems.join("; ");
+    report.passed = false;
+    report.problems = problems;
     let written = report::write_in(dir, &format!("{name}.failed.json"), &report)
         .map(|p| format!("details in {}", p.display()))
         .unwrap_or_else(|e| format!("and the report could not be written: {e}"));
-    Err(format!(
-        "the security run failed: {}; {written}",
-        problems.join("; ")
-    ))
+    Err(format!("the security run failed: {reasons}; {written}"))
 }
 
 fn print(point: &Point) {
@@ -206,8 +281,8 @@ fn gauges(database: &Database, server: Arc<Client>) -> Vec<Gauge> {
     ]
 }
 
-async fn settings(server: &Client) -> Result<Value, String> {
-    let mut out = serde_json::Map::new();
+async fn settings(server: &Client) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
     for name in [
         "shared_buffers",
         "max_connections",
@@ -219,17 +294,14 @@ async fn settings(server: &Client) -> Result<Value, String> {
             .await
             .map_err(|e| format!("SHOW {name}: {}", pg(&e)))?
             .get(0);
-        out.insert(name.to_owned(), json!(value));
+        out.insert(name.to_owned(), value);
     }
-    Ok(Value::Object(out))
+    Ok(out)
 }
 
 /// The plans of the hot read (as bound, and as the generic plan a prepared statement may switch to) and of a
 /// sparse read, with their assertions.
-async fn capture_plans(
-    server: &Client,
-    workload: &points::Workload,
-) -> Result<(Value, Vec<Assertion>), String> {
+async fn capture_plans(server: &Client, workload: &points::Workload) -> Result<Plans, String> {
     let evidence = &workload.evidence;
     let window = points::sign_ins(evidence.subject_id(seed::HOT_ACCOUNT)).window();
     let limit = i64::from(evidence.config().activity_rows());
@@ -263,19 +335,18 @@ async fn capture_plans(
         rows,
     ));
     assertions.extend(check_plan("sparse", &sparse_plan, &either, sparse_rows));
-    Ok((
-        json!({
-            "statement": janitor_sql::testing::statements::recent_event_types(
-                janitor_core::evidence::ActivityColumn::Subject,
-                true,
-            ),
-            "hot": hot_plan,
-            "hot_generic": hot_generic,
-            "sparse": sparse_plan,
-            "sparse_subject": format!("account-{n}"),
-        }),
+    Ok(Plans {
+        statement: janitor_sql::testing::statements::recent_event_types(
+            janitor_core::evidence::ActivityColumn::Subject,
+            true,
+        )
+        .to_owned(),
+        hot: hot_plan,
+        hot_generic,
+        sparse: sparse_plan,
+        sparse_subject: format!("account-{n}"),
         assertions,
-    ))
+    })
 }
 
 fn limitations() -> Vec<String> {

@@ -16,17 +16,19 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use janitor_core::evidence::{Evidence, EvidenceConfig, SubjectId};
 use janitor_core::LabelKey;
 use janitor_sql::{Database, PgEvidenceStore, SchemaName};
-use serde_json::Value;
 use tokio_postgres::{Client, NoTls};
 
 use super::env::CapacityEnv;
 use super::Target;
 
-pub use cookies::{known_visitors, read_cookies, record_visitors, write_cookies, CookieLine};
+pub use cookies::{
+    known_visitors, read_cookies, record_visitors, write_cookies, CookieLine, VisitorFixture,
+};
 pub use fixture::{
     action_of, offset_ms, owner_of, sparse_sign_ins, Owner, FIXTURE_API_EVENT, WINDOW_SPREAD_MS,
 };
-pub use lookup::lookup_schema;
+pub use load::{Dataset, LoadSeconds, TableBytes};
+pub use lookup::{lookup_schema, LookupFigures, Timed};
 
 /// The account whose subject holds half the events.
 pub const HOT_ACCOUNT: &str = "hot-account";
@@ -136,20 +138,26 @@ async fn drop_named(url: &str, name: &str) -> Result<(), String> {
         .map_err(|e| format!("dropping schema {name}: {}", pg(&e)))
 }
 
-/// Seeds the event fixture (capacity.md §1) and describes it: `{events, subjects, hot_subject_events,
-/// fixture_now_ms, seconds, bytes, reused}`.
-pub async fn events(target: &Target, env: &CapacityEnv) -> Result<Value, String> {
+/// Seeds the event fixture (capacity.md §1) and describes it.
+pub async fn events(target: &Target, env: &CapacityEnv) -> Result<Dataset, String> {
     load::events(target, env).await
 }
 
 /// Seeds `env.visitors` known visitors and writes the cookie file: one `visitor-id<TAB>payload-json` line each.
-pub async fn visitors(target: &Target, env: &CapacityEnv, cookies: &Path) -> Result<Value, String> {
+pub async fn visitors(
+    target: &Target,
+    env: &CapacityEnv,
+    cookies: &Path,
+) -> Result<VisitorFixture, String> {
     cookies::visitors(target, env, cookies).await
 }
 
 /// The missing-cookie lookup at `env.lookup_visitors` visitors, in a schema of its own
 /// ([`lookup_schema`], refused if it exists, dropped afterwards); `None` when the setting is 0.
-pub async fn lookup_scale(target: &Target, env: &CapacityEnv) -> Result<Option<Value>, String> {
+pub async fn lookup_scale(
+    target: &Target,
+    env: &CapacityEnv,
+) -> Result<Option<LookupFigures>, String> {
     lookup::run(target, env).await
 }
 

@@ -4,15 +4,14 @@
 
 use std::fmt::Write;
 
-use serde_json::Value;
-
+use super::report::Step;
 use crate::capacity::throughput::chart::nice;
 
 /// The reference's summed server RSS at 200,000 connections (1.64–1.70 GiB), in GiB.
 pub const REFERENCE_SERVER_GIB: (f64, f64) = (1.64, 1.70);
 
 /// A line of the chart: label, colour, and the value it reads.
-type Series = (&'static str, &'static str, fn(&MemoryPoint) -> u64);
+type Series = (&'static str, &'static str, fn(&Step) -> u64);
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 const LEFT: f64 = 70.0;
@@ -20,38 +19,8 @@ const RIGHT: f64 = 680.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 340.0;
 
-/// One ramp step: connections held, and server and load-process RSS in bytes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MemoryPoint {
-    /// Connections held after the step.
-    pub connections: u64,
-    /// Summed RSS of the server processes.
-    pub server_bytes: u64,
-    /// Summed RSS of the load processes.
-    pub client_bytes: u64,
-}
-
-/// The points of a report's `steps` (those it can read).
-pub fn points(steps: &Value) -> Vec<MemoryPoint> {
-    steps
-        .as_array()
-        .map(|steps| {
-            steps
-                .iter()
-                .filter_map(|s| {
-                    Some(MemoryPoint {
-                        connections: s["connections"].as_u64()?,
-                        server_bytes: s["server_rss_bytes"].as_u64()?,
-                        client_bytes: s["client_rss_bytes"].as_u64()?,
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The chart of `points`.
-pub fn svg(points: &[MemoryPoint]) -> String {
+/// The chart of a report's ramp steps.
+pub fn svg(points: &[Step]) -> String {
     let max_x = nice(
         points
             .iter()
@@ -61,7 +30,7 @@ pub fn svg(points: &[MemoryPoint]) -> String {
     let max_y = nice(
         points
             .iter()
-            .map(|p| p.server_bytes.max(p.client_bytes) as f64 / GIB)
+            .map(|p| p.server_rss_bytes.max(p.client_rss_bytes) as f64 / GIB)
             .fold(REFERENCE_SERVER_GIB.1, f64::max),
     );
     let x = |c: f64| LEFT + (RIGHT - LEFT) * c / max_x;
@@ -110,8 +79,8 @@ pub fn svg(points: &[MemoryPoint]) -> String {
         (TOP + BOTTOM) / 2.0
     );
     let series: [Series; 2] = [
-        ("server processes", "#1f77b4", |p| p.server_bytes),
-        ("load processes", "#2ca02c", |p| p.client_bytes),
+        ("server processes", "#1f77b4", |p| p.server_rss_bytes),
+        ("load processes", "#2ca02c", |p| p.client_rss_bytes),
     ];
     for (i, (label, colour, value)) in series.iter().enumerate() {
         let path: Vec<String> = points
@@ -167,17 +136,25 @@ fn legend(s: &mut String, i: usize, colour: &str, label: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    fn step(connections: u64, server_rss_bytes: u64, client_rss_bytes: u64) -> Step {
+        Step {
+            connections,
+            client_open: connections,
+            server_open: connections,
+            server_rss_bytes,
+            client_rss_bytes,
+            step_seconds: 1.0,
+            ramp_seconds: 1.0,
+        }
+    }
 
     #[test]
     fn one_marker_per_step_and_series_and_the_reference_band() {
-        let steps = json!([
-            {"connections": 10_000, "server_rss_bytes": 300_000_000u64, "client_rss_bytes": 180_000_000u64},
-            {"connections": 200_000, "server_rss_bytes": 4_374_511_616u64, "client_rss_bytes": 320_000_000u64},
-            {"connections": 5, "unreadable": true},
-        ]);
-        let points = points(&steps);
-        assert_eq!(points.len(), 2);
+        let points = [
+            step(10_000, 300_000_000, 180_000_000),
+            step(200_000, 4_374_511_616, 320_000_000),
+        ];
         let chart = svg(&points);
         assert_eq!(chart.matches("<circle").count(), 4);
         assert_eq!(

@@ -1,8 +1,7 @@
 //! What both sides counted at one moment, and the per-process figures of a stage between two moments.
 
-use serde_json::{json, Value};
-
-use crate::capacity::load::Reply;
+use super::report::{LoadFigures, StageFigures, StageTotals};
+use crate::capacity::load::{Counters, Reply};
 use crate::capacity::server::ServerStats;
 
 /// Both sides' counters at one moment: every server process's stats and every load process's reply.
@@ -20,7 +19,7 @@ impl Snapshot {
 
     /// Sockets the load processes hold and have not found closed.
     pub fn client_open(&self) -> u64 {
-        self.loads.iter().map(|l| l.open).sum()
+        self.loads.iter().map(|l| l.counters.open).sum()
     }
 
     /// Resident memory of the server processes, summed.
@@ -30,7 +29,7 @@ impl Snapshot {
 
     /// Resident memory of the load processes, summed.
     pub fn client_rss(&self) -> u64 {
-        self.loads.iter().map(|l| l.rss_bytes).sum()
+        self.loads.iter().map(|l| l.counters.rss_bytes).sum()
     }
 }
 
@@ -41,70 +40,77 @@ pub(super) fn stage(
     before: &Snapshot,
     after: &Snapshot,
     seconds: f64,
-) -> Value {
-    let servers: Vec<Value> = after
-        .servers
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let old = before.servers.get(i).cloned().unwrap_or_default();
-            json!({
-                "port": s.port,
-                "pid": s.pid,
-                "open": s.open,
-                "peak_open": s.peak_open,
-                "accepted": s.accepted - old.accepted.min(s.accepted),
-                "ready": s.ready - old.ready.min(s.ready),
-                "completed": s.completed - old.completed.min(s.completed),
-                "overloads": s.overloads - old.overloads.min(s.overloads),
-                "failures": s.failures - old.failures.min(s.failures),
-                "rss_bytes": s.rss_bytes,
-            })
-        })
-        .collect();
-    let loads: Vec<Value> = after
-        .loads
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let old = before.loads.get(i).cloned().unwrap_or_default();
-            let diff = |now: u64, then: u64| now - then.min(now);
-            json!({
-                "source": sources.get(i),
-                "open": l.open,
-                "warmed": diff(l.warmed, old.warmed),
-                "sent": diff(l.sent, old.sent),
-                "ok": diff(l.ok, old.ok),
-                "overloaded": diff(l.overloaded, old.overloaded),
-                "errors": diff(l.errors, old.errors),
-                "closes": diff(l.closes, old.closes),
-                "rss_bytes": l.rss_bytes,
-            })
-        })
-        .collect();
-    let sum = |list: &[Value], field: &str| -> u64 {
-        list.iter().filter_map(|v| v[field].as_u64()).sum()
+) -> StageFigures {
+    let servers = server_figures(before, after);
+    let loads = load_figures(sources, before, after);
+    let servers_sum = |field: fn(&ServerStats) -> u64| servers.iter().map(field).sum();
+    let loads_sum = |field: fn(&Counters) -> u64| loads.iter().map(|l| field(&l.counters)).sum();
+    let totals = StageTotals {
+        server_open: servers_sum(|s| s.open),
+        server_peak_open: servers_sum(|s| s.peak_open),
+        completed: servers_sum(|s| s.completed),
+        overloads: servers_sum(|s| s.overloads),
+        failures: servers_sum(|s| s.failures),
+        server_rss_bytes: after.server_rss(),
+        client_open: loads_sum(|l| l.open),
+        sent: loads_sum(|l| l.sent),
+        ok: loads_sum(|l| l.ok),
+        overloaded: loads_sum(|l| l.overloaded),
+        errors: loads_sum(|l| l.errors),
+        closes: loads_sum(|l| l.closes),
+        client_rss_bytes: after.client_rss(),
     };
-    json!({
-        "seconds": seconds,
-        "totals": {
-            "server_open": sum(&servers, "open"),
-            "server_peak_open": sum(&servers, "peak_open"),
-            "completed": sum(&servers, "completed"),
-            "overloads": sum(&servers, "overloads"),
-            "failures": sum(&servers, "failures"),
-            "server_rss_bytes": after.server_rss(),
-            "client_open": sum(&loads, "open"),
-            "sent": sum(&loads, "sent"),
-            "ok": sum(&loads, "ok"),
-            "overloaded": sum(&loads, "overloaded"),
-            "errors": sum(&loads, "errors"),
-            "closes": sum(&loads, "closes"),
-            "client_rss_bytes": after.client_rss(),
-        },
-        "servers": servers,
-        "loads": loads,
-    })
+    StageFigures {
+        seconds,
+        totals,
+        servers,
+        loads,
+    }
+}
+
+/// `now - then`, or 0 when a counter went back (a process that started again).
+fn diff(now: u64, then: u64) -> u64 {
+    now - then.min(now)
+}
+
+fn server_figures(before: &Snapshot, after: &Snapshot) -> Vec<ServerStats> {
+    let old = |i: usize| before.servers.get(i).cloned().unwrap_or_default();
+    let servers = after.servers.iter().enumerate();
+    servers
+        .map(|(i, s)| ServerStats {
+            accepted: diff(s.accepted, old(i).accepted),
+            ready: diff(s.ready, old(i).ready),
+            completed: diff(s.completed, old(i).completed),
+            overloads: diff(s.overloads, old(i).overloads),
+            failures: diff(s.failures, old(i).failures),
+            ..s.clone()
+        })
+        .collect()
+}
+
+fn load_figures(sources: &[String], before: &Snapshot, after: &Snapshot) -> Vec<LoadFigures> {
+    let mut figures = Vec::with_capacity(after.loads.len());
+    for (i, load) in after.loads.iter().enumerate() {
+        let (now, old) = (
+            &load.counters,
+            before.loads.get(i).cloned().unwrap_or_default(),
+        );
+        let old = old.counters;
+        figures.push(LoadFigures {
+            source: sources.get(i).cloned(),
+            counters: Counters {
+                open: now.open,
+                warmed: diff(now.warmed, old.warmed),
+                sent: diff(now.sent, old.sent),
+                ok: diff(now.ok, old.ok),
+                overloaded: diff(now.overloaded, old.overloaded),
+                errors: diff(now.errors, old.errors),
+                closes: diff(now.closes, old.closes),
+                rss_bytes: now.rss_bytes,
+            },
+        });
+    }
+    figures
 }
 
 /// Bytes as GiB with two decimals, for progress lines.
@@ -128,11 +134,14 @@ mod tests {
             ..ServerStats::default()
         };
         let load = |open, sent, closes| Reply {
-            open,
-            sent,
-            ok: sent,
-            closes,
-            rss_bytes: 10,
+            counters: Counters {
+                open,
+                sent,
+                ok: sent,
+                closes,
+                rss_bytes: 10,
+                ..Counters::default()
+            },
             ..Reply::default()
         };
         let before = Snapshot {
@@ -146,13 +155,13 @@ mod tests {
         assert_eq!((after.server_open(), after.client_open()), (4, 4));
         assert_eq!((after.server_rss(), after.client_rss()), (300, 10));
         let s = stage(&["127.0.0.10".to_owned()], &before, &after, 1.5);
-        assert_eq!(s["servers"][0]["completed"], 7);
-        assert_eq!(s["servers"][0]["open"], 4);
-        assert_eq!(s["servers"][0]["peak_open"], 5);
-        assert_eq!(s["loads"][0]["sent"], 7);
-        assert_eq!(s["loads"][0]["source"], "127.0.0.10");
-        assert_eq!(s["totals"]["closes"], 1);
-        assert_eq!(s["totals"]["server_rss_bytes"], 300);
+        assert_eq!(s.servers[0].completed, 7);
+        assert_eq!(s.servers[0].open, 4);
+        assert_eq!(s.servers[0].peak_open, 5);
+        assert_eq!(s.loads[0].counters.sent, 7);
+        assert_eq!(s.loads[0].source.as_deref(), Some("127.0.0.10"));
+        assert_eq!(s.totals.closes, 1);
+        assert_eq!(s.totals.server_rss_bytes, 300);
         assert_eq!(gib(3 << 29), "1.50 GiB");
     }
 }

@@ -12,23 +12,24 @@
 //! - `loads`: starting and asking the load processes.
 //! - `stages`: the ramp, steady, burst and recovery stages.
 //! - `figures`: per-process figures of a stage.
+//! - [`report`]: the report's types.
 
 pub mod chart;
 mod figures;
 mod loads;
+pub mod report;
 mod stages;
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
-use serde_json::{json, Map, Value};
-
 use super::env::SOCKETS_PER_PROCESS;
 use super::load::{self, Reply};
-use super::report;
+use super::report::{self as reports, Versions};
 use super::run::HttpRun;
 use super::server::{self, Fleet, FleetSettings};
 use loads::Loads;
+use report::{ConnectionSettings, ConnectionsReport, ConnectionsSummary, Kernel, Stages, Step};
 
 /// Admission slots of each server process (the reference's 8).
 pub const MAX_IN_FLIGHT: usize = 8;
@@ -60,7 +61,7 @@ impl Plan {
         Plan {
             base_port: server::BASE_PORT,
             first_source: Ipv4Addr::new(127, 0, 0, 10),
-            report: report::reports_dir().join(REPORT),
+            report: reports::reports_dir().join(REPORT),
         }
     }
 }
@@ -88,37 +89,39 @@ impl Layout {
 }
 
 /// Runs the connection stages and writes `docs/benchmarks/connections-current.json`.
-pub async fn run(run: &HttpRun) -> Result<Value, String> {
+pub async fn run(run: &HttpRun) -> Result<ConnectionsReport, String> {
     run_with(run, &Plan::standard()).await
 }
 
 /// Runs the connection stages with the ports, sources and report file of `plan`, writes the report (also
 /// when the run fails) and returns it; a failed run returns the reason.
-pub async fn run_with(run: &HttpRun, plan: &Plan) -> Result<Value, String> {
+pub async fn run_with(run: &HttpRun, plan: &Plan) -> Result<ConnectionsReport, String> {
     let layout = Layout::of(run);
     let kernel = kernel();
     refuse_what_cannot_fit(&layout, &kernel)?;
     let versions = {
         let database = run.target.database(1)?;
-        report::versions(&database).await?
+        reports::versions(&database).await?
     };
-    let mut record = Record::new(layout);
-    record.settings = json!({
-        "connections": layout.connections,
-        "workers": layout.workers,
-        "load_processes": layout.loads,
-        "sources": (0..layout.loads)
+    let settings = ConnectionSettings {
+        connections: layout.connections,
+        workers: layout.workers,
+        load_processes: layout.loads,
+        sources: (0..layout.loads)
             .map(|i| loads::source(plan.first_source, i).map(|s| s.to_string()))
             .collect::<Result<Vec<_>, _>>()?,
-        "ports": (0..layout.workers).map(|i| u64::from(plan.base_port) + i).collect::<Vec<_>>(),
-        "max_in_flight": MAX_IN_FLIGHT,
-        "pool": layout.pool,
-        "connects_in_flight_per_load_process": load::CONCURRENCY,
-        "steady_rate": STEADY_RATE,
-        "steady_seconds": run.env.steady_seconds,
-        "recovery_requests": RECOVERY_REQUESTS,
-        "kernel": kernel,
-    });
+        ports: (0..layout.workers)
+            .map(|i| u64::from(plan.base_port) + i)
+            .collect(),
+        max_in_flight: MAX_IN_FLIGHT,
+        pool: layout.pool,
+        connects_in_flight_per_load_process: load::CONCURRENCY,
+        steady_rate: STEADY_RATE,
+        steady_seconds: run.env.steady_seconds,
+        recovery_requests: RECOVERY_REQUESTS,
+        kernel,
+    };
+    let mut record = Record::new(layout, settings);
     println!(
         "connections: {} sockets over {} server processes and {} load processes",
         layout.connections, layout.workers, layout.loads
@@ -134,7 +137,7 @@ pub async fn run_with(run: &HttpRun, plan: &Plan) -> Result<Value, String> {
     .and_then(|()| crate::write_report(&plan.report, &report))
     .and_then(|()| {
         // The memory chart beside the report: connections-current.svg.
-        let chart = chart::svg(&chart::points(&report["steps"]));
+        let chart = chart::svg(&report.steps);
         let path = plan.report.with_extension("svg");
         std::fs::write(&path, chart).map_err(|e| format!("writing {}: {e}", path.display()))
     });
@@ -187,22 +190,22 @@ async fn processes(
 /// What the run has seen so far, enough to write a report at any point.
 struct Record {
     layout: Layout,
-    settings: Value,
-    steps: Vec<Value>,
-    stages: Map<String, Value>,
-    summary: Map<String, Value>,
+    settings: ConnectionSettings,
+    steps: Vec<Step>,
+    stages: Stages,
+    summary: ConnectionsSummary,
     /// The latest reply of each load process (counters are totals, so the latest says everything).
     latest: Vec<Reply>,
 }
 
 impl Record {
-    fn new(layout: Layout) -> Record {
+    fn new(layout: Layout, settings: ConnectionSettings) -> Record {
         Record {
             layout,
-            settings: Value::Null,
+            settings,
             steps: Vec::new(),
-            stages: Map::new(),
-            summary: Map::new(),
+            stages: Stages::default(),
+            summary: ConnectionsSummary::default(),
             latest: vec![Reply::default(); layout.loads as usize],
         }
     }
@@ -213,29 +216,22 @@ impl Record {
         }
     }
 
-    fn note(&mut self, name: &str, value: Value) {
-        self.summary.insert(name.to_owned(), value);
-    }
-
-    fn report(mut self, versions: Value, failure: Option<&String>) -> Value {
+    fn report(mut self, versions: Versions, failure: Option<&String>) -> ConnectionsReport {
         let total = |f: fn(&Reply) -> u64| self.latest.iter().map(f).sum::<u64>();
-        let (closes, errors) = (total(|r| r.closes), total(|r| r.errors));
-        self.summary
-            .insert("unexpected_closes".to_owned(), json!(closes));
-        self.summary
-            .insert("socket_errors".to_owned(), json!(errors));
-        json!({
-            "workload": "connections",
-            "machine": report::machine(),
-            "versions": versions,
-            "settings": self.settings,
-            "steps": self.steps,
-            "stages": self.stages,
-            "summary": self.summary,
-            "passed": failure.is_none(),
-            "failure": failure,
-            "limitations": limitations(&self.layout),
-        })
+        self.summary.unexpected_closes = total(|r| r.counters.closes);
+        self.summary.socket_errors = total(|r| r.counters.errors);
+        ConnectionsReport {
+            workload: "connections".to_owned(),
+            machine: reports::machine(),
+            versions,
+            settings: self.settings,
+            steps: self.steps,
+            stages: self.stages,
+            summary: self.summary,
+            passed: failure.is_none(),
+            failure: failure.cloned(),
+            limitations: limitations(&self.layout),
+        }
     }
 }
 
@@ -266,31 +262,28 @@ fn limitations(layout: &Layout) -> Vec<String> {
 }
 
 /// The kernel settings that bound the run, read from /proc (null where unreadable).
-fn kernel() -> Value {
+fn kernel() -> Kernel {
     let read = |path: &str| {
         std::fs::read_to_string(format!("/proc/sys/{path}"))
             .ok()
             .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
     };
     let number = |path: &str| read(path).and_then(|v| v.parse::<u64>().ok());
-    json!({
-        "somaxconn": number("net/core/somaxconn"),
-        "tcp_max_syn_backlog": number("net/ipv4/tcp_max_syn_backlog"),
-        "ip_local_port_range": read("net/ipv4/ip_local_port_range"),
-        "nf_conntrack_max": number("net/netfilter/nf_conntrack_max"),
-        "nf_conntrack_count_before": number("net/netfilter/nf_conntrack_count"),
-        "open_files_limit": report::open_files_limit(),
-    })
+    Kernel {
+        somaxconn: number("net/core/somaxconn"),
+        tcp_max_syn_backlog: number("net/ipv4/tcp_max_syn_backlog"),
+        ip_local_port_range: read("net/ipv4/ip_local_port_range"),
+        nf_conntrack_max: number("net/netfilter/nf_conntrack_max"),
+        nf_conntrack_count_before: number("net/netfilter/nf_conntrack_count"),
+        open_files_limit: reports::open_files_limit(),
+    }
 }
 
 /// Refuses a run the machine cannot hold, before anything starts; the kernel's settings are not changed.
-fn refuse_what_cannot_fit(layout: &Layout, kernel: &Value) -> Result<(), String> {
+fn refuse_what_cannot_fit(layout: &Layout, kernel: &Kernel) -> Result<(), String> {
     let per_load = layout.connections.div_ceil(layout.loads);
     let per_server = layout.connections.div_ceil(layout.workers);
-    if let (Some(max), Some(count)) = (
-        kernel["nf_conntrack_max"].as_u64(),
-        kernel["nf_conntrack_count_before"].as_u64(),
-    ) {
+    if let (Some(max), Some(count)) = (kernel.nf_conntrack_max, kernel.nf_conntrack_count_before) {
         if layout.connections + count > max {
             return Err(format!(
                 "connection tracking cannot hold the run: {count} entries are in use and {} connections \
@@ -300,7 +293,7 @@ fn refuse_what_cannot_fit(layout: &Layout, kernel: &Value) -> Result<(), String>
             ));
         }
     }
-    if let Some(limit) = kernel["open_files_limit"].as_u64() {
+    if let Some(limit) = kernel.open_files_limit {
         // Headroom for the pool, pipes, the runtime and the control port.
         let needed = per_load.max(per_server) + 200;
         if needed > limit {
@@ -325,12 +318,13 @@ mod tests {
         }
     }
 
-    fn machine(conntrack: u64, files: u64) -> Value {
-        json!({
-            "nf_conntrack_max": 262_144,
-            "nf_conntrack_count_before": conntrack,
-            "open_files_limit": files,
-        })
+    fn machine(conntrack: u64, files: u64) -> Kernel {
+        Kernel {
+            nf_conntrack_max: Some(262_144),
+            nf_conntrack_count_before: Some(conntrack),
+            open_files_limit: Some(files),
+            ..Kernel::default()
+        }
     }
 
     #[test]
@@ -341,7 +335,7 @@ mod tests {
         let few = refuse_what_cannot_fit(&layout(200_000, 12), &machine(0, 10_000));
         assert!(few.unwrap_err().contains("ulimit -n"));
         // Unreadable settings are not a reason to refuse.
-        assert!(refuse_what_cannot_fit(&layout(1_000, 1), &json!({})).is_ok());
+        assert!(refuse_what_cannot_fit(&layout(1_000, 1), &Kernel::default()).is_ok());
     }
 
     #[test]

@@ -2,10 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
 use super::figures::{gib, stage, Snapshot};
 use super::loads::Loads;
+use super::report::{Burst, Ramp, Steady, Step};
 use super::{Record, RECOVERY_REQUESTS, STEADY_RATE};
 use crate::capacity::load::{Command, Reply};
 use crate::capacity::server::Fleet;
@@ -53,7 +52,7 @@ pub(super) async fn drive(
     record: &mut Record,
 ) -> Result<(), String> {
     let before = agree(fleet, loads, record, "the start").await?;
-    record.note("server_rss_before_bytes", json!(before.server_rss()));
+    record.summary.server_rss_before_bytes = Some(before.server_rss());
     println!(
         "connections: servers ready, {} resident",
         gib(before.server_rss())
@@ -62,8 +61,8 @@ pub(super) async fn drive(
     let after_steady = steady(fleet, loads, record, &after_ramp, steady_seconds).await?;
     let after_burst = burst(fleet, loads, record, &after_steady).await?;
     let after = recovery(fleet, loads, record, &after_burst).await?;
-    record.note("held", json!(after.client_open()));
-    record.note("counts_agreed", json!(true));
+    record.summary.held = Some(after.client_open());
+    record.summary.counts_agreed = Some(true);
     Ok(())
 }
 
@@ -93,15 +92,15 @@ async fn ramp(
                 last.client_open()
             ));
         }
-        record.steps.push(json!({
-            "connections": step,
-            "client_open": last.client_open(),
-            "server_open": last.server_open(),
-            "server_rss_bytes": last.server_rss(),
-            "client_rss_bytes": last.client_rss(),
-            "step_seconds": step_started.elapsed().as_secs_f64(),
-            "ramp_seconds": started.elapsed().as_secs_f64(),
-        }));
+        record.steps.push(Step {
+            connections: step,
+            client_open: last.client_open(),
+            server_open: last.server_open(),
+            server_rss_bytes: last.server_rss(),
+            client_rss_bytes: last.client_rss(),
+            step_seconds: step_started.elapsed().as_secs_f64(),
+            ramp_seconds: started.elapsed().as_secs_f64(),
+        });
         println!(
             "connections: {step} held (load processes {} = servers {}) after {:.1} s; servers {} \
              resident, load processes {}",
@@ -114,14 +113,16 @@ async fn ramp(
     }
     let seconds = started.elapsed().as_secs_f64();
     let end = agree(fleet, loads, record, "the ramp").await?;
-    let mut figures = stage(&loads.sources(), before, &end, seconds);
-    figures["steps"] = json!(record.steps.clone());
-    record.stages.insert("ramp".to_owned(), figures);
+    record.stages.ramp = Some(Ramp {
+        figures: stage(&loads.sources(), before, &end, seconds),
+        steps: record.steps.clone(),
+    });
     let growth = end.server_rss() as i64 - before.server_rss() as i64;
-    record.note("ramp_seconds", json!(seconds));
-    record.note("server_rss_after_ramp_bytes", json!(end.server_rss()));
-    record.note("client_rss_after_ramp_bytes", json!(end.client_rss()));
-    record.note("bytes_per_connection", json!(growth as f64 / target as f64));
+    let summary = &mut record.summary;
+    summary.ramp_seconds = Some(seconds);
+    summary.server_rss_after_ramp_bytes = Some(end.server_rss());
+    summary.client_rss_after_ramp_bytes = Some(end.client_rss());
+    summary.bytes_per_connection = Some(growth as f64 / target as f64);
     Ok(end)
 }
 
@@ -149,12 +150,14 @@ async fn steady(
     record_all(record, &replies);
     check(&replies, "the steady stage")?;
     let end = agree(fleet, loads, record, "the steady stage").await?;
-    let mut figures = stage(&loads.sources(), before, &end, elapsed);
-    figures["rate"] = json!(STEADY_RATE);
-    figures["requests"] = json!(total);
-    let (ok, overloaded) = (&figures["totals"]["ok"], &figures["totals"]["overloaded"]);
+    let figures = stage(&loads.sources(), before, &end, elapsed);
+    let (ok, overloaded) = (figures.totals.ok, figures.totals.overloaded);
     println!("connections: steady done, {ok} answered 200 and {overloaded} answered 503");
-    record.stages.insert("steady".to_owned(), figures);
+    record.stages.steady = Some(Steady {
+        figures,
+        rate: STEADY_RATE,
+        requests: total,
+    });
     Ok(end)
 }
 
@@ -172,17 +175,19 @@ async fn burst(
     record_all(record, &replies);
     check(&replies, "the burst")?;
     let end = agree(fleet, loads, record, "the burst").await?;
-    let mut figures = stage(&loads.sources(), before, &end, seconds);
-    figures["process_seconds"] = json!(replies.iter().map(|r| r.seconds).collect::<Vec<_>>());
-    let ok = figures["totals"]["ok"].as_u64().unwrap_or(0);
-    let overloaded = figures["totals"]["overloaded"].as_u64().unwrap_or(0);
-    record.stages.insert("burst".to_owned(), figures);
-    record.note("burst_seconds", json!(seconds));
-    record.note("burst_answered", json!(ok + overloaded));
-    record.note("burst_successes", json!(ok));
-    record.note("burst_overloads", json!(overloaded));
-    record.note("server_rss_after_burst_bytes", json!(end.server_rss()));
-    record.note("client_rss_after_burst_bytes", json!(end.client_rss()));
+    let figures = stage(&loads.sources(), before, &end, seconds);
+    let (ok, overloaded) = (figures.totals.ok, figures.totals.overloaded);
+    record.stages.burst = Some(Burst {
+        figures,
+        process_seconds: replies.iter().map(|r| r.seconds).collect(),
+    });
+    let summary = &mut record.summary;
+    summary.burst_seconds = Some(seconds);
+    summary.burst_answered = Some(ok + overloaded);
+    summary.burst_successes = Some(ok);
+    summary.burst_overloads = Some(overloaded);
+    summary.server_rss_after_burst_bytes = Some(end.server_rss());
+    summary.client_rss_after_burst_bytes = Some(end.client_rss());
     println!(
         "connections: burst answered in {seconds:.1} s: {ok} × 200, {overloaded} × 503; servers {} \
          resident",
@@ -221,11 +226,10 @@ async fn recovery(
     let seconds = started.elapsed().as_secs_f64();
     let end = agree(fleet, loads, record, "the recovery").await?;
     let figures = stage(&loads.sources(), before, &end, seconds);
-    let ok = figures["totals"]["ok"].as_u64().unwrap_or(0);
-    let overloaded = figures["totals"]["overloaded"].as_u64().unwrap_or(0);
-    record.stages.insert("recovery".to_owned(), figures);
-    record.note("recovery", json!(format!("{ok}/{RECOVERY_REQUESTS}")));
-    record.note("recovery_ok", json!(ok));
+    let (ok, overloaded) = (figures.totals.ok, figures.totals.overloaded);
+    record.stages.recovery = Some(figures);
+    record.summary.recovery = Some(format!("{ok}/{RECOVERY_REQUESTS}"));
+    record.summary.recovery_ok = Some(ok);
     println!("connections: recovery {ok}/{RECOVERY_REQUESTS} answered 200");
     if ok != RECOVERY_REQUESTS {
         return Err(format!(
@@ -293,13 +297,13 @@ fn check(replies: &[Reply], during: &str) -> Result<(), String> {
         .iter()
         .find_map(|r| r.problem.clone())
         .unwrap_or_else(|| "no detail".to_owned());
-    let closes: u64 = replies.iter().map(|r| r.closes).sum();
+    let closes: u64 = replies.iter().map(|r| r.counters.closes).sum();
     if closes > 0 {
         return Err(format!(
             "unexpected close during {during}: {closes} socket(s) closed by the servers (first: {first})"
         ));
     }
-    let errors: u64 = replies.iter().map(|r| r.errors).sum();
+    let errors: u64 = replies.iter().map(|r| r.counters.errors).sum();
     if errors > 0 {
         return Err(format!(
             "socket errors during {during}: {errors} (first: {first})"
@@ -314,6 +318,7 @@ fn check(replies: &[Reply], during: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capacity::load::Counters;
 
     #[test]
     fn steps_stop_at_the_target() {
@@ -344,7 +349,10 @@ mod tests {
         let fine = Reply::default();
         assert!(check(&[fine.clone(), fine.clone()], "x").is_ok());
         let closed = Reply {
-            closes: 2,
+            counters: Counters {
+                closes: 2,
+                ..Counters::default()
+            },
             problem: Some("socket 3 to 127.0.0.1:1: closed by the server".to_owned()),
             ..Reply::default()
         };
@@ -352,7 +360,10 @@ mod tests {
         assert!(e.starts_with("unexpected close during the burst: 2"), "{e}");
         assert!(e.contains("socket 3"), "{e}");
         let failed = Reply {
-            errors: 1,
+            counters: Counters {
+                errors: 1,
+                ..Counters::default()
+            },
             ..Reply::default()
         };
         assert!(check(&[failed], "x").unwrap_err().contains("socket errors"));

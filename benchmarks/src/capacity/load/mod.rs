@@ -71,6 +71,19 @@ pub enum Command {
 /// The answer of a load process to one command (one JSON line); counters are totals since it started.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reply {
+    /// What the process counted.
+    #[serde(flatten)]
+    pub counters: Counters,
+    /// Seconds the command took in the process.
+    pub seconds: f64,
+    /// The first problem met while doing the command.
+    pub problem: Option<String>,
+}
+
+/// What a load process counts: in a [`Reply`] totals since it started, in a stage of the connection report the
+/// differences over the stage (`open` and `rss_bytes` as they were at its end).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
     /// Sockets held and not known to be closed.
     pub open: u64,
     /// Warm-up `GET /ready` answered 200 (one per socket opened).
@@ -87,10 +100,6 @@ pub struct Reply {
     pub closes: u64,
     /// Resident memory of the load process.
     pub rss_bytes: u64,
-    /// Seconds the command took in the process.
-    pub seconds: f64,
-    /// The first problem met while doing the command.
-    pub problem: Option<String>,
 }
 
 /// Where a load process connects from and to.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::net::TcpSocket;
 use tokio::task::{JoinError, JoinSet};
 
-use super::{Command, Reply, Settings, FIRST_PORT};
+use super::{Command, Counters, Reply, Settings, FIRST_PORT};
 use crate::capacity::report::rss_bytes;
 use janitor_axum::testing::http1::{self, Connection, Response};
 
@@ -36,7 +36,9 @@ pub(super) struct Sockets {
     attempts: u64,
     /// The next local port to try on the source address.
     next_port: u32,
-    tally: Reply,
+    tally: Counters,
+    /// The first problem since the last reply.
+    problem: Option<String>,
 }
 
 impl Sockets {
@@ -47,17 +49,22 @@ impl Sockets {
             held: Vec::new(),
             attempts: 0,
             next_port: u32::from(FIRST_PORT),
-            tally: Reply::default(),
+            tally: Counters::default(),
+            problem: None,
         }
     }
 
     /// The counters now; the first problem is handed over once.
     pub(super) fn reply(&mut self) -> Reply {
-        let mut reply = self.tally.clone();
-        reply.open = self.held.len() as u64;
-        reply.rss_bytes = rss_bytes(std::process::id()).unwrap_or(0);
-        self.tally.problem = None;
-        reply
+        Reply {
+            counters: Counters {
+                open: self.held.len() as u64,
+                rss_bytes: rss_bytes(std::process::id()).unwrap_or(0),
+                ..self.tally.clone()
+            },
+            seconds: 0.0,
+            problem: self.problem.take(),
+        }
     }
 
     pub(super) async fn obey(&mut self, command: Command) {
@@ -71,7 +78,7 @@ impl Sockets {
     }
 
     fn problem(&mut self, text: String) {
-        self.tally.problem.get_or_insert(text);
+        self.problem.get_or_insert(text);
     }
 
     async fn open(&mut self, target: u64) {

@@ -14,10 +14,10 @@ use janitor_core::protection::budget::{
 };
 use janitor_core::{LabelKey, Observation};
 use janitor_sql::PgBudgetStore;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 use super::points::Workload;
-use crate::closed_loop::{self, Outcome, Point};
+use crate::closed_loop::{self, Outcome, Point, PointReport};
 
 /// How long the mocked evaluator takes.
 pub const MOCK_LATENCY: Duration = Duration::from_millis(5);
@@ -84,14 +84,33 @@ pub struct Admission {
     pub admitted: u64,
 }
 
+/// The report's `evaluator_admission` object: the point, the limits and what the mock saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdmissionReport {
+    /// The closed-loop point.
+    pub point: PointReport,
+    /// How long the mocked evaluator took.
+    pub mock_latency_ms: u64,
+    /// The budget's limit on calls at once.
+    pub max_concurrent: u64,
+    /// The most calls the mock saw at once.
+    pub peak_concurrent: u64,
+    /// Calls that reached the mock.
+    pub admitted: u64,
+    /// Evaluations the budget refused, whatever the reason.
+    pub refused: u64,
+    /// The budget was never exceeded and nothing failed.
+    pub budget_held: bool,
+}
+
 impl Admission {
     /// Whether the budget was never exceeded and nothing failed.
     pub fn held(&self) -> bool {
         self.peak_concurrent <= self.max_concurrent && self.point.failed == 0
     }
 
-    /// The report's `evaluator_admission` object: the point, the limits and what the mock saw.
-    pub fn to_json(&self) -> Value {
+    /// The report's `evaluator_admission` object.
+    pub fn report(&self) -> AdmissionReport {
         let refused: u64 = self
             .point
             .outcomes
@@ -99,15 +118,15 @@ impl Admission {
             .filter(|(name, _)| name.starts_with("refused"))
             .map(|(_, n)| n)
             .sum();
-        json!({
-            "point": self.point.to_json(),
-            "mock_latency_ms": MOCK_LATENCY.as_millis() as u64,
-            "max_concurrent": self.max_concurrent,
-            "peak_concurrent": self.peak_concurrent,
-            "admitted": self.admitted,
-            "refused": refused,
-            "budget_held": self.held(),
-        })
+        AdmissionReport {
+            point: self.point.report(),
+            mock_latency_ms: MOCK_LATENCY.as_millis() as u64,
+            max_concurrent: self.max_concurrent,
+            peak_concurrent: self.peak_concurrent,
+            admitted: self.admitted,
+            refused,
+            budget_held: self.held(),
+        }
     }
 }
 

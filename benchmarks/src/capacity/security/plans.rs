@@ -10,7 +10,8 @@
 
 use janitor_core::evidence::ActivityColumn;
 use janitor_sql::testing::statements::recent_event_types;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio_postgres::types::{Json, ToSql};
 
 use crate::capacity::seed::pg;
@@ -39,7 +40,7 @@ pub struct VelocityRead {
 }
 
 /// One checked property of a plan.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Assertion {
     /// What was checked.
     pub what: String,
@@ -47,13 +48,6 @@ pub struct Assertion {
     pub passed: bool,
     /// What was found.
     pub found: String,
-}
-
-impl Assertion {
-    /// As JSON: `{what, passed, found}`.
-    pub fn to_json(&self) -> Value {
-        json!({"what": self.what, "passed": self.passed, "found": self.found})
-    }
 }
 
 /// Every plan node below `plan`, itself first.
@@ -224,6 +218,7 @@ pub async fn explain_generic(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn scan(node_type: &str, index: Option<&str>, rows: u64) -> Value {
         let mut node = json!({

@@ -10,7 +10,7 @@ use janitor_core::identification::store::VisitWrite;
 use janitor_core::VisitorStore;
 use janitor_sql::testing::population;
 use janitor_sql::Database;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 use super::{guarded, now_ms, pg};
 use crate::capacity::env::CapacityEnv;
@@ -19,8 +19,25 @@ use crate::capacity::Target;
 /// Observations seeded per known visitor.
 const OBSERVATIONS_PER_VISITOR: u64 = 1;
 
+/// The known visitors of a run, as seeded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VisitorFixture {
+    /// Known visitors.
+    pub visitors: u64,
+    /// Observations seeded per visitor.
+    pub observations_per_visitor: u64,
+    /// Seconds the seeding (or finding) took, to two decimals.
+    pub seconds: f64,
+    /// They were found from an earlier run.
+    pub reused: bool,
+}
+
 /// Seeds the visitors (or finds them, with `JANITOR_BENCHMARK_REUSE=1`) and writes the cookie file.
-pub async fn visitors(target: &Target, env: &CapacityEnv, cookies: &Path) -> Result<Value, String> {
+pub async fn visitors(
+    target: &Target,
+    env: &CapacityEnv,
+    cookies: &Path,
+) -> Result<VisitorFixture, String> {
     let started = Instant::now();
     let database = target.database(2)?;
     let reused = known_visitors(&database, env.visitors, env.reuse).await?;
@@ -32,12 +49,12 @@ pub async fn visitors(target: &Target, env: &CapacityEnv, cookies: &Path) -> Res
         if reused { "reused" } else { "seeded" },
         cookies.display()
     );
-    Ok(json!({
-        "visitors": env.visitors,
-        "observations_per_visitor": OBSERVATIONS_PER_VISITOR,
-        "seconds": (seconds * 100.0).round() / 100.0,
-        "reused": reused,
-    }))
+    Ok(VisitorFixture {
+        visitors: env.visitors,
+        observations_per_visitor: OBSERVATIONS_PER_VISITOR,
+        seconds: (seconds * 100.0).round() / 100.0,
+        reused,
+    })
 }
 
 /// Seeds browsers `1..=count` of the test population in `database` by `COPY`, one observation each; with
@@ -159,7 +176,7 @@ mod tests {
         assert_eq!(lines.len(), 3);
         for (n, line) in (1..).zip(lines) {
             assert_eq!(line.visitor, population::visitor(n).as_str());
-            let parsed: Value = serde_json::from_str(&line.payload).expect("JSON");
+            let parsed: serde_json::Value = serde_json::from_str(&line.payload).expect("JSON");
             assert_eq!(parsed, population::payload_json(n));
             assert!(!line.payload.contains('\t') && !line.payload.contains('\n'));
         }

@@ -6,11 +6,13 @@
 //! The rows are the ones the library writes: each event is made by `Evidence::event_record` (labelled id,
 //! content digest, expiry), only stored by `COPY` instead of one statement per event.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use janitor_core::evidence::{Action, EventInput, EventType, Evidence};
 use janitor_sql::PgEvidenceStore;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{Json, ToSql, Type};
 use tokio_postgres::Client;
@@ -22,8 +24,58 @@ use super::{
 use crate::capacity::env::CapacityEnv;
 use crate::capacity::Target;
 
+/// The event fixture as the SQL report describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dataset {
+    /// Events in all, the one recorded through the API included.
+    pub events: u64,
+    /// Events recorded through the library's API (the others came by `COPY`).
+    pub events_through_api: u64,
+    /// Subjects: the hot one and the sparse ones.
+    pub subjects: u64,
+    /// Events of the hot subject.
+    pub hot_subject_events: u64,
+    /// The fixture's clock, epoch milliseconds: velocity reads are asked as of it.
+    pub fixture_now_ms: i64,
+    /// How long before that clock the events are spread.
+    pub spread_ms: i64,
+    /// Sizes of `application_events`.
+    pub bytes: TableBytes,
+    /// The fixture was found from an earlier run.
+    pub reused: bool,
+    /// How long the load took; absent when the fixture was reused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<LoadSeconds>,
+}
+
+/// Sizes of a table in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableBytes {
+    /// Table, indexes and TOAST.
+    pub total: i64,
+    /// The table alone.
+    pub table: i64,
+    /// Its indexes.
+    pub indexes: i64,
+}
+
+/// Seconds of each part of the load, to two decimals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadSeconds {
+    /// The `COPY` of subjects and events.
+    pub load: f64,
+    /// Putting constraints and indexes back.
+    pub index_build: f64,
+    /// `VACUUM ANALYZE` of the two tables.
+    pub vacuum_analyze: f64,
+    /// The whole load.
+    pub total: f64,
+    /// Each constraint and index put back, by name.
+    pub by_index: BTreeMap<String, f64>,
+}
+
 /// Seeds the fixture (or finds it, with `JANITOR_BENCHMARK_REUSE=1`) and describes it.
-pub async fn events(target: &Target, env: &CapacityEnv) -> Result<Value, String> {
+pub async fn events(target: &Target, env: &CapacityEnv) -> Result<Dataset, String> {
     let database = target.database(2)?;
     let evidence = evidence(&database);
     let mut client = connect(&target.url, &target.schema, SEED_DEADLINE).await?;
@@ -35,7 +87,7 @@ pub async fn events(target: &Target, env: &CapacityEnv) -> Result<Value, String>
                 target.schema
             );
             let mut dataset = describe(&client, env.events, fixture_now).await?;
-            dataset["reused"] = json!(true);
+            dataset.reused = true;
             return Ok(dataset);
         }
     }
@@ -64,13 +116,13 @@ pub async fn events(target: &Target, env: &CapacityEnv) -> Result<Value, String>
     let vacuum = vacuum_started.elapsed().as_secs_f64();
     let total = started.elapsed().as_secs_f64();
     let mut dataset = describe(&client, env.events, fixture_now).await?;
-    dataset["reused"] = json!(false);
-    dataset["seconds"] = json!({
-        "load": round(timings.load),
-        "index_build": round(timings.index_build),
-        "vacuum_analyze": round(vacuum),
-        "total": round(total),
-        "by_index": timings.by_index,
+    let by_index = serde_json::to_string(&timings.by_index).unwrap_or_default();
+    dataset.seconds = Some(LoadSeconds {
+        load: round(timings.load),
+        index_build: round(timings.index_build),
+        vacuum_analyze: round(vacuum),
+        total: round(total),
+        by_index: timings.by_index,
     });
     println!(
         "events: {} events over {} subjects in {:.1} s (load {:.1} s, indexes {:.1} s, vacuum {:.1} s); \
@@ -81,12 +133,9 @@ pub async fn events(target: &Target, env: &CapacityEnv) -> Result<Value, String>
         timings.load,
         timings.index_build,
         vacuum,
-        dataset["bytes"]["total"]
+        dataset.bytes.total
     );
-    println!(
-        "events: constraints and indexes put back (seconds): {}",
-        dataset["seconds"]["by_index"]
-    );
+    println!("events: constraints and indexes put back (seconds): {by_index}");
     Ok(dataset)
 }
 
@@ -142,7 +191,7 @@ async fn existing(
 }
 
 /// The dataset's description: counts, the fixture's clock and the sizes of `application_events`.
-async fn describe(client: &Client, events: u64, fixture_now: i64) -> Result<Value, String> {
+async fn describe(client: &Client, events: u64, fixture_now: i64) -> Result<Dataset, String> {
     let row = client
         .query_one(
             "SELECT pg_total_relation_size('application_events'), pg_table_size('application_events'), \
@@ -152,22 +201,28 @@ async fn describe(client: &Client, events: u64, fixture_now: i64) -> Result<Valu
         .await
         .map_err(|e| format!("sizing application_events: {}", pg(&e)))?;
     let (total, table, indexes): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
-    Ok(json!({
-        "events": events + 1,
-        "events_through_api": 1,
-        "subjects": SPARSE_SUBJECTS + 1,
-        "hot_subject_events": events.div_ceil(2) + 1,
-        "fixture_now_ms": fixture_now,
-        "spread_ms": super::WINDOW_SPREAD_MS,
-        "bytes": {"total": total, "table": table, "indexes": indexes},
-    }))
+    Ok(Dataset {
+        events: events + 1,
+        events_through_api: 1,
+        subjects: SPARSE_SUBJECTS + 1,
+        hot_subject_events: events.div_ceil(2) + 1,
+        fixture_now_ms: fixture_now,
+        spread_ms: super::WINDOW_SPREAD_MS,
+        bytes: TableBytes {
+            total,
+            table,
+            indexes,
+        },
+        reused: false,
+        seconds: None,
+    })
 }
 
 struct Timings {
     load: f64,
     index_build: f64,
     /// Seconds of each constraint and index put back, by name.
-    by_index: serde_json::Map<String, Value>,
+    by_index: BTreeMap<String, f64>,
 }
 
 /// The primary key and foreign keys of `application_events` with their definitions, the primary key first.
@@ -260,7 +315,7 @@ async fn load(
     let load = started.elapsed().as_secs_f64();
 
     let started = Instant::now();
-    let mut by_index = serde_json::Map::new();
+    let mut by_index = BTreeMap::new();
     let statements = constraints
         .iter()
         .take(1)
@@ -281,7 +336,7 @@ async fn load(
             .batch_execute(&statement)
             .await
             .map_err(|e| format!("putting back {name}: {}", pg(&e)))?;
-        by_index.insert(name.clone(), json!(round(began.elapsed().as_secs_f64())));
+        by_index.insert(name.clone(), round(began.elapsed().as_secs_f64()));
     }
     let index_build = started.elapsed().as_secs_f64();
     transaction

@@ -8,13 +8,12 @@ use janitor_core::identification::candidates::probes_for;
 use janitor_core::{Engine, EngineConfig, Retention, VisitorStore};
 use janitor_sql::testing::population;
 use janitor_sql::PgVisitorStore;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 use super::{connect, drop_named, guarded, now_ms, schema_exists};
 use crate::capacity::env::CapacityEnv;
 use crate::capacity::Target;
-use crate::ms;
-use crate::Summary;
+use crate::{Percentiles, Summary};
 
 /// The schema of the lookup test beside the run's schema `run_schema` (`janitor_capacity_lookup` beside
 /// `janitor_capacity`).
@@ -25,8 +24,45 @@ pub fn lookup_schema(run_schema: &str) -> String {
 /// Observations seeded per browser (the reference's 2,000,000 × 1).
 const OBSERVATIONS_PER_VISITOR: u64 = 1;
 
+/// What the lookup test measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LookupFigures {
+    /// Browsers seeded.
+    pub visitors: u64,
+    /// Observations seeded per browser.
+    pub observations_per_visitor: u64,
+    /// Seconds the seeding took, to two decimals.
+    pub seed_seconds: f64,
+    /// Samples of each measurement.
+    pub samples: u64,
+    /// The store's indexed candidate lookup alone.
+    pub candidate_lookup: Timed,
+    /// A whole identification of a known browser without its cookie.
+    pub missing_cookie_identify: Timed,
+    /// A whole identification with the browser's cookie.
+    pub cookie_identify: Timed,
+    /// Candidate rows a lookup read, on average, to two decimals.
+    pub candidate_rows_per_lookup: f64,
+    /// Browsers identified as themselves without their cookie.
+    pub restored_without_cookie: u64,
+    /// Browsers identified as themselves with their cookie.
+    pub kept_with_cookie: u64,
+}
+
+/// The latency of one measurement, named.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timed {
+    /// What was measured.
+    pub what: String,
+    /// How many times.
+    pub samples: usize,
+    /// Its latency; absent without samples.
+    #[serde(flatten)]
+    pub latency: Option<Percentiles>,
+}
+
 /// Runs the lookup test when `env.lookup_visitors` is not 0.
-pub async fn run(target: &Target, env: &CapacityEnv) -> Result<Option<Value>, String> {
+pub async fn run(target: &Target, env: &CapacityEnv) -> Result<Option<LookupFigures>, String> {
     if env.lookup_visitors == 0 {
         return Ok(None);
     }
@@ -54,22 +90,17 @@ fn browser(i: u64, visitors: u64) -> u64 {
     (i.wrapping_mul(2_654_435_761) % visitors) + 1
 }
 
-fn summary(name: &str, latencies: &mut [Duration]) -> Value {
+fn summary(name: &str, latencies: &mut [Duration]) -> Timed {
     let max = latencies.iter().copied().max().unwrap_or_default();
-    match Summary::of(latencies) {
-        Some(s) => json!({
-            "what": name,
-            "samples": s.samples,
-            "p50_ms": ms(s.median),
-            "p95_ms": ms(s.p95),
-            "p99_ms": ms(s.p99),
-            "max_ms": ms(max),
-        }),
-        None => json!({"what": name, "samples": 0}),
+    let summary = Summary::of(latencies);
+    Timed {
+        what: name.to_owned(),
+        samples: summary.map_or(0, |s| s.samples),
+        latency: summary.map(|s| Percentiles::of(&s, max)),
     }
 }
 
-async fn measure(lookup: &Target, env: &CapacityEnv) -> Result<Value, String> {
+async fn measure(lookup: &Target, env: &CapacityEnv) -> Result<LookupFigures, String> {
     let database = lookup.database(2)?;
     database
         .migrate()
@@ -131,24 +162,31 @@ async fn measure(lookup: &Target, env: &CapacityEnv) -> Result<Value, String> {
         cookies.push(began.elapsed());
     }
     let samples = env.samples;
-    let report = json!({
-        "visitors": visitors,
-        "observations_per_visitor": OBSERVATIONS_PER_VISITOR,
-        "seed_seconds": (seed_seconds * 100.0).round() / 100.0,
-        "samples": samples,
-        "candidate_lookup": summary("the store's indexed candidate lookup alone", &mut lookups),
-        "missing_cookie_identify": summary("a whole identification of a known browser without its cookie", &mut missing),
-        "cookie_identify": summary("a whole identification with the browser's cookie", &mut cookies),
-        "candidate_rows_per_lookup": (candidates as f64 / samples as f64 * 100.0).round() / 100.0,
-        "restored_without_cookie": restored,
-        "kept_with_cookie": kept,
-    });
+    let report = LookupFigures {
+        visitors,
+        observations_per_visitor: OBSERVATIONS_PER_VISITOR,
+        seed_seconds: (seed_seconds * 100.0).round() / 100.0,
+        samples,
+        candidate_lookup: summary("the store's indexed candidate lookup alone", &mut lookups),
+        missing_cookie_identify: summary(
+            "a whole identification of a known browser without its cookie",
+            &mut missing,
+        ),
+        cookie_identify: summary(
+            "a whole identification with the browser's cookie",
+            &mut cookies,
+        ),
+        candidate_rows_per_lookup: (candidates as f64 / samples as f64 * 100.0).round() / 100.0,
+        restored_without_cookie: restored,
+        kept_with_cookie: kept,
+    };
+    let p95 = |t: &Timed| t.latency.map_or(0.0, |l| l.p95_ms);
     println!(
         "lookup: candidate lookup p95 {} ms, missing-cookie identify p95 {} ms, cookie identify p95 {} ms; \
          {restored}/{samples} restored without their cookie",
-        report["candidate_lookup"]["p95_ms"],
-        report["missing_cookie_identify"]["p95_ms"],
-        report["cookie_identify"]["p95_ms"]
+        p95(&report.candidate_lookup),
+        p95(&report.missing_cookie_identify),
+        p95(&report.cookie_identify)
     );
     Ok(report)
 }

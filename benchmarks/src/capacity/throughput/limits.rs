@@ -5,11 +5,11 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 use super::generator::{self, Requests};
-use super::pgbench::{self, Replay, Visitor};
-use super::samples::{round1, Sample, Tally};
+use super::pgbench::{self, PgbenchReport, Replay, Visitor};
+use super::samples::{round1, Sample, Tally, TallyReport};
 use crate::capacity::run::HttpRun;
 use crate::capacity::server::FleetSettings;
 use crate::capacity::Target;
@@ -21,13 +21,41 @@ pub const ROUNDS: usize = 3;
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// The closed-loop identify figures.
-    pub identify: Value,
+    pub identify: IdentifyLimit,
     /// pgbench's figures.
-    pub database: Value,
+    pub database: PgbenchReport,
     /// Identify successes per second over all rounds.
     pub identify_per_second: f64,
-    /// pgbench transactions per second, averaged over the rounds.
-    pub tps: f64,
+}
+
+/// The closed-loop identify maximum, as the report gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdentifyLimit {
+    /// How the loop ran.
+    pub what: String,
+    /// Connections: one per admission slot of the fleet.
+    pub connections: usize,
+    /// Database connections of the fleet.
+    pub database_connections: usize,
+    /// Rounds of each side.
+    pub rounds: usize,
+    /// Seconds of each round.
+    pub seconds_per_round: u64,
+    /// Every round's requests together (rates over the rounds' whole time).
+    pub result: TallyReport,
+    /// Each round beside pgbench's.
+    pub per_round: Vec<LimitRound>,
+}
+
+/// One round of each side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitRound {
+    /// Identify successes per second.
+    pub identify_per_second: f64,
+    /// pgbench transactions per second.
+    pub pgbench_tps: f64,
+    /// The first ÷ the second.
+    pub ratio: Option<f64>,
 }
 
 /// Runs [`ROUNDS`] rounds of `seconds / ROUNDS` (at least 1 s) per side: identify on one connection per
@@ -61,37 +89,33 @@ pub async fn measure(
     let run_time = Duration::from_secs(round_seconds * ROUNDS as u64);
     let tally = Tally::of(&samples, samples.len() as u64, None);
     let identify_per_second = tally.ok as f64 / run_time.as_secs_f64();
-    let database = replay.json(target, &database_rounds);
-    let tps = database["tps"].as_f64().unwrap_or(0.0);
-    let per_round: Vec<Value> = identify_rounds
+    let database = replay.report(target, &database_rounds);
+    let per_round = identify_rounds
         .iter()
         .zip(&database_rounds)
-        .map(|(identify, database)| {
-            json!({
-                "identify_per_second": round1(*identify),
-                "pgbench_tps": round1(database.output.tps),
-                "ratio": ratio(*identify, database.output.tps),
-            })
+        .map(|(identify, database)| LimitRound {
+            identify_per_second: round1(*identify),
+            pgbench_tps: round1(database.output.tps),
+            ratio: ratio(*identify, database.output.tps),
         })
         .collect();
-    let mut result = tally.json();
-    result["completed_per_second"] = json!(round1(identify_per_second));
-    result["overloads_per_second"] =
-        json!(round1(tally.overloaded as f64 / run_time.as_secs_f64()));
+    let mut result = tally.report();
+    result.completed_per_second = round1(identify_per_second);
+    result.overloads_per_second = round1(tally.overloaded as f64 / run_time.as_secs_f64());
     Ok(Limits {
-        identify: json!({
-            "what": "closed loop of identify requests on one connection per admission slot of the fleet, \
-                 spread evenly, so no request waits for a slot and the database sees the fleet's whole pool",
-            "connections": slots,
-            "database_connections": database_connections,
-            "rounds": ROUNDS,
-            "seconds_per_round": round_seconds,
-            "result": result,
-            "per_round": per_round,
-        }),
+        identify: IdentifyLimit {
+            what: "closed loop of identify requests on one connection per admission slot of the fleet, \
+                 spread evenly, so no request waits for a slot and the database sees the fleet's whole pool"
+                .to_owned(),
+            connections: slots,
+            database_connections,
+            rounds: ROUNDS,
+            seconds_per_round: round_seconds,
+            result,
+            per_round,
+        },
         database,
         identify_per_second,
-        tps,
     })
 }
 

@@ -8,7 +8,8 @@
 //! - [`limits`] and [`pgbench`]: the closed-loop identify maximum beside the database's limit for the same
 //!   statements at the same concurrency;
 //! - [`overhead`]: the admission layer's cost on a trivial route;
-//! - [`chart`]: the SVG chart.
+//! - [`chart`]: the SVG chart;
+//! - [`report`]: the report's types.
 //!
 //! Everything runs on one machine: generator, server processes and PostgreSQL share its cores, which the
 //! report states next to every figure.
@@ -18,6 +19,7 @@ pub mod generator;
 pub mod limits;
 pub mod overhead;
 pub mod pgbench;
+pub mod report;
 pub mod samples;
 pub mod search;
 
@@ -25,11 +27,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use self::generator::Requests;
-use self::samples::{interval, Tally};
-use super::report;
+use self::limits::Limits;
+use self::report::{
+    Baseline, FixtureReport, IdentifyToDatabase, RatePoint, SearchReport, ServerSettingsReport,
+    ServersReport, SweepReport, SweepSettingsReport, ThroughputReport,
+};
+use self::samples::{interval, Tally, TallyReport};
+use super::report as reports;
 use super::run::HttpRun;
 use super::seed;
 use super::server::{identify_request, Fleet, FleetSettings, ServerStats, BASE_PORT};
@@ -131,20 +136,20 @@ impl SweepSettings {
                 OVERHEAD_ROUNDS,
                 Duration::from_secs(OVERHEAD_SECONDS),
             ),
-            output: report::reports_dir(),
+            output: reports::reports_dir(),
         }
     }
 }
 
 /// Runs the sweep and writes `docs/benchmarks/throughput-current.json` and its chart.
-pub async fn run(run: &HttpRun) -> Result<Value, String> {
+pub async fn run(run: &HttpRun) -> Result<ThroughputReport, String> {
     measure(run, &SweepSettings::for_run(run)).await
 }
 
 /// Runs the sweep with explicit settings (tests use their own ports, sizes and output directory) and writes
 /// the report and the chart to `settings.output`.
-pub async fn measure(run: &HttpRun, settings: &SweepSettings) -> Result<Value, String> {
-    let limit = report::open_files_limit().unwrap_or(0);
+pub async fn measure(run: &HttpRun, settings: &SweepSettings) -> Result<ThroughputReport, String> {
+    let limit = reports::open_files_limit().unwrap_or(0);
     if (settings.connections as u64) + SPARE_DESCRIPTORS > limit {
         return Err(format!(
             "{} connections need {} descriptors, this process may open {limit}",
@@ -157,13 +162,13 @@ pub async fn measure(run: &HttpRun, settings: &SweepSettings) -> Result<Value, S
     let outcome = sweep(run, settings, &fixture, &fleet).await;
     let stats = fleet.stats(false).await;
     fleet.stop().await;
-    let mut report = outcome?;
+    let sweep = outcome?;
     let stats = stats?;
-    report["servers"] = json!({
-        "rss_bytes_total": stats.iter().map(|s| s.rss_bytes).sum::<u64>(),
-        "processes": stats,
-    });
-    let chart_points = chart_points(&report["points"]);
+    let servers = ServersReport {
+        rss_bytes_total: stats.iter().map(|s| s.rss_bytes).sum(),
+        processes: stats,
+    };
+    let chart_points = chart_points(&sweep.points);
     let title = format!(
         "Identify: {} connections, {} server processes, {} cores shared with PostgreSQL and the generator",
         settings.connections,
@@ -176,7 +181,11 @@ pub async fn measure(run: &HttpRun, settings: &SweepSettings) -> Result<Value, S
     std::fs::write(&chart_path, chart::svg(&title, &chart_points))
         .map_err(|e| format!("writing {}: {e}", chart_path.display()))?;
     println!("wrote {}", chart_path.display());
-    report["chart"] = json!(chart_path.display().to_string());
+    let report = ThroughputReport {
+        sweep,
+        servers,
+        chart: chart_path.display().to_string(),
+    };
     crate::write_report(&settings.output.join(REPORT), &report)?;
     Ok(report)
 }
@@ -210,9 +219,9 @@ async fn sweep(
     settings: &SweepSettings,
     fixture: &Fixture,
     fleet: &Fleet,
-) -> Result<Value, String> {
+) -> Result<SweepReport, String> {
     let servers = fleet.servers();
-    let versions = report::versions(&run.target.database(1)?).await?;
+    let versions = reports::versions(&run.target.database(1)?).await?;
     println!(
         "throughput: opening {} connections to {} server processes",
         settings.connections,
@@ -227,65 +236,18 @@ async fn sweep(
         connections = back;
         points.push(point);
     }
-
-    // The generator alone: the highest rate on a trivial route, so the report can tell the generator's own
-    // misses and lateness from the ones identify work causes.
-    let top = settings.rates.iter().copied().max().unwrap_or(1);
-    let time = settings.rate_time.min(BASELINE_TIME);
-    tokio::time::sleep(PAUSE).await;
-    let plain: Requests = Arc::new(vec![http1::get(overhead::PLAIN)]);
-    let (back, samples) = generator::open_loop(connections, plain, top, time).await?;
+    let (back, generator_baseline) = baseline(connections, settings).await?;
     connections = back;
-    let scheduled = (u128::from(top) * time.as_millis() / 1_000) as u64;
-    let mut baseline = Tally::of(&samples, scheduled, Some(interval(top))).json();
-    baseline["what"] = json!(
-        "the generator at the highest sweep rate on GET /plain (no identify work, no database): the misses \
-         and lateness it and the shared cores cause on their own"
-    );
-    baseline["offered_rate"] = json!(top);
-    baseline["seconds"] = json!(time.as_secs_f64());
-
     let search = if settings.search {
-        let mut probes = Vec::new();
-        let mut details = Vec::new();
-        while let Some(rate) = search::next(&probes) {
-            let (back, point) =
-                open_loop_point(fleet, connections, fixture, rate, settings.probe_time).await?;
-            connections = back;
-            let passed = point["passes_search"].as_bool().unwrap_or(false);
-            probes.push((rate, passed));
-            details.push(point);
-        }
-        json!({
-            "criterion": format!(
-                "no 503, every request sent, success p95 from the scheduled send ≤ {} ms",
-                search::P95_LIMIT.as_millis()
-            ),
-            "seconds_per_probe": settings.probe_time.as_secs_f64(),
-            "best_rate": search::best(&probes),
-            "probes": details,
-        })
+        let (back, search) = search(fleet, connections, fixture, settings.probe_time).await?;
+        connections = back;
+        Some(search)
     } else {
-        Value::Null
+        None
     };
 
-    tokio::time::sleep(PAUSE).await;
-    let before = totals(&fleet.stats(false).await?);
-    let (back, samples) = generator::burst(connections, fixture.requests.clone()).await?;
-    let tally = Tally::of(&samples, back.len() as u64, None);
-    let after = totals(&fleet.stats(false).await?);
-    check_server_counts(&tally, before, after, "the burst")?;
-    let burst = tally.json();
-    println!(
-        "throughput: burst of {}: {} answered 200, {} answered 503 in {:.0} ms",
-        tally.scheduled,
-        tally.ok,
-        tally.overloaded,
-        tally.elapsed.as_secs_f64() * 1000.0
-    );
-    drop(back);
+    let burst = burst(fleet, connections, fixture).await?;
 
-    let database_connections = settings.fleet.workers as usize * settings.fleet.pool;
     tokio::time::sleep(PAUSE).await;
     let limits = limits::measure(
         run,
@@ -302,64 +264,148 @@ async fn sweep(
     let admission_overhead =
         overhead::measure(&servers, overhead_connections, rounds, round_time).await?;
 
+    let identify_to_database = identify_to_database(&limits, &points);
+    Ok(SweepReport {
+        workload: "throughput".to_owned(),
+        machine: reports::machine(),
+        versions,
+        settings: settings_report(run, settings),
+        fixture: FixtureReport {
+            visitors: fixture.visitors.len(),
+            schema: run.target.schema.clone(),
+            requests: "POST /api/visitor with the visitor's own __visitor cookie and payload (the cookie path: \
+                 history read, then save + prune + touch); request n uses visitor n mod visitors"
+                .to_owned(),
+        },
+        points,
+        generator_baseline,
+        burst,
+        search,
+        identify_limit: limits.identify,
+        pgbench: limits.database,
+        identify_to_database,
+        admission_overhead,
+        limitations: limitations(settings, run.env.external_servers),
+    })
+}
+
+/// One request on every connection at once, the servers' counts checked against the generator's. The
+/// connections are closed afterwards: the workloads after it open their own.
+async fn burst(
+    fleet: &Fleet,
+    connections: Vec<Connection>,
+    fixture: &Fixture,
+) -> Result<TallyReport, String> {
+    tokio::time::sleep(PAUSE).await;
+    let before = totals(&fleet.stats(false).await?);
+    let (back, samples) = generator::burst(connections, fixture.requests.clone()).await?;
+    let tally = Tally::of(&samples, back.len() as u64, None);
+    let after = totals(&fleet.stats(false).await?);
+    check_server_counts(&tally, before, after, "the burst")?;
+    println!(
+        "throughput: burst of {}: {} answered 200, {} answered 503 in {:.0} ms",
+        tally.scheduled,
+        tally.ok,
+        tally.overloaded,
+        tally.elapsed.as_secs_f64() * 1000.0
+    );
+    Ok(tally.report())
+}
+
+/// The generator alone: the highest rate on a trivial route, so the report can tell the generator's own
+/// misses and lateness from the ones identify work causes.
+async fn baseline(
+    connections: Vec<Connection>,
+    settings: &SweepSettings,
+) -> Result<(Vec<Connection>, Baseline), String> {
+    let top = settings.rates.iter().copied().max().unwrap_or(1);
+    let time = settings.rate_time.min(BASELINE_TIME);
+    tokio::time::sleep(PAUSE).await;
+    let plain: Requests = Arc::new(vec![http1::get(overhead::PLAIN)]);
+    let (back, samples) = generator::open_loop(connections, plain, top, time).await?;
+    let scheduled = (u128::from(top) * time.as_millis() / 1_000) as u64;
+    let baseline = Baseline {
+        tally: Tally::of(&samples, scheduled, Some(interval(top))).report(),
+        what: "the generator at the highest sweep rate on GET /plain (no identify work, no database): the \
+             misses and lateness it and the shared cores cause on their own"
+            .to_owned(),
+        offered_rate: top,
+        seconds: time.as_secs_f64(),
+    };
+    Ok((back, baseline))
+}
+
+/// The search for the highest clean rate, one probe of `probe_time` after another.
+async fn search(
+    fleet: &Fleet,
+    mut connections: Vec<Connection>,
+    fixture: &Fixture,
+    probe_time: Duration,
+) -> Result<(Vec<Connection>, SearchReport), String> {
+    let mut probes = Vec::new();
+    let mut details = Vec::new();
+    while let Some(rate) = search::next(&probes) {
+        let (back, point) = open_loop_point(fleet, connections, fixture, rate, probe_time).await?;
+        connections = back;
+        probes.push((rate, point.passes_search));
+        details.push(point);
+    }
+    let report = SearchReport {
+        criterion: format!(
+            "no 503, every request sent, success p95 from the scheduled send ≤ {} ms",
+            search::P95_LIMIT.as_millis()
+        ),
+        seconds_per_probe: probe_time.as_secs_f64(),
+        best_rate: search::best(&probes),
+        probes: details,
+    };
+    Ok((connections, report))
+}
+
+fn settings_report(run: &HttpRun, settings: &SweepSettings) -> SweepSettingsReport {
+    SweepSettingsReport {
+        servers: ServerSettingsReport {
+            processes: settings.fleet.workers,
+            external: run.env.external_servers,
+            admission_slots_each: settings.fleet.max_in_flight,
+            database_connections_each: settings.fleet.pool,
+            database_connections: settings.fleet.workers as usize * settings.fleet.pool,
+            base_port: settings.fleet.base_port,
+        },
+        connections: settings.connections,
+        rates: settings.rates.clone(),
+        seconds_per_rate: settings.rate_time.as_secs_f64(),
+        search: settings.search,
+        limit_seconds: settings.limit_seconds,
+        generator: "open loop in the harness process: request n is due n·1000/rate ms after the start \
+             (a thread sleeping to the due time), goes out on the longest-idle connection, late when none \
+             is idle, never skipped; a schedule miss is a send more than one interval late. Raw latency \
+             runs from the actual send, corrected latency from the due time."
+            .to_owned(),
+        answer_deadline_seconds: generator::ANSWER_DEADLINE.as_secs(),
+    }
+}
+
+/// Identify successes per second beside pgbench's tps: the closed loop's, and the best sweep point's that had
+/// no 503 and sent every request.
+fn identify_to_database(limits: &Limits, points: &[RatePoint]) -> IdentifyToDatabase {
     let best_clean = points
         .iter()
-        .filter(|p| p["status_503"] == 0 && p["sent"] == p["scheduled"])
-        .max_by_key(|p| p["offered_rate"].as_u64().unwrap_or(0))
-        .cloned();
-    let ratio = |x: f64| limits::ratio(x, limits.tps);
-    Ok(json!({
-        "workload": "throughput",
-        "machine": report::machine(),
-        "versions": versions,
-        "settings": {
-            "servers": {
-                "processes": settings.fleet.workers,
-                "external": run.env.external_servers,
-                "admission_slots_each": settings.fleet.max_in_flight,
-                "database_connections_each": settings.fleet.pool,
-                "database_connections": database_connections,
-                "base_port": settings.fleet.base_port,
-            },
-            "connections": settings.connections,
-            "rates": settings.rates,
-            "seconds_per_rate": settings.rate_time.as_secs_f64(),
-            "search": settings.search,
-            "limit_seconds": settings.limit_seconds,
-            "generator": "open loop in the harness process: request n is due n·1000/rate ms after the start \
-                 (a thread sleeping to the due time), goes out on the longest-idle connection, late when none \
-                 is idle, never skipped; a schedule miss is a send more than one interval late. Raw latency \
-                 runs from the actual send, corrected latency from the due time.",
-            "answer_deadline_seconds": generator::ANSWER_DEADLINE.as_secs(),
-        },
-        "fixture": {
-            "visitors": fixture.visitors.len(),
-            "schema": run.target.schema,
-            "requests": "POST /api/visitor with the visitor's own __visitor cookie and payload (the cookie path: \
-                 history read, then save + prune + touch); request n uses visitor n mod visitors",
-        },
-        "points": points,
-        "generator_baseline": baseline,
-        "burst": burst,
-        "search": search,
-        "identify_limit": limits.identify,
-        "pgbench": limits.database,
-        "identify_to_database": {
-            "closed_loop_ratio": ratio(limits.identify_per_second),
-            "best_clean_sweep_ratio": best_clean.as_ref()
-                .and_then(|p| p["completed_per_second"].as_f64())
-                .and_then(ratio),
-            "best_clean_sweep_rate": best_clean.as_ref().map(|p| p["offered_rate"].clone()),
-            "basis": "identify successes per second ÷ pgbench transactions per second, both with the \
-                 database seeing the fleet's pool size in connections, measured in alternating rounds. \
-                 The closed-loop ratio is the main one: the sweep's rates are chosen in advance, so its \
-                 best clean rate is a lower bound. pgbench's transactions carry one extra indexed lookup \
-                 (see its statement averages), so its tps understates the two statements' own limit; \
-                 pgbench's client also takes a share of the same cores.",
-        },
-        "admission_overhead": admission_overhead,
-        "limitations": limitations(settings, run.env.external_servers),
-    }))
+        .filter(|p| p.tally.status_503 == 0 && p.tally.sent == p.tally.scheduled)
+        .max_by_key(|p| p.offered_rate);
+    let ratio = |x: f64| limits::ratio(x, limits.database.tps);
+    IdentifyToDatabase {
+        closed_loop_ratio: ratio(limits.identify_per_second),
+        best_clean_sweep_ratio: best_clean.and_then(|p| ratio(p.tally.completed_per_second)),
+        best_clean_sweep_rate: best_clean.map(|p| p.offered_rate),
+        basis: "identify successes per second ÷ pgbench transactions per second, both with the \
+             database seeing the fleet's pool size in connections, measured in alternating rounds. \
+             The closed-loop ratio is the main one: the sweep's rates are chosen in advance, so its \
+             best clean rate is a lower bound. pgbench's transactions carry one extra indexed lookup \
+             (see its statement averages), so its tps understates the two statements' own limit; \
+             pgbench's client also takes a share of the same cores."
+            .to_owned(),
+    }
 }
 
 /// One open-loop point with the servers' counts checked against the generator's.
@@ -369,7 +415,7 @@ async fn open_loop_point(
     fixture: &Fixture,
     rate: u64,
     time: Duration,
-) -> Result<(Vec<Connection>, Value), String> {
+) -> Result<(Vec<Connection>, RatePoint), String> {
     tokio::time::sleep(PAUSE).await;
     let before = totals(&fleet.stats(false).await?);
     let scheduled = (u128::from(rate) * time.as_millis() / 1_000) as u64;
@@ -378,14 +424,16 @@ async fn open_loop_point(
     let tally = Tally::of(&samples, scheduled, Some(interval(rate)));
     let after = totals(&fleet.stats(false).await?);
     check_server_counts(&tally, before, after, &format!("the point at {rate}/s"))?;
-    let mut point = tally.json();
-    point["offered_rate"] = json!(rate);
-    point["seconds"] = json!(time.as_secs_f64());
-    point["passes_search"] = json!(search::passes(
-        tally.sent == tally.scheduled,
-        tally.overloaded,
-        tally.ok_corrected.map(|l| l.summary.p95)
-    ));
+    let point = RatePoint {
+        tally: tally.report(),
+        offered_rate: rate,
+        seconds: time.as_secs_f64(),
+        passes_search: search::passes(
+            tally.sent == tally.scheduled,
+            tally.overloaded,
+            tally.ok_corrected.map(|l| l.summary.p95),
+        ),
+    };
     println!(
         "throughput: {rate}/s for {:.0} s: {} sent, {} ok, {} 503, {} misses, {:.0} ok/s",
         time.as_secs_f64(),
@@ -422,28 +470,24 @@ fn check_server_counts(
     Ok(())
 }
 
-fn chart_points(points: &Value) -> Vec<chart::ChartPoint> {
-    let pair = |latency: &Value| {
-        Some((
-            latency.get("p50_ms")?.as_f64()?,
-            latency.get("p95_ms")?.as_f64()?,
-        ))
+/// What the chart shows of a report's points.
+pub fn chart_points(points: &[RatePoint]) -> Vec<chart::ChartPoint> {
+    let pair = |latency: Option<samples::LatencyReport>| {
+        latency.map(|l| (l.percentiles.p50_ms, l.percentiles.p95_ms))
     };
     points
-        .as_array()
-        .map(|points| {
-            points
-                .iter()
-                .map(|p| chart::ChartPoint {
-                    rate: p["offered_rate"].as_u64().unwrap_or(0),
-                    ok_per_second: p["completed_per_second"].as_f64().unwrap_or(0.0),
-                    overloads_per_second: p["overloads_per_second"].as_f64().unwrap_or(0.0),
-                    raw_ms: pair(&p["latency"]["successes"]["raw"]),
-                    corrected_ms: pair(&p["latency"]["successes"]["corrected"]),
-                })
-                .collect()
+        .iter()
+        .map(|p| {
+            let successes = p.tally.latency.successes;
+            chart::ChartPoint {
+                rate: p.offered_rate,
+                ok_per_second: p.tally.completed_per_second,
+                overloads_per_second: p.tally.overloads_per_second,
+                raw_ms: pair(successes.raw),
+                corrected_ms: pair(successes.corrected),
+            }
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 fn limitations(settings: &SweepSettings, external: bool) -> Vec<String> {
@@ -529,13 +573,17 @@ mod tests {
             1,
             Some(interval(100)),
         );
-        let mut p = t.json();
-        p["offered_rate"] = json!(100);
-        let points = chart_points(&json!([p]));
+        let p = RatePoint {
+            tally: t.report(),
+            offered_rate: 100,
+            seconds: 1.0,
+            passes_search: true,
+        };
+        let points = chart_points(&[p]);
         assert_eq!(points.len(), 1);
         assert_eq!(points[0].rate, 100);
         assert_eq!(points[0].raw_ms, Some((2.0, 2.0)));
         assert_eq!(points[0].corrected_ms, Some((3.0, 3.0)));
-        assert!(chart_points(&Value::Null).is_empty());
+        assert!(chart_points(&[]).is_empty());
     }
 }

@@ -6,10 +6,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 use super::generator::{closed_loop, open, Requests};
-use super::samples::{round1, Sample, Tally};
+use super::limits::ratio;
+use super::samples::{round1, Latency, Sample, Tally};
 use crate::ms;
 use janitor_axum::testing::http1;
 
@@ -19,13 +20,68 @@ pub const PLAIN: &str = "/plain";
 /// The same route behind an admission layer.
 pub const ADMITTED: &str = "/admitted";
 
+/// The comparison as the report gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverheadReport {
+    /// Connections of the loops.
+    pub connections: usize,
+    /// Rounds, each running both routes.
+    pub rounds: usize,
+    /// Seconds of each route in each round.
+    pub seconds_per_round_and_route: f64,
+    /// The route without the admission layer.
+    pub plain: RouteReport,
+    /// The route behind it.
+    pub admitted: RouteReport,
+    /// Each round's rates.
+    pub rounds_detail: Vec<OverheadRound>,
+    /// Admitted ÷ plain answers per second.
+    pub throughput_ratio_admitted_to_plain: Option<f64>,
+    /// Admitted ÷ plain median latency.
+    pub p50_ratio_admitted_to_plain: Option<f64>,
+    /// Admitted ÷ plain 95th percentile latency.
+    pub p95_ratio_admitted_to_plain: Option<f64>,
+}
+
+/// One route over every round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RouteReport {
+    /// The route.
+    pub path: String,
+    /// Requests answered.
+    pub requests: u64,
+    /// Answered 200.
+    pub status_200: u64,
+    /// Answered 503.
+    pub status_503: u64,
+    /// Answers per second over its rounds' time.
+    pub requests_per_second: f64,
+    /// Median latency.
+    pub p50_ms: Option<f64>,
+    /// 95th percentile latency.
+    pub p95_ms: Option<f64>,
+    /// 99th percentile latency.
+    pub p99_ms: Option<f64>,
+}
+
+/// One round's rates of both routes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverheadRound {
+    /// The round, from 1.
+    pub round: usize,
+    /// `GET /plain` answers per second.
+    pub plain_per_second: f64,
+    /// `GET /admitted` answers per second.
+    pub admitted_per_second: f64,
+}
+
 /// Runs `rounds` rounds of `duration` per route on `connections` connections and compares the two.
 pub async fn measure(
     servers: &[SocketAddr],
     connections: usize,
     rounds: usize,
     duration: Duration,
-) -> Result<Value, String> {
+) -> Result<OverheadReport, String> {
     let mut pool = open(servers, connections).await?;
     let mut all: [Vec<Sample>; 2] = [Vec::new(), Vec::new()];
     let mut per_round = Vec::new();
@@ -41,11 +97,11 @@ pub async fn measure(
             rates[route] = Tally::of(&samples, samples.len() as u64, None).answers_per_second();
             all[route].extend(samples);
         }
-        per_round.push(json!({
-            "round": round + 1,
-            "plain_per_second": round1(rates[0]),
-            "admitted_per_second": round1(rates[1]),
-        }));
+        per_round.push(OverheadRound {
+            round: round + 1,
+            plain_per_second: round1(rates[0]),
+            admitted_per_second: round1(rates[1]),
+        });
     }
     let [plain, admitted] = all.map(|samples| {
         // Rounds are back to back, so the route's rate is its answers over its rounds' total time.
@@ -55,39 +111,31 @@ pub async fn measure(
     });
     let route = |path: &str, (tally, rate): &(Tally, f64)| {
         let latency = tally.all_raw;
-        json!({
-            "path": path,
-            "requests": tally.sent,
-            "status_200": tally.ok,
-            "status_503": tally.overloaded,
-            "requests_per_second": round1(*rate),
-            "p50_ms": latency.map(|l| ms(l.summary.median)),
-            "p95_ms": latency.map(|l| ms(l.summary.p95)),
-            "p99_ms": latency.map(|l| ms(l.summary.p99)),
-        })
+        RouteReport {
+            path: path.to_owned(),
+            requests: tally.sent,
+            status_200: tally.ok,
+            status_503: tally.overloaded,
+            requests_per_second: round1(*rate),
+            p50_ms: latency.map(|l| ms(l.summary.median)),
+            p95_ms: latency.map(|l| ms(l.summary.p95)),
+            p99_ms: latency.map(|l| ms(l.summary.p99)),
+        }
     };
-    let p = |t: &Tally, which: fn(&super::samples::Latency) -> Duration| {
-        t.all_raw.map(|l| which(&l).as_secs_f64())
+    // A ratio of latencies, where both routes have some.
+    let latency_ratio = |which: fn(&Latency) -> Duration| {
+        let of = |t: &Tally| t.all_raw.map(|l| which(&l).as_secs_f64());
+        ratio(of(&admitted.0)?, of(&plain.0)?)
     };
-    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => Some((a / b * 1000.0).round() / 1000.0),
-        _ => None,
-    };
-    Ok(json!({
-        "connections": connections,
-        "rounds": rounds,
-        "seconds_per_round_and_route": duration.as_secs_f64(),
-        "plain": route(PLAIN, &plain),
-        "admitted": route(ADMITTED, &admitted),
-        "rounds_detail": per_round,
-        "throughput_ratio_admitted_to_plain": ratio(Some(admitted.1), Some(plain.1)),
-        "p50_ratio_admitted_to_plain": ratio(
-            p(&admitted.0, |l| l.summary.median),
-            p(&plain.0, |l| l.summary.median)
-        ),
-        "p95_ratio_admitted_to_plain": ratio(
-            p(&admitted.0, |l| l.summary.p95),
-            p(&plain.0, |l| l.summary.p95)
-        ),
-    }))
+    Ok(OverheadReport {
+        connections,
+        rounds,
+        seconds_per_round_and_route: duration.as_secs_f64(),
+        plain: route(PLAIN, &plain),
+        admitted: route(ADMITTED, &admitted),
+        rounds_detail: per_round,
+        throughput_ratio_admitted_to_plain: ratio(admitted.1, plain.1),
+        p50_ratio_admitted_to_plain: latency_ratio(|l| l.summary.median),
+        p95_ratio_admitted_to_plain: latency_ratio(|l| l.summary.p95),
+    })
 }

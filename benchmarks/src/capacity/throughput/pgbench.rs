@@ -14,10 +14,11 @@ use janitor_core::identification::config::HISTORY_LIMIT;
 use janitor_core::identification::store::history_limit;
 use janitor_core::{Observation, Retention, VisitorPayload};
 use janitor_sql::testing::statements::statement;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::process::Command;
 
-use super::samples::{round1, Latency};
+use super::samples::{round1, Latency, LatencyReport};
 use crate::capacity::seed::CookieLine;
 use crate::capacity::Target;
 
@@ -303,6 +304,50 @@ pub struct Round {
     pub latencies: Vec<Duration>,
 }
 
+/// What the pgbench runs measured together, as the report gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PgbenchReport {
+    /// pgbench's version line.
+    pub version: String,
+    /// The command, the URL left out.
+    pub command: String,
+    /// Connections.
+    pub clients: usize,
+    /// Seconds of each run.
+    pub seconds_per_run: u64,
+    /// Runs.
+    pub runs: usize,
+    /// Fixture visitors the script picks from.
+    pub visitors: usize,
+    /// What each transaction does besides the identification's statements.
+    pub note: String,
+    /// The script.
+    pub script: String,
+    /// Transactions of every run.
+    pub transactions: u64,
+    /// Failed transactions of every run.
+    pub failed: u64,
+    /// Transactions per second, averaged over the runs, to one decimal.
+    pub tps: f64,
+    /// Each run's transactions per second.
+    pub tps_per_run: Vec<f64>,
+    /// Each run's average latency, when pgbench printed it.
+    pub latency_average_ms_per_run: Vec<Option<f64>>,
+    /// Latency of every logged transaction.
+    pub latency_from_log: Option<LatencyReport>,
+    /// Each script line's average latency over the runs.
+    pub statement_average_ms: Vec<StatementAverage>,
+}
+
+/// A script line's average latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatementAverage {
+    /// Milliseconds, to three decimals.
+    pub ms: f64,
+    /// The line, cut to 70 characters.
+    pub line: String,
+}
+
 /// The replay set up for a run: the script written, the command chosen, pgbench's version known.
 #[derive(Debug, Clone)]
 pub struct Replay {
@@ -399,7 +444,7 @@ impl Replay {
 
     /// What the runs measured together: transactions per second over all of them, latency over every
     /// transaction, each statement's average over the runs, and each run's own figures.
-    pub fn json(&self, target: &Target, rounds: &[Round]) -> Value {
+    pub fn report(&self, target: &Target, rounds: &[Round]) -> PgbenchReport {
         let count = rounds.len().max(1) as f64;
         let tps = rounds.iter().map(|r| r.output.tps).sum::<f64>() / count;
         let mut statements: Vec<(f64, String)> = Vec::new();
@@ -411,33 +456,37 @@ impl Replay {
                 }
             }
         }
-        json!({
-            "version": self.version,
-            "command": format!(
+        let logged = rounds.iter().flat_map(|r| r.latencies.iter().copied());
+        PgbenchReport {
+            version: self.version.clone(),
+            command: format!(
                 "PGOPTIONS='-c search_path={}' pgbench {} <url>",
                 target.schema,
                 self.args.join(" ")
             ),
-            "clients": self.clients,
-            "seconds_per_run": self.seconds,
-            "runs": rounds.len(),
-            "visitors": self.visitors,
-            "note": NOTE,
-            "script": self.script,
-            "transactions": rounds.iter().map(|r| r.output.transactions).sum::<u64>(),
-            "failed": rounds.iter().map(|r| r.output.failed).sum::<u64>(),
-            "tps": round1(tps),
-            "tps_per_run": rounds.iter().map(|r| round1(r.output.tps)).collect::<Vec<_>>(),
-            "latency_average_ms_per_run": rounds.iter()
+            clients: self.clients,
+            seconds_per_run: self.seconds,
+            runs: rounds.len(),
+            visitors: self.visitors,
+            note: NOTE.to_owned(),
+            script: self.script.clone(),
+            transactions: rounds.iter().map(|r| r.output.transactions).sum(),
+            failed: rounds.iter().map(|r| r.output.failed).sum(),
+            tps: round1(tps),
+            tps_per_run: rounds.iter().map(|r| round1(r.output.tps)).collect(),
+            latency_average_ms_per_run: rounds
+                .iter()
                 .map(|r| r.output.latency_average_ms)
-                .collect::<Vec<_>>(),
-            "latency_from_log": Latency::json(Latency::of(
-                rounds.iter().flat_map(|r| r.latencies.iter().copied()).collect()
-            )),
-            "statement_average_ms": statements.iter()
-                .map(|(ms, line)| json!({"ms": (ms * 1000.0).round() / 1000.0, "line": line}))
-                .collect::<Vec<_>>(),
-        })
+                .collect(),
+            latency_from_log: Latency::of(logged.collect()).map(Latency::report),
+            statement_average_ms: statements
+                .into_iter()
+                .map(|(ms, line)| StatementAverage {
+                    ms: (ms * 1000.0).round() / 1000.0,
+                    line,
+                })
+                .collect(),
+        }
     }
 }
 

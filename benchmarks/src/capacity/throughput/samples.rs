@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
-use crate::{ms, Summary};
+use crate::{ms, Percentiles, Summary};
 
 /// One answered request, its times measured from the start of its point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,19 +71,68 @@ impl Latency {
         })
     }
 
-    /// As JSON, in milliseconds; `null` for an empty set.
-    pub fn json(latency: Option<Latency>) -> Value {
-        match latency {
-            None => Value::Null,
-            Some(l) => json!({
-                "samples": l.summary.samples,
-                "p50_ms": ms(l.summary.median),
-                "p95_ms": ms(l.summary.p95),
-                "p99_ms": ms(l.summary.p99),
-                "max_ms": ms(l.max),
-            }),
+    /// As a report gives it, in milliseconds.
+    pub fn report(self) -> LatencyReport {
+        LatencyReport {
+            samples: self.summary.samples,
+            percentiles: Percentiles::of(&self.summary, self.max),
         }
     }
+}
+
+/// A set of latencies as a report gives it (`null` where the set is empty).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyReport {
+    /// How many.
+    pub samples: usize,
+    /// Their figures.
+    #[serde(flatten)]
+    pub percentiles: Percentiles,
+}
+
+/// Raw latency (from the actual send) and corrected latency (from the due time) of a set of requests.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RawAndCorrected {
+    /// From the actual send.
+    pub raw: Option<LatencyReport>,
+    /// From the scheduled send.
+    pub corrected: Option<LatencyReport>,
+}
+
+/// The latencies of every request and of the successes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Latencies {
+    /// Every answered request.
+    pub all: RawAndCorrected,
+    /// The 200s.
+    pub successes: RawAndCorrected,
+}
+
+/// What a set of samples adds up to, as a report gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TallyReport {
+    /// Requests the schedule held.
+    pub scheduled: u64,
+    /// Requests answered.
+    pub sent: u64,
+    /// Answered 200.
+    pub status_200: u64,
+    /// Answered 503.
+    pub status_503: u64,
+    /// Sent more than one interval late.
+    pub schedule_misses: u64,
+    /// Sent more than 1 ms late.
+    pub sent_over_1ms_late: u64,
+    /// The latest send against its due time.
+    pub max_lateness_ms: f64,
+    /// From the start to the last answer.
+    pub elapsed_ms: f64,
+    /// 200s per second, to one decimal.
+    pub completed_per_second: f64,
+    /// 503s per second, to one decimal.
+    pub overloads_per_second: f64,
+    /// The four latency sets.
+    pub latency: Latencies,
 }
 
 /// What a set of samples adds up to.
@@ -160,30 +209,28 @@ impl Tally {
         per_second(self.sent, self.elapsed)
     }
 
-    /// As JSON: the counts, the rates and the four latency sets.
-    pub fn json(&self) -> Value {
-        json!({
-            "scheduled": self.scheduled,
-            "sent": self.sent,
-            "status_200": self.ok,
-            "status_503": self.overloaded,
-            "schedule_misses": self.misses,
-            "sent_over_1ms_late": self.late,
-            "max_lateness_ms": ms(self.max_lateness),
-            "elapsed_ms": ms(self.elapsed),
-            "completed_per_second": round1(self.ok_per_second()),
-            "overloads_per_second": round1(self.overloads_per_second()),
-            "latency": {
-                "all": {
-                    "raw": Latency::json(self.all_raw),
-                    "corrected": Latency::json(self.all_corrected),
-                },
-                "successes": {
-                    "raw": Latency::json(self.ok_raw),
-                    "corrected": Latency::json(self.ok_corrected),
-                },
+    /// As a report gives it: the counts, the rates and the four latency sets.
+    pub fn report(&self) -> TallyReport {
+        let pair = |raw: Option<Latency>, corrected: Option<Latency>| RawAndCorrected {
+            raw: raw.map(Latency::report),
+            corrected: corrected.map(Latency::report),
+        };
+        TallyReport {
+            scheduled: self.scheduled,
+            sent: self.sent,
+            status_200: self.ok,
+            status_503: self.overloaded,
+            schedule_misses: self.misses,
+            sent_over_1ms_late: self.late,
+            max_lateness_ms: ms(self.max_lateness),
+            elapsed_ms: ms(self.elapsed),
+            completed_per_second: round1(self.ok_per_second()),
+            overloads_per_second: round1(self.overloads_per_second()),
+            latency: Latencies {
+                all: pair(self.all_raw, self.all_corrected),
+                successes: pair(self.ok_raw, self.ok_corrected),
             },
-        })
+        }
     }
 }
 
@@ -268,7 +315,7 @@ mod tests {
         assert_eq!((all_raw.summary.samples, all_raw.max), (4, at(9)));
         assert_eq!(t.all_corrected.unwrap().summary.median, at(12));
         assert_eq!(t.ok_per_second(), 3.0 / 0.091);
-        let j = t.json();
+        let j = serde_json::to_value(t.report()).unwrap();
         assert_eq!(j["latency"]["successes"]["corrected"]["max_ms"], 61.0);
         assert_eq!(j["status_503"], 1);
         assert_eq!(j["schedule_misses"], 2);
@@ -279,7 +326,8 @@ mod tests {
         let t = Tally::of(&[], 10, Some(interval(10)));
         assert_eq!((t.sent, t.ok, t.misses), (0, 0, 0));
         assert_eq!(t.ok_per_second(), 0.0);
-        assert_eq!(t.json()["latency"]["all"]["raw"], Value::Null);
+        let j = serde_json::to_value(t.report()).unwrap();
+        assert_eq!(j["latency"]["all"]["raw"], serde_json::Value::Null);
         assert_eq!(ms(Duration::from_micros(1_234_567)), 1234.57);
     }
 }

@@ -1,0 +1,167 @@
+//! The report of the rate sweep, `throughput-current.json`.
+
+use serde::{Deserialize, Serialize};
+
+use super::limits::IdentifyLimit;
+use super::overhead::OverheadReport;
+use super::pgbench::PgbenchReport;
+use super::samples::TallyReport;
+use crate::capacity::report::{Machine, Versions};
+use crate::capacity::server::ServerStats;
+
+/// The whole report: what the sweep measured, and what the servers counted once it was over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThroughputReport {
+    /// What the sweep measured.
+    #[serde(flatten)]
+    pub sweep: SweepReport,
+    /// The server processes at the end.
+    pub servers: ServersReport,
+    /// Where the chart was written.
+    pub chart: String,
+}
+
+/// What the sweep measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepReport {
+    /// `throughput`.
+    pub workload: String,
+    /// The machine.
+    pub machine: Machine,
+    /// The versions.
+    pub versions: Versions,
+    /// How the sweep ran.
+    pub settings: SweepSettingsReport,
+    /// The known-cookie fixture.
+    pub fixture: FixtureReport,
+    /// One point per offered rate, in the order run.
+    pub points: Vec<RatePoint>,
+    /// The generator alone at the highest rate.
+    pub generator_baseline: Baseline,
+    /// One request on every connection at once.
+    pub burst: TallyReport,
+    /// The search for the highest clean rate (`null` when not asked for).
+    pub search: Option<SearchReport>,
+    /// The closed-loop identify maximum.
+    pub identify_limit: IdentifyLimit,
+    /// The database's limit for the same statements.
+    pub pgbench: PgbenchReport,
+    /// Identify beside the database.
+    pub identify_to_database: IdentifyToDatabase,
+    /// The admission layer's own cost.
+    pub admission_overhead: OverheadReport,
+    /// What the figures cannot show.
+    pub limitations: Vec<String>,
+}
+
+/// How the sweep ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepSettingsReport {
+    /// The server processes.
+    pub servers: ServerSettingsReport,
+    /// Keep-alive connections of the generator.
+    pub connections: usize,
+    /// Offered rates, requests per second.
+    pub rates: Vec<u64>,
+    /// Seconds of each rate.
+    pub seconds_per_rate: f64,
+    /// Whether the search ran.
+    pub search: bool,
+    /// Seconds of the pgbench run and of the identify maximum.
+    pub limit_seconds: u64,
+    /// How the generator schedules and measures.
+    pub generator: String,
+    /// How long a request may wait for its answer.
+    pub answer_deadline_seconds: u64,
+}
+
+/// The server processes of the sweep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerSettingsReport {
+    /// Processes.
+    pub processes: u64,
+    /// Started outside the run.
+    pub external: bool,
+    /// Admission slots of each.
+    pub admission_slots_each: usize,
+    /// Database connections of each.
+    pub database_connections_each: usize,
+    /// Database connections of all.
+    pub database_connections: usize,
+    /// The first process's port.
+    pub base_port: u16,
+}
+
+/// The known-cookie fixture of the sweep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FixtureReport {
+    /// Known visitors.
+    pub visitors: usize,
+    /// The run's schema.
+    pub schema: String,
+    /// What each request is.
+    pub requests: String,
+}
+
+/// One open-loop point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RatePoint {
+    /// What its requests added up to.
+    #[serde(flatten)]
+    pub tally: TallyReport,
+    /// Offered rate, requests per second.
+    pub offered_rate: u64,
+    /// Seconds it ran.
+    pub seconds: f64,
+    /// Whether it meets the search's criterion.
+    pub passes_search: bool,
+}
+
+/// The generator alone at the highest sweep rate on a trivial route.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// What its requests added up to.
+    #[serde(flatten)]
+    pub tally: TallyReport,
+    /// What it shows.
+    pub what: String,
+    /// Offered rate, requests per second.
+    pub offered_rate: u64,
+    /// Seconds it ran.
+    pub seconds: f64,
+}
+
+/// The search for the highest clean rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchReport {
+    /// What a passing probe must meet.
+    pub criterion: String,
+    /// Seconds of each probe.
+    pub seconds_per_probe: f64,
+    /// The highest passing rate, if any.
+    pub best_rate: Option<u64>,
+    /// Every probe, in the order run.
+    pub probes: Vec<RatePoint>,
+}
+
+/// Identify successes per second beside pgbench's transactions per second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdentifyToDatabase {
+    /// The closed-loop identify maximum ÷ pgbench's tps.
+    pub closed_loop_ratio: Option<f64>,
+    /// The best clean sweep point's successes per second ÷ pgbench's tps.
+    pub best_clean_sweep_ratio: Option<f64>,
+    /// That point's offered rate.
+    pub best_clean_sweep_rate: Option<u64>,
+    /// How the ratios are made and read.
+    pub basis: String,
+}
+
+/// The server processes once the sweep was over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServersReport {
+    /// Their resident memory, summed.
+    pub rss_bytes_total: u64,
+    /// What each counted.
+    pub processes: Vec<ServerStats>,
+}

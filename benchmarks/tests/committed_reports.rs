@@ -1,0 +1,50 @@
+//! The reports committed in docs/benchmarks/ read into the harness's report types and come back unchanged:
+//! the harness writes the same field names, nesting and kinds of numbers as the files hold, and its charts
+//! draw from them.
+
+use std::path::PathBuf;
+
+use janitor_benchmarks::capacity::connections::{self, report::ConnectionsReport};
+use janitor_benchmarks::capacity::run::LookupReport;
+use janitor_benchmarks::capacity::security::SecurityReport;
+use janitor_benchmarks::capacity::throughput::{self, report::ThroughputReport};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Reads `docs/benchmarks/<name>` as `T` and checks that `T` writes exactly what was read.
+fn round_trip<T: Serialize + DeserializeOwned>(name: &str) -> T {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/benchmarks")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let committed: Value = serde_json::from_str(&text).unwrap();
+    let report: T = serde_json::from_value(committed.clone())
+        .unwrap_or_else(|e| panic!("{name} does not read as its report type: {e}"));
+    assert_eq!(serde_json::to_value(&report).unwrap(), committed, "{name}");
+    report
+}
+
+#[test]
+fn the_security_and_lookup_reports_read_back_unchanged() {
+    let security: SecurityReport = round_trip("security-current.json");
+    assert!(security.passed && security.problems.is_empty());
+    let lookup: LookupReport = round_trip("lookup-current.json");
+    assert!(lookup.figures.candidate_lookup.latency.is_some());
+}
+
+#[test]
+fn the_connections_report_reads_back_and_charts() {
+    let report: ConnectionsReport = round_trip("connections-current.json");
+    let chart = connections::chart::svg(&report.steps);
+    assert_eq!(chart.matches("<circle").count(), 2 * report.steps.len());
+}
+
+#[test]
+fn the_throughput_report_reads_back_and_charts() {
+    let report: ThroughputReport = round_trip("throughput-current.json");
+    let points = throughput::chart_points(&report.sweep.points);
+    assert_eq!(points.len(), report.sweep.points.len());
+    let chart = throughput::chart::svg("committed", &points);
+    assert_eq!(chart.matches("<circle").count(), 4 * points.len());
+}
