@@ -146,73 +146,75 @@ impl Workload {
 
     async fn quotas(&self, concurrency: u64, total: u64) -> Result<Vec<Point>, String> {
         // A quota that never runs out within the run: every claim is admitted and counted.
-        let roomy = QuotaConfig::builder()
-            .global(1_000_000)
-            .shards(self.shards)
-            .window_ms(3_600_000)
-            .build()
-            .map_err(|e| format!("quota: {e}"))?;
-        let shared = Arc::new(RequestQuotas::new(
-            PgQuotaStore::new(self.database.clone()),
-            self.quota_key("shared-quota")?,
-            roomy,
-        ));
-        let allowed = closed_loop::run(
-            "shared-global-quota",
-            concurrency,
-            total,
-            &self.gauges,
-            move |_| {
-                let quotas = shared.clone();
-                async move {
-                    match quotas.check(&QuotaContext::anonymous(), now_ms()).await {
-                        Ok(QuotaDecision::Allowed) => Outcome::expected("allowed"),
-                        Ok(QuotaDecision::Limited { .. }) => Outcome::unexpected("limited"),
-                        Err(e) => Outcome::error(e),
-                    }
-                }
-            },
-        )
-        .await;
-
+        let roomy = self.global_quota(1_000_000, "shared-quota")?;
+        let allowed = self
+            .claims("shared-global-quota", concurrency, total, roomy, true)
+            .await;
         // One claim per shard, used up first: every claim after is refused (and reads its reset time).
-        let tight = QuotaConfig::builder()
-            .global(self.shards)
-            .shards(self.shards)
-            .window_ms(3_600_000)
-            .build()
-            .map_err(|e| format!("quota: {e}"))?;
-        let exhausted = Arc::new(RequestQuotas::new(
-            PgQuotaStore::new(self.database.clone()),
-            self.quota_key("exhausted-quota")?,
-            tight,
-        ));
+        let exhausted = self.global_quota(self.shards, "exhausted-quota")?;
         for _ in 0..self.shards {
             exhausted
                 .check(&QuotaContext::anonymous(), now_ms())
                 .await
                 .map_err(|e| format!("exhausting the quota: {e}"))?;
         }
-        let limited = closed_loop::run(
-            "exhausted-global-quota",
-            concurrency,
-            total,
-            &self.gauges,
-            move |_| {
-                let quotas = exhausted.clone();
-                async move {
-                    match quotas.check(&QuotaContext::anonymous(), now_ms()).await {
-                        Ok(QuotaDecision::Limited { .. }) => Outcome::expected("limited"),
-                        Ok(QuotaDecision::Allowed) => Outcome::unexpected("allowed"),
-                        Err(e) => Outcome::error(e),
-                    }
-                }
-            },
-        )
-        .await;
+        let limited = self
+            .claims(
+                "exhausted-global-quota",
+                concurrency,
+                total,
+                exhausted,
+                false,
+            )
+            .await;
         Ok(vec![allowed, limited])
     }
+
+    /// A global quota of `limit` claims an hour over the run's shards, in a namespace of its own.
+    fn global_quota(&self, limit: u32, purpose: &str) -> Result<Arc<Quotas>, String> {
+        let config = QuotaConfig::builder()
+            .global(limit)
+            .shards(self.shards)
+            .window_ms(3_600_000)
+            .build()
+            .map_err(|e| format!("quota: {e}"))?;
+        Ok(Arc::new(RequestQuotas::new(
+            PgQuotaStore::new(self.database.clone()),
+            self.quota_key(purpose)?,
+            config,
+        )))
+    }
+
+    /// Anonymous claims on `quotas` in a closed loop; `allowed` is the decision each one should get.
+    async fn claims(
+        &self,
+        name: &str,
+        concurrency: u64,
+        total: u64,
+        quotas: Arc<Quotas>,
+        allowed: bool,
+    ) -> Point {
+        closed_loop::run(name, concurrency, total, &self.gauges, move |_| {
+            let quotas = quotas.clone();
+            async move {
+                let decision = match quotas.check(&QuotaContext::anonymous(), now_ms()).await {
+                    Ok(QuotaDecision::Allowed) => "allowed",
+                    Ok(QuotaDecision::Limited { .. }) => "limited",
+                    Err(e) => return Outcome::error(e),
+                };
+                if (decision == "allowed") == allowed {
+                    Outcome::expected(decision)
+                } else {
+                    Outcome::unexpected(decision)
+                }
+            }
+        })
+        .await
+    }
 }
+
+/// The quotas of the run, on PostgreSQL.
+type Quotas = RequestQuotas<PgQuotaStore>;
 
 /// The velocity read of the run: a subject's sign-ins over the default window.
 pub fn sign_ins(subject: SubjectId) -> VelocityQuery {

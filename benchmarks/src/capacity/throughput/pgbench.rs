@@ -19,11 +19,14 @@ use serde_json::Value;
 use tokio::process::Command;
 
 use super::samples::{round1, Latency, LatencyReport};
-use crate::capacity::seed::CookieLine;
+use crate::capacity::seed::{self, CookieLine};
 use crate::capacity::Target;
 
 /// The helper table pgbench picks visitors from.
 pub const HELPER_TABLE: &str = "capacity_cookies";
+
+/// How long a statement on the helper table may run: the statement timeout of the run's pools.
+const HELPER_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What each transaction does besides the identification's statements, said in the report.
 pub const NOTE: &str = "one transaction = a primary-key lookup in capacity_cookies (a random fixture visitor, its \
@@ -72,12 +75,7 @@ impl Visitor {
 
 /// Creates and fills the helper table in the run's schema; refuses when it exists.
 pub async fn create_helper(target: &Target, visitors: &[Visitor]) -> Result<(), String> {
-    let database = target.database(1)?;
-    let client = database
-        .pool()
-        .get()
-        .await
-        .map_err(|e| format!("helper table: {e}"))?;
+    let client = seed::connect(&target.url, &target.schema, HELPER_TIMEOUT).await?;
     let failed = |e: tokio_postgres::Error| format!("helper table {HELPER_TABLE}: {e}");
     client
         .batch_execute(&format!(
@@ -114,12 +112,7 @@ pub async fn create_helper(target: &Target, visitors: &[Visitor]) -> Result<(), 
 
 /// Drops the helper table.
 pub async fn drop_helper(target: &Target) -> Result<(), String> {
-    let database = target.database(1)?;
-    let client = database
-        .pool()
-        .get()
-        .await
-        .map_err(|e| format!("helper table: {e}"))?;
+    let client = seed::connect(&target.url, &target.schema, HELPER_TIMEOUT).await?;
     client
         .batch_execute(&format!("DROP TABLE IF EXISTS {HELPER_TABLE}"))
         .await

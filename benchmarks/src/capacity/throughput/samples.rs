@@ -274,15 +274,19 @@ mod tests {
         assert_eq!(due(50_000 * 60, 50_000), at(60_000));
     }
 
-    #[test]
-    fn misses_are_sends_more_than_one_interval_late() {
-        // A fake clock at 100/s (10 ms apart): on time, exactly one interval late, just over, far over.
-        let samples = [
+    /// A fake clock at 100/s (10 ms apart): on time, exactly one interval late, just over, far over.
+    fn four_at_100_per_second() -> [Sample; 4] {
+        [
             sample(0, 0, 2, 200),
             sample(10, 20, 22, 200),
             sample(20, 31, 40, 503),
             sample(30, 90, 91, 200),
-        ];
+        ]
+    }
+
+    #[test]
+    fn misses_are_sends_more_than_one_interval_late() {
+        let samples = four_at_100_per_second();
         let t = Tally::of(&samples, 5, Some(interval(100)));
         assert_eq!((t.scheduled, t.sent, t.ok, t.overloaded), (5, 4, 3, 1));
         assert_eq!(t.misses, 2);
@@ -295,12 +299,7 @@ mod tests {
 
     #[test]
     fn corrected_latency_counts_the_wait_for_the_send() {
-        let samples = [
-            sample(0, 0, 2, 200),
-            sample(10, 20, 22, 200),
-            sample(20, 31, 40, 503),
-            sample(30, 90, 91, 200),
-        ];
+        let samples = four_at_100_per_second();
         let t = Tally::of(&samples, 4, Some(interval(100)));
         let ok_raw = t.ok_raw.unwrap();
         let ok_corrected = t.ok_corrected.unwrap();
