@@ -2,7 +2,7 @@
 //! over a seeded population.
 //!
 //! Run with:
-//! `cargo run --release -p janitor-benchmarks --bin identify-postgres -- --visitors 100000`
+//! `cargo run --release --manifest-path benchmarks/Cargo.toml --target-dir target --bin identify-postgres -- --visitors 100000`
 //!
 //! Options (all optional): `--visitors` 1–2,000,000 (default 100,000), `--per-visitor` observations each 1–10
 //! (default 2), `--samples` sequential identifications per path 10–100,000 (default 2,000), `--concurrency`
