@@ -5,17 +5,17 @@ use std::sync::Arc;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use janitor_core::StoreError;
-use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
 
-use crate::config::{DatabaseConfig, SchemaName};
+use crate::config::{DatabaseConfig, PoolMode, PoolOptions, SchemaName, SslMode};
 use crate::error::{ends_session, from_pool, from_postgres, SetupError};
 use crate::migrate::{MigrateError, MigrationReport};
+use crate::params::Param;
 
 /// A pool of PostgreSQL connections shared by every store of one process. Cheap to clone.
 ///
-/// Creating it opens no connection; the first statement does. Connections are plain TCP or Unix sockets
-/// (no TLS): keep the database on a private network or loopback.
+/// Creating it opens no connection; the first statement does. Connections use TLS as the URL's `sslmode` says
+/// (feature `tls`, on by default).
 #[derive(Clone)]
 pub struct Database {
     inner: Arc<Inner>,
@@ -23,15 +23,29 @@ pub struct Database {
 
 struct Inner {
     pool: Pool,
-    config: DatabaseConfig,
+    /// The configuration the pool was built from; `None` for a pool handed in.
+    config: Option<DatabaseConfig>,
+    options: PoolOptions,
+    /// The startup packet set the schema and the statement timeout (a pool this crate built, in session mode);
+    /// otherwise tables are qualified and the client keeps the timeout.
+    session_settings: bool,
+    cancel: Cancel,
     statements: AtomicU64,
     prepares: AtomicU64,
+}
+
+/// How to reach the server for a cancel request: the way the pool connects.
+#[derive(Clone)]
+enum Cancel {
+    Plain,
+    #[cfg(feature = "tls")]
+    Tls(tokio_postgres_rustls::MakeRustlsConnect),
 }
 
 impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Database")
-            .field("schema", &self.inner.config.schema)
+            .field("options", &self.inner.options)
             .field("status", &self.inner.pool.status())
             .finish_non_exhaustive()
     }
@@ -41,16 +55,13 @@ impl Database {
     /// A pool for `config`. Opens nothing yet; the pool's timeouts need a Tokio runtime (with its time driver)
     /// when connections are requested.
     pub fn new(config: DatabaseConfig) -> Result<Self, SetupError> {
-        let manager = Manager::from_config(
-            config.postgres.clone(),
-            NoTls,
-            ManagerConfig {
-                // A pooled connection is checked only for being closed: no extra round trip per checkout. A
-                // connection the server dropped fails its next statement (reported as unavailable) and is
-                // discarded by the pool.
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let manager_config = ManagerConfig {
+            // A pooled connection is checked only for being closed: no extra round trip per checkout. A
+            // connection the server dropped fails its next statement (reported as unavailable) and is
+            // discarded by the pool.
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let (manager, cancel) = manager(&config, manager_config)?;
         let pool = Pool::builder(manager)
             .max_size(config.max_connections)
             .wait_timeout(Some(config.wait_timeout))
@@ -59,14 +70,50 @@ impl Database {
             .runtime(Runtime::Tokio1)
             .build()
             .map_err(|e| SetupError::Pool(e.to_string()))?;
-        Ok(Database {
+        if config.ssl.mode == SslMode::Require && !config.ssl.verifies_chain() {
+            tracing::warn!(
+                "sslmode=require encrypts but does not authenticate the server: use verify-full with sslrootcert"
+            );
+        }
+        let session_settings = config.options.pool_mode() == PoolMode::Session;
+        let options = config.options.clone();
+        Ok(Database::assemble(
+            pool,
+            Some(config),
+            options,
+            session_settings,
+            cancel,
+        ))
+    }
+
+    /// Uses a pool the application built (its own TLS, authentication, hooks and sizes), under `options`.
+    ///
+    /// Nothing is assumed of its sessions: tables are named with the schema, the client keeps the statement
+    /// timeout, and statements are prepared per connection only in [`PoolMode::Session`]. Cancel requests for
+    /// an overrun statement go over plain TCP; a server that insists on TLS ignores them, and the connection is
+    /// discarded instead.
+    pub fn from_pool(pool: Pool, options: PoolOptions) -> Database {
+        Database::assemble(pool, None, options, false, Cancel::Plain)
+    }
+
+    fn assemble(
+        pool: Pool,
+        config: Option<DatabaseConfig>,
+        options: PoolOptions,
+        session_settings: bool,
+        cancel: Cancel,
+    ) -> Database {
+        Database {
             inner: Arc::new(Inner {
                 pool,
                 config,
+                options,
+                session_settings,
+                cancel,
                 statements: AtomicU64::new(0),
                 prepares: AtomicU64::new(0),
             }),
-        })
+        }
     }
 
     /// A pool for `url` with the default options (see [`DatabaseConfig::builder`] for the others).
@@ -79,17 +126,29 @@ impl Database {
         crate::migrate::migrate(self).await
     }
 
-    /// The schema statements run in, if the configuration named one.
+    /// The schema statements run in, if one was named.
     pub fn schema(&self) -> Option<&SchemaName> {
-        self.inner.config.schema.as_ref()
+        self.inner.options.schema()
     }
 
-    /// The configuration this pool was built from.
-    pub fn config(&self) -> &DatabaseConfig {
-        &self.inner.config
+    /// The configuration this pool was built from; `None` for a pool handed in with [`from_pool`](Self::from_pool).
+    pub fn config(&self) -> Option<&DatabaseConfig> {
+        self.inner.config.as_ref()
     }
 
-    /// The underlying pool, for an application's own statements (they run with the same timeout and schema).
+    /// The options every statement runs under.
+    pub fn options(&self) -> &PoolOptions {
+        &self.inner.options
+    }
+
+    /// Whether the session carries the schema (as `search_path`) and the statement timeout: true for a pool
+    /// this crate built in [`PoolMode::Session`]. Otherwise statements qualify their tables.
+    pub fn session_settings(&self) -> bool {
+        self.inner.session_settings
+    }
+
+    /// The underlying pool, for an application's own statements. In [`PoolMode::Session`] they run with the
+    /// same timeout and schema; otherwise they must name the schema themselves.
     pub fn pool(&self) -> &Pool {
         &self.inner.pool
     }
@@ -99,7 +158,8 @@ impl Database {
         self.inner.statements.load(Ordering::Relaxed)
     }
 
-    /// Statements prepared so far (once per statement text and connection; an extra round trip each).
+    /// Statements prepared so far (once per statement text and connection; an extra round trip each). Always
+    /// 0 in [`PoolMode::Transaction`], where statements are sent unnamed.
     pub fn statements_prepared(&self) -> u64 {
         self.inner.prepares.load(Ordering::Relaxed)
     }
@@ -121,6 +181,21 @@ impl Database {
             inner: &self.inner,
         })
     }
+}
+
+/// The deadpool manager for `config`, connecting as its `sslmode` says, and how cancel requests connect.
+fn manager(
+    config: &DatabaseConfig,
+    manager_config: ManagerConfig,
+) -> Result<(Manager, Cancel), SetupError> {
+    #[cfg(feature = "tls")]
+    if config.ssl.mode != SslMode::Disable {
+        let tls = crate::tls::connector(&config.ssl)?;
+        let manager = Manager::from_config(config.postgres.clone(), tls.clone(), manager_config);
+        return Ok((manager, Cancel::Tls(tls)));
+    }
+    let manager = Manager::from_config(config.postgres.clone(), NoTls, manager_config);
+    Ok((manager, Cancel::Plain))
 }
 
 /// One checked-out connection; returns to the pool when dropped, unless it broke.
@@ -151,6 +226,14 @@ impl Connection<'_> {
         self.client.as_mut().expect("present until drop")
     }
 
+    /// The schema, when statements must name it themselves.
+    pub(crate) fn schema_to_set(&self) -> Option<&SchemaName> {
+        self.inner
+            .options
+            .schema()
+            .filter(|_| !self.inner.session_settings)
+    }
+
     /// Maps a failure, and marks the connection broken when the session is gone.
     pub(crate) fn fail(&mut self, error: &tokio_postgres::Error) -> StoreError {
         if ends_session(error) {
@@ -169,28 +252,114 @@ impl Connection<'_> {
         Ok(statement)
     }
 
-    /// Runs a prepared statement and returns its rows.
+    /// Runs a statement and returns its rows.
     pub(crate) async fn query(
         &mut self,
         sql: &str,
-        params: &[&(dyn ToSql + Sync)],
+        params: &[&dyn Param],
     ) -> Result<Vec<Row>, StoreError> {
-        let statement = self.prepare(sql).await?;
         self.inner.statements.fetch_add(1, Ordering::Relaxed);
-        let rows = self.client().query(&statement, params).await;
-        rows.map_err(|e| self.fail(&e))
+        if self.inner.options.pool_mode() == PoolMode::Session {
+            let statement = self.prepare(&self.text(sql)).await?;
+            let values: Vec<_> = params.iter().map(|p| p.as_sql()).collect();
+            let rows = self.bounded(self.client().query(&statement, &values)).await;
+            return self.settle(rows);
+        }
+        let typed: Vec<_> = params
+            .iter()
+            .map(|p| (p.as_sql(), p.declared_type()))
+            .collect();
+        let text = self.text(sql);
+        let rows = self.bounded(self.client().query_typed(&text, &typed)).await;
+        self.settle(rows)
     }
 
-    /// Runs a prepared statement and returns how many rows it changed.
+    /// Runs a statement and returns how many rows it changed.
     pub(crate) async fn execute(
         &mut self,
         sql: &str,
-        params: &[&(dyn ToSql + Sync)],
+        params: &[&dyn Param],
     ) -> Result<u64, StoreError> {
-        let statement = self.prepare(sql).await?;
         self.inner.statements.fetch_add(1, Ordering::Relaxed);
-        let changed = self.client().execute(&statement, params).await;
-        changed.map_err(|e| self.fail(&e))
+        if self.inner.options.pool_mode() == PoolMode::Session {
+            let statement = self.prepare(&self.text(sql)).await?;
+            let values: Vec<_> = params.iter().map(|p| p.as_sql()).collect();
+            let changed = self
+                .bounded(self.client().execute(&statement, &values))
+                .await;
+            return self.settle(changed);
+        }
+        let typed: Vec<_> = params
+            .iter()
+            .map(|p| (p.as_sql(), p.declared_type()))
+            .collect();
+        let text = self.text(sql);
+        let client = self.client();
+        let changed = self
+            .bounded(async {
+                let stream = client.query_typed_raw(&text, typed).await?;
+                let mut stream = std::pin::pin!(stream);
+                while futures_util::StreamExt::next(&mut stream)
+                    .await
+                    .transpose()?
+                    .is_some()
+                {}
+                Ok(stream.rows_affected().unwrap_or(0))
+            })
+            .await;
+        self.settle(changed)
+    }
+
+    /// The outcome of a bounded statement: a timeout leaves the session busy, so the connection goes.
+    fn settle<T>(
+        &mut self,
+        outcome: Result<Result<T, tokio_postgres::Error>, StoreError>,
+    ) -> Result<T, StoreError> {
+        match outcome {
+            Ok(done) => done.map_err(|e| self.fail(&e)),
+            Err(timed_out) => {
+                self.broken = true;
+                Err(timed_out)
+            }
+        }
+    }
+
+    /// `sql` as this connection must send it: with qualified tables when the session has no `search_path`.
+    fn text<'s>(&self, sql: &'s str) -> std::borrow::Cow<'s, str> {
+        match self.schema_to_set() {
+            Some(schema) => std::borrow::Cow::Owned(crate::qualify::qualify(sql, schema)),
+            None => std::borrow::Cow::Borrowed(sql),
+        }
+    }
+
+    /// Runs `statement` under the client's statement timeout when the session has none of its own: an overrun
+    /// is cancelled on the server, and the connection is not reused.
+    async fn bounded<T>(
+        &self,
+        statement: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<Result<T, tokio_postgres::Error>, StoreError> {
+        if self.inner.session_settings {
+            return Ok(statement.await);
+        }
+        let limit = self.inner.options.statement_timeout();
+        match tokio::time::timeout(limit, statement).await {
+            Ok(done) => Ok(done),
+            Err(_) => {
+                let token = self.client().cancel_token();
+                let cancel = self.inner.cancel.clone();
+                tokio::spawn(async move {
+                    let _ = match cancel {
+                        Cancel::Plain => token.cancel_query(NoTls).await,
+                        #[cfg(feature = "tls")]
+                        Cancel::Tls(tls) => token.cancel_query(tls).await,
+                    };
+                });
+                Err(StoreError::Unavailable(format!(
+                    "statement timed out after {} ms (cancelled by the client)",
+                    limit.as_millis()
+                )))
+            }
+        }
     }
 
     /// Counts a statement run outside [`query`](Self::query) and [`execute`](Self::execute).

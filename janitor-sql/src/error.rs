@@ -25,6 +25,9 @@ pub enum SetupError {
     /// The pool could not be created.
     #[error("cannot create the connection pool: {0}")]
     Pool(String),
+    /// A TLS setting (`sslmode`, `sslrootcert`) that cannot be used.
+    #[error("TLS: {0}")]
+    Tls(String),
 }
 
 /// Whether a failed statement means the database cannot answer now, as opposed to refusing what was asked.
@@ -35,7 +38,11 @@ pub enum SetupError {
 /// SQLSTATE, never its DETAIL line, which can quote row values.
 pub(crate) fn from_postgres(error: &tokio_postgres::Error) -> StoreError {
     let Some(db) = error.as_db_error() else {
-        // No server answer at all: the socket closed, or I/O or the protocol failed.
+        // No server answer at all: the socket closed, or I/O, TLS or the protocol failed.
+        #[cfg(feature = "tls")]
+        if let Some(refused) = crate::tls::refused_certificate(error) {
+            return StoreError::Unavailable(refused);
+        }
         return StoreError::Unavailable(error.to_string());
     };
     let text = format!("{} (SQLSTATE {})", db.message(), db.code().code());

@@ -7,16 +7,21 @@ mod database;
 mod error;
 mod evidence_store;
 pub mod migrate;
+mod params;
+mod qualify;
 mod quota_store;
 mod stores;
 #[cfg(feature = "testing")]
 pub mod testing;
+#[cfg(feature = "tls")]
+mod tls;
 mod visitor_store;
 
 pub use budget_store::PgBudgetStore;
 pub use config::{
-    DatabaseConfig, DatabaseConfigBuilder, SchemaName, APPLICATION_NAME, CONNECT_TIMEOUT_MS,
-    MAX_CONNECTIONS, POOL_WAIT_TIMEOUT_MS, STATEMENT_TIMEOUT_MS,
+    DatabaseConfig, DatabaseConfigBuilder, PoolMode, PoolOptions, PoolOptionsBuilder, RootCerts,
+    SchemaName, SslMode, SslSettings, APPLICATION_NAME, CONNECT_TIMEOUT_MS, MAX_CONNECTIONS,
+    POOL_WAIT_TIMEOUT_MS, STATEMENT_TIMEOUT_MS,
 };
 pub use database::Database;
 pub use error::SetupError;

@@ -96,13 +96,16 @@ pub enum MigrateError {
 pub async fn migrate(database: &Database) -> Result<MigrationReport, MigrateError> {
     let mut connection = database.connection().await?;
     let schema = database.schema().map(|s| s.as_str().to_owned());
+    // Without session settings (a transaction pooler, a pool handed in) the schema is set for the migration's
+    // transaction only, which a transaction pooler keeps on one server session.
+    let set_search_path = !database.session_settings();
     let outcome = async {
         let transaction = connection
             .client_mut()
             .transaction()
             .await
             .map_err(|e| Stop::Sql(None, e))?;
-        let report = apply(&transaction, schema.as_deref()).await?;
+        let report = apply(&transaction, schema.as_deref(), set_search_path).await?;
         transaction.commit().await.map_err(|e| Stop::Sql(None, e))?;
         Ok(report)
     }
@@ -140,6 +143,7 @@ enum Stop {
 async fn apply(
     transaction: &deadpool_postgres::Transaction<'_>,
     schema: Option<&str>,
+    set_search_path: bool,
 ) -> Result<MigrationReport, Stop> {
     let sql = |e| Stop::Sql(None, e);
     // Building an index over a large table can outlast the per-statement timeout; waiting for another
@@ -162,6 +166,12 @@ async fn apply(
             .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
             .await
             .map_err(sql)?;
+        if set_search_path {
+            transaction
+                .batch_execute(&format!("SET LOCAL search_path = {schema}"))
+                .await
+                .map_err(sql)?;
+        }
     }
     transaction
         .batch_execute(&format!(

@@ -194,7 +194,8 @@ async fn two_pools_share_one_window() {
     with_schemas(|schemas| async move {
         let first = schemas.fresh().await;
         // A second pool on the same schema, as a second instance would have.
-        let second = Database::new(first.config().clone()).unwrap();
+        let second =
+            Database::new(first.config().expect("built from a configuration").clone()).unwrap();
         let config = BudgetConfig::builder()
             .max_calls(25)
             .max_concurrent(32)

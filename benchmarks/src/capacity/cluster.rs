@@ -1,32 +1,14 @@
-//! The disposable PostgreSQL cluster of a run, made with the machine's own PostgreSQL binaries when
-//! `JANITOR_BENCHMARK_DATABASE_URL` is not set.
+//! The disposable PostgreSQL cluster of a run, when `JANITOR_BENCHMARK_DATABASE_URL` is not set: janitor-sql's
+//! disposable cluster (`janitor_sql::testing::cluster`, which says how it is made, guarded and cleaned up) at
+//! the harness's fixed place and with the reference's limits.
 //!
-//! The cluster lives in `<temp dir>/janitor-capacity-cluster` and listens only on 127.0.0.1:55434, with its
-//! Unix socket in that directory (never the system's socket directory). It runs with the reference's limits,
-//! `shared_buffers=128MB` and `max_connections=40`; everything else keeps PostgreSQL's defaults, durability
-//! included (fsync, synchronous_commit, full_page_writes stay on), so the figures measured on it are honest.
-//! The cluster is initialised with UTF8 encoding and the `C.UTF-8` locale, whatever the caller's locale.
-//!
-//! Safety: a run refuses to start when 127.0.0.1:55434 is taken or the directory already exists, unless
-//! `JANITOR_BENCHMARK_REUSE=1` and the directory holds a cluster this harness made (it carries our marker
-//! file), in which case that cluster is started again. When the run ends, [`Cluster`] stops the server
-//! (`pg_ctl stop -m fast`) and removes the directory, or, with reuse, leaves it stopped for the next run.
-//! A reused directory is never removed: the run did not create it.
-//!
-//! A run that is killed (Ctrl-C, SIGKILL) does not get to clean up: the directory stays behind, possibly with
-//! the server still running, and the next run refuses to start. Its message gives the two commands that clean
-//! up: `pg_ctl stop -D <dir>/data -m fast` (as the postgres user when root) and `rm -rf <dir>`.
-//!
-//! initdb and postgres refuse to run as root; when this process is root, they run as the `postgres` user
-//! through `runuser`, and the directory is handed to that user.
+//! The cluster lives in `<temp dir>/janitor-capacity-cluster` and listens only on 127.0.0.1:55434. It runs
+//! with `shared_buffers=128MB` and `max_connections=40`; everything else keeps PostgreSQL's defaults,
+//! durability included (fsync, synchronous_commit, full_page_writes stay on), so the figures measured on it are
+//! honest. `JANITOR_BENCHMARK_REUSE=1` starts again a cluster an earlier run kept, and keeps it afterwards.
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+pub use janitor_sql::testing::cluster::Cluster;
+use janitor_sql::testing::cluster::ClusterSpec;
 
 use super::env::CapacityEnv;
 
@@ -36,440 +18,64 @@ pub const PORT: u16 = 55434;
 /// The name of the cluster's directory inside the temp directory.
 pub const DIR_NAME: &str = "janitor-capacity-cluster";
 
-/// The file inside the directory that says this harness made the cluster.
-pub const MARKER: &str = "janitor-capacity.marker";
+/// Who makes the cluster: its marker file is `janitor-capacity.marker`.
+pub const OWNER: &str = "janitor-capacity";
 
 /// The server settings the cluster runs with besides the address and socket; the rest are PostgreSQL's
 /// defaults. Reports can quote them.
 pub const SETTINGS: &[(&str, &str)] = &[("shared_buffers", "128MB"), ("max_connections", "40")];
-
-/// How long the server may take to start or stop.
-const DEADLINE: Duration = Duration::from_secs(60);
-
-/// The settings file the cluster's postgresql.conf includes, rewritten at every start.
-const SETTINGS_FILE: &str = "janitor-capacity.conf";
-
-/// A cluster this run started. When dropped it is stopped, and its directory removed unless it is kept for
-/// reuse or was reused from an earlier run.
-#[derive(Debug)]
-pub struct Cluster {
-    dir: PathBuf,
-    port: u16,
-    bin: PathBuf,
-    /// Run the server programs as the postgres user (this process is root).
-    as_postgres: bool,
-    /// A server may be running (pg_ctl start was called).
-    started: bool,
-    /// Leave the directory in place when dropped.
-    keep: bool,
-}
 
 /// The database URL of the run: `JANITOR_BENCHMARK_DATABASE_URL`, or a disposable cluster started now.
 pub fn acquire(env: &CapacityEnv) -> Result<(String, Option<Cluster>), String> {
     match &env.database_url {
         Some(url) => Ok((url.clone(), None)),
         None => {
-            let cluster = Cluster::start_at(&std::env::temp_dir().join(DIR_NAME), PORT, env.reuse)?;
+            let cluster = Cluster::start(spec(env.reuse))?;
             println!("disposable PostgreSQL cluster ready at {}", cluster.url());
             Ok((cluster.url(), Some(cluster)))
         }
     }
 }
 
-impl Cluster {
-    /// Starts a cluster in `dir` listening on 127.0.0.1:`port`: a new one, or with `reuse` the one an earlier
-    /// run of the harness left there. [`acquire`] calls it with the fixed directory and port; tests use others.
-    pub(crate) fn start_at(dir: &Path, port: u16, reuse: bool) -> Result<Cluster, String> {
-        let plain = dir
-            .to_str()
-            .filter(|d| dir.is_absolute() && !d.contains(['\'', '\\', '\n']));
-        if plain.is_none() {
-            return Err(format!(
-                "the cluster directory must be an absolute path without quotes, backslashes or newlines, \
-                 got {dir:?}"
-            ));
-        }
-        let reusing = reuse && dir.join(MARKER).is_file();
-        if dir.exists() && !reusing {
-            return Err(refusal_for_directory(dir, reuse));
-        }
-        port_is_free(port, dir)?;
-        let bin = postgres_bin_dir()?;
-        let as_postgres = effective_uid()? == 0;
-        if reusing && !dir.join("data").join("PG_VERSION").is_file() {
-            return Err(format!(
-                "{} carries the harness's marker but holds no cluster; remove it with `rm -rf {}`",
-                dir.display(),
-                dir.display()
-            ));
-        }
-        if !reusing {
-            // create_dir (not create_dir_all) fails if the directory appeared meanwhile: never adopt one.
-            fs::create_dir(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        }
-        // From here on the guard owns the clean-up: a new directory is removed if the start fails, a reused
-        // one never is.
-        let mut cluster = Cluster {
-            dir: dir.to_path_buf(),
-            port,
-            bin,
-            as_postgres,
-            started: false,
-            keep: reusing,
-        };
-        if !reusing {
-            cluster.initialise()?;
-        }
-        cluster.write_settings()?;
-        cluster.start()?;
-        cluster.keep = reuse;
-        Ok(cluster)
-    }
-
-    /// The connection string of the cluster (superuser postgres, trusted on loopback).
-    pub fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-
-    /// The cluster's directory: data, server log, socket and marker.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    fn data(&self) -> PathBuf {
-        self.dir.join("data")
-    }
-
-    fn log(&self) -> PathBuf {
-        self.dir.join("server.log")
-    }
-
-    /// initdb into `<dir>/data`, the include line for our settings, then the marker.
-    fn initialise(&mut self) -> Result<(), String> {
-        fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700))
-            .map_err(|e| format!("securing {}: {e}", self.dir.display()))?;
-        self.hand_over(&self.dir)?;
-        let data = self.data();
-        let output = self
-            .server_program("initdb")
-            .arg("-D")
-            .arg(&data)
-            .args([
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "--encoding=UTF8",
-                "--locale=C.UTF-8",
-            ])
-            .output()
-            .map_err(|e| format!("starting initdb: {e}"))?;
-        checked(&output, "initdb")?;
-        let conf = data.join("postgresql.conf");
-        let mut file = OpenOptions::new()
-            .append(true)
-            .open(&conf)
-            .map_err(|e| format!("opening {}: {e}", conf.display()))?;
-        writeln!(
-            file,
-            "\n# The capacity harness's settings.\ninclude '{SETTINGS_FILE}'"
-        )
-        .map_err(|e| format!("writing {}: {e}", conf.display()))?;
-        fs::write(
-            self.dir.join(MARKER),
-            "A disposable PostgreSQL cluster made by janitor-capacity. The harness removes this directory \
-             after a run, or keeps it stopped with JANITOR_BENCHMARK_REUSE=1.\n",
-        )
-        .map_err(|e| format!("writing the marker in {}: {e}", self.dir.display()))
-    }
-
-    /// The address, socket and limits, rewritten at every start so that they always match this run.
-    fn write_settings(&self) -> Result<(), String> {
-        let mut text = format!(
-            "# Written by janitor-capacity at every start; edits are lost.\n\
-             listen_addresses = '127.0.0.1'\n\
-             port = {}\n\
-             unix_socket_directories = '{}'\n",
-            self.port,
-            self.dir.display()
-        );
-        for (name, value) in SETTINGS {
-            text.push_str(&format!("{name} = '{value}'\n"));
-        }
-        let path = self.data().join(SETTINGS_FILE);
-        fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
-        self.hand_over(&path)
-    }
-
-    fn start(&mut self) -> Result<(), String> {
-        self.started = true;
-        let output = self
-            .server_program("pg_ctl")
-            .arg("start")
-            .arg("-D")
-            .arg(self.data())
-            .arg("-l")
-            .arg(self.log())
-            .args(["-w", "-s", "-t", &DEADLINE.as_secs().to_string()])
-            .output()
-            .map_err(|e| format!("starting pg_ctl: {e}"))?;
-        if let Err(problem) = checked(&output, "pg_ctl start") {
-            return Err(format!("{problem}\n{}", self.log_tail()));
-        }
-        self.wait_until_ready()
-    }
-
-    /// pg_isready against the TCP address until the server accepts connections or the deadline passes.
-    fn wait_until_ready(&self) -> Result<(), String> {
-        let begin = Instant::now();
-        loop {
-            let status = Command::new(self.bin.join("pg_isready"))
-                .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
-                .args(["-U", "postgres", "-d", "postgres", "-t", "2", "-q"])
-                .status()
-                .map_err(|e| format!("starting pg_isready: {e}"))?;
-            if status.success() {
-                return Ok(());
-            }
-            if begin.elapsed() > DEADLINE {
-                return Err(format!(
-                    "the cluster in {} did not accept connections on 127.0.0.1:{} within {} s\n{}",
-                    self.dir.display(),
-                    self.port,
-                    DEADLINE.as_secs(),
-                    self.log_tail()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-
-    fn stop(&self) -> Result<(), String> {
-        let output = self
-            .server_program("pg_ctl")
-            .arg("stop")
-            .arg("-D")
-            .arg(self.data())
-            .args([
-                "-m",
-                "fast",
-                "-w",
-                "-s",
-                "-t",
-                &DEADLINE.as_secs().to_string(),
-            ])
-            .output()
-            .map_err(|e| format!("starting pg_ctl: {e}"))?;
-        if output.status.success() || !self.data().join("postmaster.pid").exists() {
-            return Ok(());
-        }
-        checked(&output, "pg_ctl stop")
-    }
-
-    /// A PostgreSQL server program, run as the postgres user when this process is root.
-    fn server_program(&self, name: &str) -> Command {
-        let program = self.bin.join(name);
-        let mut command = if self.as_postgres {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(program);
-            c
-        } else {
-            Command::new(program)
-        };
-        // The postgres user may not be allowed into the caller's working directory.
-        command.current_dir(&self.dir);
-        command
-    }
-
-    /// Gives `path` to the postgres user when the server programs run as that user.
-    fn hand_over(&self, path: &Path) -> Result<(), String> {
-        if !self.as_postgres {
-            return Ok(());
-        }
-        let (uid, gid) = postgres_ids()?;
-        std::os::unix::fs::chown(path, Some(uid), Some(gid))
-            .map_err(|e| format!("handing {} to the postgres user: {e}", path.display()))
-    }
-
-    /// The last lines of the server log, for error messages.
-    fn log_tail(&self) -> String {
-        let log = fs::read_to_string(self.log()).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
-        if tail.is_empty() {
-            format!(
-                "(the server log {} is empty or missing)",
-                self.log().display()
-            )
-        } else {
-            format!("last lines of {}:\n{tail}", self.log().display())
-        }
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if self.started {
-            if let Err(problem) = self.stop() {
-                // Removing the files of a running server would leave it holding the port: leave both.
-                eprintln!(
-                    "could not stop the disposable cluster in {}: {problem}\nto clean up: {}",
-                    self.dir.display(),
-                    cleanup_commands(&self.dir)
-                );
-                return;
-            }
-        }
-        if !self.keep {
-            if let Err(e) = fs::remove_dir_all(&self.dir) {
-                eprintln!("could not remove {}: {e}", self.dir.display());
-            }
-        }
-    }
-}
-
-/// The refusal for an existing directory, saying whose it looks like and how to clean up.
-fn refusal_for_directory(dir: &Path, reuse: bool) -> String {
-    if dir.join(MARKER).is_file() {
-        format!(
-            "{} already exists: a cluster left by an earlier run that was killed or ran with \
-             JANITOR_BENCHMARK_REUSE=1. Start it again with JANITOR_BENCHMARK_REUSE=1, or clean up: {}",
-            dir.display(),
-            cleanup_commands(dir)
-        )
-    } else if reuse {
-        format!(
-            "{} exists but was not made by the harness (no {MARKER} in it), so it is neither reused nor \
-             touched; move it away if it is not needed",
-            dir.display()
-        )
-    } else {
-        format!(
-            "{} already exists and was not made by the harness; it is left alone — move it away if it is not \
-             needed",
-            dir.display()
-        )
-    }
-}
-
-/// The commands that stop and remove a cluster left behind, with the programs of this machine.
-fn cleanup_commands(dir: &Path) -> String {
-    format!("`{}; rm -rf {}`", stop_command(dir), dir.display())
-}
-
-fn stop_command(dir: &Path) -> String {
-    let runuser = if effective_uid().is_ok_and(|uid| uid == 0) {
-        "runuser -u postgres -- "
-    } else {
-        ""
-    };
-    let pg_ctl = postgres_bin_dir()
-        .map(|bin| bin.join("pg_ctl"))
-        .unwrap_or_else(|_| PathBuf::from("pg_ctl"));
-    format!(
-        "{runuser}{} stop -D {} -m fast",
-        pg_ctl.display(),
-        dir.join("data").display()
-    )
-}
-
-/// Refuses a port that something listens on or that cannot be bound on 127.0.0.1.
-fn port_is_free(port: u16, dir: &Path) -> Result<(), String> {
-    let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let taken = |why: String| {
-        let hint = if dir.join(MARKER).is_file() {
-            format!(
-                "if it is the kept cluster in {}, still running after a killed run, stop it with `{}`",
-                dir.display(),
-                stop_command(dir)
-            )
-        } else {
-            "stop whatever holds it, or point JANITOR_BENCHMARK_DATABASE_URL at an existing loopback server"
-                .to_owned()
-        };
-        format!("127.0.0.1:{port} is taken ({why}); {hint}")
-    };
-    if TcpStream::connect_timeout(&address, Duration::from_secs(1)).is_ok() {
-        return Err(taken("something accepts connections there".to_owned()));
-    }
-    match TcpListener::bind(address) {
-        Ok(listener) => {
-            drop(listener);
-            Ok(())
-        }
-        Err(e) => Err(taken(format!("cannot bind it: {e}"))),
-    }
-}
-
-/// The directory of initdb and pg_ctl: `pg_config --bindir`, else the highest /usr/lib/postgresql/*/bin.
-fn postgres_bin_dir() -> Result<PathBuf, String> {
-    let has_programs = |dir: &Path| {
-        ["initdb", "pg_ctl", "pg_isready"]
+/// The harness's cluster.
+fn spec(reuse: bool) -> ClusterSpec {
+    ClusterSpec {
+        reuse,
+        settings: SETTINGS
             .iter()
-            .all(|p| dir.join(p).is_file())
-    };
-    if let Ok(output) = Command::new("pg_config").arg("--bindir").output() {
-        let dir = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-        if output.status.success() && has_programs(&dir) {
-            return Ok(dir);
-        }
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect(),
+        reuse_hint: "run with JANITOR_BENCHMARK_REUSE=1".to_owned(),
+        port_hint:
+            "stop whatever holds it, or point JANITOR_BENCHMARK_DATABASE_URL at an existing loopback server"
+                .to_owned(),
+        ..ClusterSpec::new(OWNER, std::env::temp_dir().join(DIR_NAME), PORT)
     }
-    let mut versions: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let version = entry.file_name().to_str()?.parse::<u32>().ok()?;
-            Some((version, entry.path().join("bin")))
-        })
-        .filter(|(_, bin)| has_programs(bin))
-        .collect();
-    versions.sort();
-    versions.pop().map(|(_, bin)| bin).ok_or_else(|| {
-        "no PostgreSQL server programs found (initdb, pg_ctl and pg_isready, from `pg_config --bindir` or \
-         /usr/lib/postgresql/*/bin): install the PostgreSQL server, or set JANITOR_BENCHMARK_DATABASE_URL"
-            .to_owned()
-    })
-}
-
-/// The effective user of this process: /proc/self belongs to it.
-fn effective_uid() -> Result<u32, String> {
-    fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .map_err(|e| format!("reading /proc/self to learn the effective user: {e}"))
-}
-
-/// The postgres user's uid and gid, for running initdb and pg_ctl as root.
-fn postgres_ids() -> Result<(u32, u32), String> {
-    let id = |flag: &str| -> Result<u32, String> {
-        let output = Command::new("id")
-            .args([flag, "postgres"])
-            .output()
-            .map_err(|e| format!("starting id: {e}"))?;
-        String::from_utf8_lossy(&output.stdout)
-            .trim()
-            .parse()
-            .ok()
-            .filter(|_| output.status.success())
-            .ok_or_else(|| {
-                "this process is root, which initdb and postgres refuse, and there is no postgres user to run \
-                 them as: create one, or run the harness as an ordinary user"
-                    .to_owned()
-            })
-    };
-    Ok((id("-u")?, id("-g")?))
-}
-
-fn checked(output: &Output, what: &str) -> Result<(), String> {
-    if output.status.success() {
-        return Ok(());
-    }
-    Err(format!(
-        "{what} failed ({}): {}{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr).trim(),
-        String::from_utf8_lossy(&output.stdout).trim()
-    ))
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_given_database_url_starts_no_cluster() {
+        let vars = [(
+            "JANITOR_BENCHMARK_DATABASE_URL".to_owned(),
+            "postgres://postgres@127.0.0.1:5432/postgres".to_owned(),
+        )]
+        .into_iter()
+        .collect();
+        let env = CapacityEnv::from_vars(&vars, super::super::env::Run::Single).unwrap();
+        let (url, cluster) = acquire(&env).unwrap();
+        assert_eq!(url, "postgres://postgres@127.0.0.1:5432/postgres");
+        assert!(cluster.is_none());
+    }
+
+    #[test]
+    fn the_harness_cluster_is_fixed() {
+        let spec = spec(true);
+        assert_eq!((spec.port, spec.reuse), (PORT, true));
+        assert!(spec.dir.ends_with(DIR_NAME));
+        assert_eq!(spec.settings.len(), SETTINGS.len());
+    }
+}

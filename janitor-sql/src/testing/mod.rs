@@ -15,6 +15,7 @@
 //! );
 //! ```
 
+pub mod cluster;
 pub mod population;
 pub mod statements;
 

@@ -16,11 +16,12 @@ use janitor_core::identification::store::{
 use janitor_core::Retention;
 use janitor_core::StoreError;
 use janitor_core::{Observation, VisitorId};
-use tokio_postgres::types::{Json, ToSql};
+use tokio_postgres::types::Json;
 use tokio_postgres::Row;
 
 use crate::database::{Connection, Database};
 use crate::error::unreadable;
+use crate::params::Param;
 
 pub(crate) mod statements;
 
@@ -139,9 +140,9 @@ impl VisitorStore for PgVisitorStore {
         let statement = statements::lookup(probes)
             .ok_or_else(|| StoreError::Data("a probe's keys do not fit its family".into()))?;
         let cutoff = self.retention.cutoff(now_ms);
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&cutoff];
+        let mut params: Vec<&dyn Param> = vec![&cutoff];
         for probe in probes {
-            params.extend(probe.keys.iter().map(|k| k as &(dyn ToSql + Sync)));
+            params.extend(probe.keys.iter().map(|k| k as &dyn Param));
         }
         let mut connection = self.database.connection().await?;
         let rows = connection.query(&statement, &params).await?;

@@ -1,14 +1,25 @@
 //! The disposable cluster, started for real with the machine's PostgreSQL on ports and directories of the
-//! tests' own (never 55434 or the harness's directory, so a real run, or another test run, may go on beside
-//! them).
+//! tests' own, so that a benchmark run, or another test run, may go on beside them.
 
 use super::*;
 
+const OWNER: &str = "janitor-cluster-test";
+
 fn test_dir(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "janitor-capacity-cluster-test-{}-{name}",
-        std::process::id()
-    ))
+    std::env::temp_dir().join(format!("{OWNER}-{}-{name}", std::process::id()))
+}
+
+/// The spec the tests start: the capacity harness's two settings, so that they are seen to apply.
+fn spec(dir: &Path, port: u16, reuse: bool) -> ClusterSpec {
+    ClusterSpec {
+        reuse,
+        settings: vec![
+            ("shared_buffers".into(), "128MB".into()),
+            ("max_connections".into(), "40".into()),
+        ],
+        reuse_hint: "start it with reuse set".into(),
+        ..ClusterSpec::new(OWNER, dir.to_path_buf(), port)
+    }
 }
 
 /// A port nothing listens on right now, chosen by the kernel.
@@ -49,7 +60,7 @@ fn port_is_bindable(port: u16) -> bool {
 #[test]
 fn a_cluster_starts_answers_refuses_a_second_start_and_is_removed() {
     let (dir, port) = (test_dir("fresh"), free_port());
-    let cluster = Cluster::start_at(&dir, port, false).unwrap();
+    let cluster = Cluster::start(spec(&dir, port, false)).unwrap();
     assert_eq!(
         cluster.url(),
         format!("postgres://postgres@127.0.0.1:{port}/postgres")
@@ -76,17 +87,17 @@ fn a_cluster_starts_answers_refuses_a_second_start_and_is_removed() {
         dir.join(format!(".s.PGSQL.{port}")).exists(),
         "socket in the cluster's directory"
     );
-    assert!(dir.join(MARKER).is_file());
+    assert!(dir.join(format!("{OWNER}.marker")).is_file());
 
     // The same directory and port again: refused, with the clean-up in the message; nothing is touched.
-    let second = Cluster::start_at(&dir, port, false).unwrap_err();
+    let second = Cluster::start(spec(&dir, port, false)).unwrap_err();
     assert!(second.contains("already exists"), "{second}");
     assert!(
         second.contains("pg_ctl stop -D") && second.contains("rm -rf"),
         "{second}"
     );
     // Reuse of a directory whose server is still running: the port is taken.
-    let running = Cluster::start_at(&dir, port, true).unwrap_err();
+    let running = Cluster::start(spec(&dir, port, true)).unwrap_err();
     assert!(
         running.contains(&format!("127.0.0.1:{port} is taken")),
         "{running}"
@@ -101,22 +112,25 @@ fn a_cluster_starts_answers_refuses_a_second_start_and_is_removed() {
 #[test]
 fn a_reused_cluster_keeps_its_data_and_a_foreign_directory_is_refused() {
     let (dir, port) = (test_dir("reuse"), free_port());
-    let first = Cluster::start_at(&dir, port, true).unwrap();
+    let first = Cluster::start(spec(&dir, port, true)).unwrap();
     query(
         &first.url(),
         "CREATE TABLE kept (n int); INSERT INTO kept VALUES (7)",
     )
     .unwrap();
     drop(first);
-    assert!(dir.join(MARKER).is_file(), "kept for the next run");
+    assert!(
+        dir.join(format!("{OWNER}.marker")).is_file(),
+        "kept for the next run"
+    );
     assert!(port_is_bindable(port), "but stopped");
 
-    let again = Cluster::start_at(&dir, port, true).unwrap();
+    let again = Cluster::start(spec(&dir, port, true)).unwrap();
     assert_eq!(query(&again.url(), "SELECT n FROM kept").unwrap(), ["7"]);
     drop(again);
     // Without reuse the kept cluster is refused, not removed.
-    let refused = Cluster::start_at(&dir, port, false).unwrap_err();
-    assert!(refused.contains("JANITOR_BENCHMARK_REUSE=1"), "{refused}");
+    let refused = Cluster::start(spec(&dir, port, false)).unwrap_err();
+    assert!(refused.contains("start it with reuse set"), "{refused}");
     assert!(dir.join("data").join("PG_VERSION").is_file());
     fs::remove_dir_all(&dir).unwrap();
 
@@ -125,8 +139,11 @@ fn a_reused_cluster_keeps_its_data_and_a_foreign_directory_is_refused() {
     fs::create_dir(&foreign).unwrap();
     fs::write(foreign.join("notes"), "someone else's").unwrap();
     for reuse in [false, true] {
-        let message = Cluster::start_at(&foreign, port, reuse).unwrap_err();
-        assert!(message.contains("not made by the harness"), "{message}");
+        let message = Cluster::start(spec(&foreign, port, reuse)).unwrap_err();
+        assert!(
+            message.contains(&format!("not made by {OWNER}")),
+            "{message}"
+        );
     }
     assert_eq!(
         fs::read_to_string(foreign.join("notes")).unwrap(),
@@ -140,28 +157,14 @@ fn a_taken_port_is_refused_before_anything_is_created() {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
     let dir = test_dir("taken");
-    let message = Cluster::start_at(&dir, port, false).unwrap_err();
+    let message = Cluster::start(spec(&dir, port, false)).unwrap_err();
     assert!(
         message.contains(&format!("127.0.0.1:{port} is taken")),
         "{message}"
     );
     assert!(!dir.exists());
-    let relative = Cluster::start_at(Path::new("relative/dir"), port, false).unwrap_err();
+    let relative = Cluster::start(spec(Path::new("relative/dir"), port, false)).unwrap_err();
     assert!(relative.contains("absolute path"), "{relative}");
-}
-
-#[test]
-fn a_given_database_url_starts_no_cluster() {
-    let vars = [(
-        "JANITOR_BENCHMARK_DATABASE_URL".to_owned(),
-        "postgres://postgres@127.0.0.1:5432/postgres".to_owned(),
-    )]
-    .into_iter()
-    .collect();
-    let env = CapacityEnv::from_vars(&vars, super::super::env::Run::Single).unwrap();
-    let (url, cluster) = acquire(&env).unwrap();
-    assert_eq!(url, "postgres://postgres@127.0.0.1:5432/postgres");
-    assert!(cluster.is_none());
 }
 
 #[test]
@@ -169,7 +172,7 @@ fn a_server_that_cannot_start_shows_its_log_and_leaves_nothing() {
     // A socket path past the 107-byte limit of Unix sockets: initdb succeeds, the server refuses to start.
     let dir = test_dir(&"long".repeat(28));
     let port = free_port();
-    let message = Cluster::start_at(&dir, port, false).unwrap_err();
+    let message = Cluster::start(spec(&dir, port, false)).unwrap_err();
     assert!(message.contains("pg_ctl start failed"), "{message}");
     assert!(message.contains("last lines of"), "{message}");
     assert!(

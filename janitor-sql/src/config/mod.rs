@@ -1,11 +1,20 @@
 //! Connection options, checked once when the configuration is built.
 
+mod pool;
+mod schema;
+mod ssl;
+
 use std::str::FromStr;
 use std::time::Duration;
 
 use janitor_core::config::Limit;
 
 use crate::error::SetupError;
+
+pub use pool::{PoolMode, PoolOptions, PoolOptionsBuilder};
+pub use schema::SchemaName;
+pub(crate) use ssl::split_ssl;
+pub use ssl::{RootCerts, SslMode, SslSettings};
 
 /// Longest a single statement may run before PostgreSQL cancels it (milliseconds; default 5 s).
 pub const STATEMENT_TIMEOUT_MS: Limit<u64> = Limit::new("statement_timeout_ms", 5_000, 1, 600_000);
@@ -22,58 +31,14 @@ pub const MAX_CONNECTIONS: Limit<usize> = Limit::new("max_connections", 16, 1, 1
 /// `pg_stat_activity`.
 pub const APPLICATION_NAME: &str = "janitor";
 
-/// A PostgreSQL schema name the library may create and use: 1–63 characters of `a-z`, `0-9` and `_`,
-/// not starting with a digit or `pg_`.
-///
-/// Only plain lower-case identifiers are allowed so the name never needs quoting and cannot carry SQL.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SchemaName(String);
-
-impl SchemaName {
-    /// Checks `name`.
-    pub fn new(name: &str) -> Result<Self, SetupError> {
-        let invalid = |reason: &'static str| SetupError::InvalidSchema {
-            name: name.chars().take(80).collect(),
-            reason,
-        };
-        if name.is_empty() || name.len() > 63 {
-            return Err(invalid("must be 1 to 63 characters long"));
-        }
-        if !name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-        {
-            return Err(invalid("may hold only a-z, 0-9 and _"));
-        }
-        if name.as_bytes()[0].is_ascii_digit() {
-            return Err(invalid("must not start with a digit"));
-        }
-        if name.starts_with("pg_") {
-            return Err(invalid("must not start with pg_ (reserved by PostgreSQL)"));
-        }
-        Ok(SchemaName(name.to_owned()))
-    }
-
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Display for SchemaName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 /// Where and how to connect. Build it with [`DatabaseConfig::builder`].
 ///
 /// `Debug` never shows the password.
 #[derive(Debug, Clone)]
 pub struct DatabaseConfig {
     pub(crate) postgres: tokio_postgres::Config,
-    pub(crate) schema: Option<SchemaName>,
-    pub(crate) statement_timeout: Duration,
+    pub(crate) ssl: SslSettings,
+    pub(crate) options: PoolOptions,
     pub(crate) wait_timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) max_connections: usize,
@@ -85,6 +50,7 @@ impl DatabaseConfig {
         DatabaseConfigBuilder {
             url: url.to_owned(),
             schema: None,
+            pool_mode: PoolMode::default(),
             statement_timeout_ms: STATEMENT_TIMEOUT_MS.default,
             wait_timeout_ms: POOL_WAIT_TIMEOUT_MS.default,
             connect_timeout_ms: CONNECT_TIMEOUT_MS.default,
@@ -94,12 +60,22 @@ impl DatabaseConfig {
 
     /// The schema every statement runs in, if one was named (otherwise the server's `search_path`).
     pub fn schema(&self) -> Option<&SchemaName> {
-        self.schema.as_ref()
+        self.options.schema()
     }
 
     /// The statement timeout.
     pub fn statement_timeout(&self) -> Duration {
-        self.statement_timeout
+        self.options.statement_timeout()
+    }
+
+    /// How connections reach PostgreSQL.
+    pub fn pool_mode(&self) -> PoolMode {
+        self.options.pool_mode()
+    }
+
+    /// The TLS settings read from the URL.
+    pub fn ssl(&self) -> &SslSettings {
+        &self.ssl
     }
 
     /// The pool wait timeout.
@@ -119,6 +95,7 @@ impl DatabaseConfig {
 pub struct DatabaseConfigBuilder {
     url: String,
     schema: Option<String>,
+    pool_mode: PoolMode,
     statement_timeout_ms: u64,
     wait_timeout_ms: u64,
     connect_timeout_ms: u64,
@@ -130,6 +107,7 @@ impl std::fmt::Debug for DatabaseConfigBuilder {
         // The URL may carry a password.
         f.debug_struct("DatabaseConfigBuilder")
             .field("schema", &self.schema)
+            .field("pool_mode", &self.pool_mode)
             .field("statement_timeout_ms", &self.statement_timeout_ms)
             .field("wait_timeout_ms", &self.wait_timeout_ms)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
@@ -152,6 +130,13 @@ impl DatabaseConfigBuilder {
         self
     }
 
+    /// How connections reach PostgreSQL (default [`PoolMode::Session`]): [`PoolMode::Transaction`] behind a
+    /// transaction pooler such as PgBouncer in `pool_mode = transaction`.
+    pub fn pool_mode(mut self, mode: PoolMode) -> Self {
+        self.pool_mode = mode;
+        self
+    }
+
     /// Pool wait timeout in milliseconds: 1–60,000, default 1,000.
     pub fn wait_timeout_ms(mut self, ms: u64) -> Self {
         self.wait_timeout_ms = ms;
@@ -170,37 +155,78 @@ impl DatabaseConfigBuilder {
         self
     }
 
-    /// Checks the values and parses the URL.
+    /// Checks the values and parses the URL, with libpq's `sslmode` and `sslrootcert` (see [`SslMode`]).
     pub fn build(self) -> Result<DatabaseConfig, SetupError> {
-        let statement_timeout_ms = STATEMENT_TIMEOUT_MS.check(self.statement_timeout_ms)?;
         let wait_timeout_ms = POOL_WAIT_TIMEOUT_MS.check(self.wait_timeout_ms)?;
         let connect_timeout_ms = CONNECT_TIMEOUT_MS.check(self.connect_timeout_ms)?;
         let max_connections = MAX_CONNECTIONS.check(self.max_connections)?;
-        let schema = self.schema.as_deref().map(SchemaName::new).transpose()?;
-
-        // The parser's messages name the offending part, never the password.
-        let mut postgres = tokio_postgres::Config::from_str(&self.url)
-            .map_err(|e| SetupError::InvalidUrl(e.to_string()))?;
-        // Server-side settings travel in the startup packet: no extra round trip per connection, and they hold
-        // for every statement the connection runs.
-        let mut options = postgres.get_options().unwrap_or_default().to_owned();
-        options.push_str(&format!(" -c statement_timeout={statement_timeout_ms}"));
-        if let Some(schema) = &schema {
-            options.push_str(&format!(" -c search_path={schema}"));
+        let mut options = PoolOptions::builder()
+            .statement_timeout_ms(self.statement_timeout_ms)
+            .pool_mode(self.pool_mode);
+        if let Some(schema) = &self.schema {
+            options = options.schema(schema);
         }
-        postgres.options(options.trim_start());
+        let options = options.build()?;
+
+        let (url, ssl) = split_ssl(&self.url)?;
+        check_tls(&ssl)?;
+        // The parser's messages name the offending part, never the password.
+        let mut postgres = tokio_postgres::Config::from_str(&url)
+            .map_err(|e| SetupError::InvalidUrl(e.to_string()))?;
+        postgres.ssl_mode(match ssl.mode {
+            SslMode::Disable => tokio_postgres::config::SslMode::Disable,
+            SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+                tokio_postgres::config::SslMode::Require
+            }
+        });
+        if options.pool_mode() == PoolMode::Session {
+            // Server-side settings travel in the startup packet: no extra round trip per connection, and they
+            // hold for every statement the connection runs. A transaction pooler refuses them.
+            let mut startup = postgres.get_options().unwrap_or_default().to_owned();
+            startup.push_str(&format!(
+                " -c statement_timeout={}",
+                options.statement_timeout().as_millis()
+            ));
+            if let Some(schema) = options.schema() {
+                startup.push_str(&format!(" -c search_path={schema}"));
+            }
+            postgres.options(startup.trim_start());
+        }
         if postgres.get_application_name().is_none() {
             postgres.application_name(APPLICATION_NAME);
         }
         postgres.connect_timeout(Duration::from_millis(connect_timeout_ms));
         Ok(DatabaseConfig {
             postgres,
-            schema,
-            statement_timeout: Duration::from_millis(statement_timeout_ms),
+            ssl,
+            options,
             wait_timeout: Duration::from_millis(wait_timeout_ms),
             connect_timeout: Duration::from_millis(connect_timeout_ms),
             max_connections,
         })
+    }
+}
+
+/// Builds the TLS connector once, so that an unreadable `sslrootcert` or an empty system store is a
+/// configuration error, before anything touches the network.
+#[cfg(feature = "tls")]
+fn check_tls(ssl: &SslSettings) -> Result<(), SetupError> {
+    if ssl.mode != SslMode::Disable {
+        crate::tls::connector(ssl)?;
+    }
+    Ok(())
+}
+
+/// Without the `tls` feature, only plain connections are possible.
+#[cfg(not(feature = "tls"))]
+fn check_tls(ssl: &SslSettings) -> Result<(), SetupError> {
+    match ssl.mode {
+        SslMode::Disable | SslMode::Prefer => Ok(()),
+        mode => Err(SetupError::Tls(format!(
+            "sslmode={} needs TLS, which this build leaves out: enable janitor-sql's `tls` feature",
+            mode.as_str()
+        ))),
     }
 }
 

@@ -1,0 +1,202 @@
+//! TLS to a PostgreSQL server that accepts nothing else: a disposable cluster of this test's own, `hostssl`
+//! only, with a CA and a server certificate made now. Every `sslmode` is tried against it, and each refusal
+//! must say why in words an operator can act on.
+#![cfg(feature = "tls")]
+
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+
+use janitor_core::{Retention, StoreError, VisitorStore};
+use janitor_sql::testing::cluster::{Cluster, ClusterSpec};
+use janitor_sql::{Database, DatabaseConfig, PgVisitorStore, SetupError};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair, KeyUsagePurpose};
+
+/// A CA, a server certificate it signed for `localhost` only, and an unrelated CA.
+struct Pki {
+    ca: String,
+    server_certificate: String,
+    server_key: String,
+    other_ca: String,
+}
+
+fn certificate_authority(name: &str) -> CertifiedIssuer<'static, KeyPair> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
+}
+
+fn pki() -> Pki {
+    let ca = certificate_authority("Janitor test CA");
+    let server_key = KeyPair::generate().unwrap();
+    let server = CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .signed_by(&server_key, &ca)
+        .unwrap();
+    Pki {
+        ca: ca.pem(),
+        server_certificate: server.pem(),
+        server_key: server_key.serialize_pem(),
+        other_ca: certificate_authority("Someone else's CA").pem(),
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// The cluster: TLS on, and a `pg_hba.conf` that refuses every connection without it.
+fn tls_only_cluster(dir: &Path, pki: &Pki) -> Cluster {
+    let spec = ClusterSpec {
+        settings: vec![
+            ("ssl".into(), "on".into()),
+            ("ssl_cert_file".into(), "server.crt".into()),
+            ("ssl_key_file".into(), "server.key".into()),
+        ],
+        hba: Some(
+            "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostssl all all ::1/128 trust\n"
+                .into(),
+        ),
+        files: vec![
+            ("server.crt".into(), pki.server_certificate.clone().into_bytes()),
+            ("server.key".into(), pki.server_key.clone().into_bytes()),
+        ],
+        ..ClusterSpec::new("janitor-tls-test", dir.to_path_buf(), free_port())
+    };
+    Cluster::start(spec).unwrap()
+}
+
+fn write(dir: &Path, name: &str, contents: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+/// Whether a pool for `url` gets a working connection, or the store error that says why not.
+async fn reach(url: &str) -> Result<(), StoreError> {
+    let config = DatabaseConfig::builder(url)
+        .connect_timeout_ms(5_000)
+        .build()
+        .unwrap();
+    Database::new(config).unwrap().ping().await
+}
+
+fn refused(outcome: Result<(), StoreError>, case: &str) -> String {
+    match outcome {
+        Err(StoreError::Unavailable(message)) => message,
+        other => panic!("{case}: expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_sslmode_against_a_tls_only_server() {
+    let pki = pki();
+    let files = tempfile_dir("files");
+    let ca = write(&files, "ca.pem", &pki.ca);
+    let other_ca = write(&files, "other-ca.pem", &pki.other_ca);
+    let cluster = tls_only_cluster(&tempfile_dir("cluster").join("pg"), &pki);
+    let port = cluster.port();
+    let url =
+        |host: &str, query: &str| format!("postgres://postgres@{host}:{port}/postgres?{query}");
+    let ca = ca.display();
+
+    // Encrypted without authentication (libpq's require and prefer), and with it.
+    for query in ["sslmode=require", "sslmode=prefer"] {
+        reach(&url("127.0.0.1", query)).await.expect(query);
+    }
+    let full = url(
+        "localhost",
+        &format!("sslmode=verify-full&sslrootcert={ca}"),
+    );
+    reach(&full)
+        .await
+        .expect("verify-full against the server's name");
+    // verify-ca checks the chain only: the certificate does not name 127.0.0.1, and that is accepted.
+    let chain = url("127.0.0.1", &format!("sslmode=verify-ca&sslrootcert={ca}"));
+    reach(&chain).await.expect("verify-ca");
+    // libpq's require with a root certificate verifies the chain.
+    let require_ca = url(
+        "127.0.0.1",
+        &format!("sslmode=require&sslrootcert={}", other_ca.display()),
+    );
+    let message = refused(reach(&require_ca).await, "require with another CA");
+    assert!(
+        message.contains("not signed by a CA this client trusts"),
+        "{message}"
+    );
+
+    // Refusals, each in plain words.
+    let wrong_host = url(
+        "127.0.0.1",
+        &format!("sslmode=verify-full&sslrootcert={ca}"),
+    );
+    let message = refused(reach(&wrong_host).await, "verify-full, another name");
+    assert!(message.contains("not issued for the host"), "{message}");
+    let wrong_ca = url(
+        "localhost",
+        &format!("sslmode=verify-full&sslrootcert={}", other_ca.display()),
+    );
+    let message = refused(reach(&wrong_ca).await, "verify-full, another CA");
+    assert!(
+        message.contains("not signed by a CA this client trusts"),
+        "{message}"
+    );
+    // The system's roots (the default) do not know the test CA either.
+    let system = url("localhost", "sslmode=verify-full");
+    let message = refused(reach(&system).await, "verify-full, system roots");
+    assert!(
+        message.contains("not signed by a CA this client trusts"),
+        "{message}"
+    );
+    // A plain connection is refused by the server itself.
+    let message = refused(reach(&url("127.0.0.1", "sslmode=disable")).await, "disable");
+    assert!(message.contains("no encryption"), "{message}");
+
+    // A missing CA file is a configuration error, before any connection.
+    let missing = url(
+        "localhost",
+        "sslmode=verify-full&sslrootcert=/nonexistent/ca.pem",
+    );
+    let err = DatabaseConfig::builder(&missing).build().unwrap_err();
+    assert!(
+        matches!(err, SetupError::Tls(_)) && err.to_string().contains("/nonexistent/ca.pem"),
+        "{err}"
+    );
+
+    // The stores work over verified TLS, migrations included.
+    let database = Database::new(
+        DatabaseConfig::builder(&full)
+            .schema("tls_stores")
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    database.migrate().await.unwrap();
+    let store = PgVisitorStore::new(database, Retention::default());
+    let visitor = janitor_core::testing::visitor(1);
+    store
+        .create_visitor(&visitor, janitor_core::testing::T0)
+        .await
+        .unwrap();
+    assert!(store.delete_visitor(&visitor).await.unwrap());
+    drop(cluster);
+    std::fs::remove_dir_all(files.parent().unwrap()).unwrap();
+}
+
+/// A directory of this test run's own under the temp directory, made empty.
+fn tempfile_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir()
+        .join(format!("janitor-tls-test-{}", std::process::id()))
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
