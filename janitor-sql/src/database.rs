@@ -7,6 +7,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, R
 use janitor_core::StoreError;
 use tokio_postgres::{NoTls, Row};
 
+use crate::cancel::CancelTarget;
 use crate::config::{DatabaseConfig, PoolMode, PoolOptions, SchemaName, SslMode};
 use crate::error::{ends_session, from_pool, from_postgres, SetupError};
 use crate::migrate::{MigrateError, MigrationReport};
@@ -29,18 +30,13 @@ struct Inner {
     /// The startup packet set the schema and the statement timeout (a pool this crate built, in session mode);
     /// otherwise tables are qualified and the client keeps the timeout.
     session_settings: bool,
-    cancel: Cancel,
+    cancel: CancelTarget,
     statements: AtomicU64,
     prepares: AtomicU64,
 }
 
-/// How to reach the server for a cancel request: the way the pool connects.
-#[derive(Clone)]
-enum Cancel {
-    Plain,
-    #[cfg(feature = "tls")]
-    Tls(tokio_postgres_rustls::MakeRustlsConnect),
-}
+/// The longest wait for a cancel request to be handled.
+const CANCEL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -93,7 +89,7 @@ impl Database {
     /// an overrun statement go over plain TCP; a server that insists on TLS ignores them, and the connection is
     /// discarded instead.
     pub fn from_pool(pool: Pool, options: PoolOptions) -> Database {
-        Database::assemble(pool, None, options, false, Cancel::Plain)
+        Database::assemble(pool, None, options, false, CancelTarget::Driver)
     }
 
     fn assemble(
@@ -101,7 +97,7 @@ impl Database {
         config: Option<DatabaseConfig>,
         options: PoolOptions,
         session_settings: bool,
-        cancel: Cancel,
+        cancel: CancelTarget,
     ) -> Database {
         Database {
             inner: Arc::new(Inner {
@@ -183,19 +179,23 @@ impl Database {
     }
 }
 
-/// The deadpool manager for `config`, connecting as its `sslmode` says, and how cancel requests connect.
+/// The deadpool manager for `config`, connecting as its `sslmode` says, and where cancel requests go.
 fn manager(
     config: &DatabaseConfig,
     manager_config: ManagerConfig,
-) -> Result<(Manager, Cancel), SetupError> {
+) -> Result<(Manager, CancelTarget), SetupError> {
     #[cfg(feature = "tls")]
     if config.ssl.mode != SslMode::Disable {
         let tls = crate::tls::connector(&config.ssl)?;
         let manager = Manager::from_config(config.postgres.clone(), tls.clone(), manager_config);
-        return Ok((manager, Cancel::Tls(tls)));
+        return Ok((manager, CancelTarget::of(&config.postgres, Some(tls))));
     }
     let manager = Manager::from_config(config.postgres.clone(), NoTls, manager_config);
-    Ok((manager, Cancel::Plain))
+    #[cfg(feature = "tls")]
+    let target = CancelTarget::of(&config.postgres, None);
+    #[cfg(not(feature = "tls"))]
+    let target = CancelTarget::of(&config.postgres);
+    Ok((manager, target))
 }
 
 /// One checked-out connection; returns to the pool when dropped, unless it broke.
@@ -345,15 +345,16 @@ impl Connection<'_> {
         match tokio::time::timeout(limit, statement).await {
             Ok(done) => Ok(done),
             Err(_) => {
-                let token = self.client().cancel_token();
-                let cancel = self.inner.cancel.clone();
-                tokio::spawn(async move {
-                    let _ = match cancel {
-                        Cancel::Plain => token.cancel_query(NoTls).await,
-                        #[cfg(feature = "tls")]
-                        Cancel::Tls(tls) => token.cancel_query(tls).await,
-                    };
-                });
+                // Sent before the connection is dropped: a pooler matches the cancel to its client, and forgets
+                // the match once the client is gone. Bounded, so an unreachable server cannot hold the caller.
+                if let Err(e) = self
+                    .inner
+                    .cancel
+                    .cancel(self.client(), CANCEL_TIMEOUT)
+                    .await
+                {
+                    tracing::warn!(error = %e, "cancelling a statement that overran its timeout failed");
+                }
                 Err(StoreError::Unavailable(format!(
                     "statement timed out after {} ms (cancelled by the client)",
                     limit.as_millis()

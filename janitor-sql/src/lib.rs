@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod budget_store;
+mod cancel;
 mod config;
 mod database;
 mod error;

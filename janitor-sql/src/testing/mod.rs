@@ -16,6 +16,7 @@
 //! ```
 
 pub mod cluster;
+pub mod pgbouncer;
 pub mod population;
 pub mod statements;
 
@@ -81,9 +82,29 @@ impl Schemas {
         database
     }
 
+    /// A migrated database in a new schema, reached through `url` (a pooler in front of the same server, say),
+    /// with options adjusted by `adjust`.
+    pub async fn fresh_at(
+        &self,
+        url: &str,
+        adjust: impl FnOnce(DatabaseConfigBuilder) -> DatabaseConfigBuilder,
+    ) -> Database {
+        let database = self.unmigrated_at(url, adjust);
+        database.migrate().await.expect("migrations apply");
+        database
+    }
+
     /// A database in a new schema that does not exist yet (migrations create it).
     pub fn unmigrated_with(
         &self,
+        adjust: impl FnOnce(DatabaseConfigBuilder) -> DatabaseConfigBuilder,
+    ) -> Database {
+        self.unmigrated_at(&database_url(), adjust)
+    }
+
+    fn unmigrated_at(
+        &self,
+        url: &str,
         adjust: impl FnOnce(DatabaseConfigBuilder) -> DatabaseConfigBuilder,
     ) -> Database {
         let mut suffix = [0u8; 8];
@@ -95,7 +116,7 @@ impl Schemas {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(name.clone());
-        let config = adjust(DatabaseConfig::builder(&database_url()).schema(&name))
+        let config = adjust(DatabaseConfig::builder(url).schema(&name))
             .build()
             .expect("test database configuration");
         Database::new(config).expect("pool")

@@ -1,0 +1,142 @@
+//! A PgBouncer of a test's own in `pool_mode = transaction`, in front of the PostgreSQL named by
+//! `DATABASE_URL`, so that the stores are tried behind the kind of pooler managed platforms put before the
+//! database.
+//!
+//! It listens on 127.0.0.1 at a port the kernel chose, trusts every connection (as the server behind it does),
+//! and sets every server session's `search_path` to a schema that does not exist, so a statement that leans on
+//! `search_path` instead of naming its schema fails instead of passing by luck. When this process is root the
+//! bouncer switches to the postgres user, since PgBouncer refuses to run as root. [`PgBouncer`] stops it and removes its
+//! directory when dropped.
+
+use std::fs;
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+/// Where Debian's package puts the program.
+pub const PROGRAM: &str = "/usr/sbin/pgbouncer";
+
+/// The `search_path` every server session gets through the bouncer: nothing lives there.
+pub const NOWHERE: &str = "janitor_nowhere";
+
+/// A running PgBouncer.
+#[derive(Debug)]
+pub struct PgBouncer {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl PgBouncer {
+    /// Starts one in front of the server of `upstream` (a `postgres://` URL of a server on this machine).
+    ///
+    /// # Errors
+    /// When PgBouncer is not installed (with the command that installs it), or does not start.
+    pub fn start(upstream: &str) -> Result<PgBouncer, String> {
+        if !Path::new(PROGRAM).is_file() {
+            return Err(format!(
+                "{PROGRAM} is missing: install it with `apt-get install -y --no-install-recommends pgbouncer`"
+            ));
+        }
+        let (host, port) = server_of(upstream)?;
+        let listen = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("a free port: {e}"))?
+            .port();
+        let dir =
+            std::env::temp_dir().join(format!("janitor-pgbouncer-{}-{listen}", std::process::id()));
+        fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let config = format!(
+            "[databases]\n* = host={host} port={port} connect_query='SET search_path = {NOWHERE}'\n\n\
+             [pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {listen}\nunix_socket_dir =\n\
+             auth_type = trust\nauth_file = {auth}\npool_mode = transaction\nmax_client_conn = 200\n\
+             default_pool_size = 20\nlogfile = {log}\npidfile = {pid}\nignore_startup_parameters = \
+             extra_float_digits\n",
+            auth = dir.join("users.txt").display(),
+            log = dir.join("pgbouncer.log").display(),
+            pid = dir.join("pgbouncer.pid").display(),
+        );
+        fs::write(dir.join("users.txt"), "\"postgres\" \"\"\n")
+            .and_then(|()| fs::write(dir.join("pgbouncer.ini"), config))
+            .map_err(|e| format!("writing the configuration in {}: {e}", dir.display()))?;
+        let child = program(&dir)?
+            .arg(dir.join("pgbouncer.ini"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting {PROGRAM}: {e}"))?;
+        let bouncer = PgBouncer {
+            child,
+            port: listen,
+            dir,
+        };
+        bouncer.wait_until_listening()?;
+        Ok(bouncer)
+    }
+
+    /// The URL of `database` through the bouncer, as user postgres.
+    pub fn url(&self, database: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
+    }
+
+    fn wait_until_listening(&self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect((Ipv4Addr::LOCALHOST, self.port)).is_err() {
+            if Instant::now() > deadline {
+                let log = fs::read_to_string(self.dir.join("pgbouncer.log")).unwrap_or_default();
+                return Err(format!(
+                    "PgBouncer did not listen on 127.0.0.1:{} within 10 s\n{log}",
+                    self.port
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PgBouncer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The host and port of the server a URL names.
+fn server_of(url: &str) -> Result<(String, u16), String> {
+    let config =
+        tokio_postgres::Config::from_str(url).map_err(|e| format!("the upstream URL: {e}"))?;
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+        _ => return Err("the upstream must be reached over TCP".to_owned()),
+    };
+    Ok((host, config.get_ports().first().copied().unwrap_or(5432)))
+}
+
+/// PgBouncer, switching to the postgres user itself (who is then given the directory) when this process is
+/// root: the child is then PgBouncer, and killing it stops it.
+fn program(dir: &Path) -> Result<Command, String> {
+    let mut command = Command::new(PROGRAM);
+    let root = fs::metadata("/proc/self")
+        .map(|m| m.uid() == 0)
+        .unwrap_or(false);
+    if root {
+        let status = Command::new("chown")
+            .args(["-R", "postgres"])
+            .arg(dir)
+            .status()
+            .map_err(|e| format!("starting chown: {e}"))?;
+        if !status.success() {
+            return Err(format!(
+                "cannot give {} to the postgres user",
+                dir.display()
+            ));
+        }
+        command.args(["-u", "postgres"]);
+    }
+    Ok(command)
+}

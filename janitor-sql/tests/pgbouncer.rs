@@ -1,0 +1,167 @@
+//! The stores behind PgBouncer in `pool_mode = transaction`, started by each test in front of the local server:
+//! the four store suites (migrations included), one round trip per statement with nothing prepared, and the
+//! statement timeout kept by the client.
+//!
+//! The bouncer sets every server session's `search_path` to a schema that does not exist, so only statements
+//! that name their schema pass.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use janitor_core::{Engine, EngineConfig, Retention, StoreError, VisitorStore};
+use janitor_sql::testing::pgbouncer::PgBouncer;
+use janitor_sql::testing::{admin_client, database_url, with_schemas, Schemas};
+use janitor_sql::{
+    Database, PgBudgetStore, PgEvidenceStore, PgQuotaStore, PgVisitorStore, PoolMode,
+};
+
+/// What a case behind the bouncer gets: schemas to make, and the bouncer's URL.
+#[derive(Debug, Clone)]
+struct Pooled {
+    schemas: Schemas,
+    url: String,
+}
+
+impl Pooled {
+    /// A migrated schema, reached through the bouncer in transaction mode.
+    async fn fresh(&self) -> Database {
+        self.schemas
+            .fresh_at(&self.url, |b| b.pool_mode(PoolMode::Transaction))
+            .await
+    }
+}
+
+/// Runs `case` with a bouncer of its own, in front of `DATABASE_URL`; schemas are dropped afterwards.
+async fn behind_bouncer<F, Fut>(case: F)
+where
+    F: FnOnce(Pooled) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let bouncer = PgBouncer::start(&database_url()).unwrap_or_else(|e| panic!("{e}"));
+    let url = bouncer.url("postgres");
+    with_schemas(move |schemas| case(Pooled { schemas, url })).await;
+    drop(bouncer);
+}
+
+mod visitor_store {
+    use super::*;
+
+    janitor_core::visitor_store_tests!(
+        around: behind_bouncer,
+        fresh: |pooled: Pooled, retention| async move {
+            PgVisitorStore::new(pooled.fresh().await, retention)
+        },
+    );
+}
+
+mod quota_store {
+    use super::*;
+
+    janitor_core::quota_store_tests!(
+        around: behind_bouncer,
+        fresh: |pooled: Pooled, ()| async move { PgQuotaStore::new(pooled.fresh().await) },
+    );
+}
+
+mod budget_store {
+    use super::*;
+
+    janitor_core::budget_store_tests!(
+        around: behind_bouncer,
+        fresh: |pooled: Pooled, ()| async move { PgBudgetStore::new(pooled.fresh().await) },
+    );
+}
+
+mod evidence_store {
+    use super::*;
+
+    janitor_core::evidence_store_tests!(
+        around: behind_bouncer,
+        fresh: |pooled: Pooled, visitors: Vec<janitor_core::VisitorId>| async move {
+            let database = pooled.fresh().await;
+            let store = PgVisitorStore::new(database.clone(), Retention::default());
+            for visitor in &visitors {
+                store
+                    .create_visitor(visitor, janitor_core::testing::T0)
+                    .await
+                    .expect("visitor");
+            }
+            PgEvidenceStore::new(database)
+        },
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cookie_visit_is_two_round_trips_and_nothing_is_prepared() {
+    behind_bouncer(|pooled| async move {
+        let database = pooled.fresh().await;
+        let engine = Engine::new(
+            PgVisitorStore::new(database.clone(), Retention::default()),
+            EngineConfig::default(),
+        );
+        let payload = janitor_core::testing::mac_payload();
+        let first = engine.identify(&payload, None).await.expect("first visit");
+        let before = database.statements_executed();
+        let again = engine
+            .identify(&payload, Some(&first.identity.visitor_id))
+            .await
+            .expect("cookie visit");
+        assert!(again.identity.is_returning);
+        assert_eq!(database.statements_executed() - before, 2);
+        assert_eq!(database.statements_prepared(), 0, "unnamed statements only");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_keeps_the_statement_timeout_and_cancels_the_statement() {
+    behind_bouncer(|pooled| async move {
+        let database = pooled
+            .schemas
+            .fresh_at(&pooled.url, |b| {
+                b.pool_mode(PoolMode::Transaction).statement_timeout_ms(300)
+            })
+            .await;
+        let schema = database.schema().expect("a schema").to_string();
+        let store = PgVisitorStore::new(database, Retention::default());
+        // Another session holds the table, so the store's read waits on it.
+        let admin = admin_client().await;
+        admin
+            .batch_execute(&format!(
+                "BEGIN; LOCK TABLE {schema}.observations IN ACCESS EXCLUSIVE MODE"
+            ))
+            .await
+            .expect("lock");
+        let started = Instant::now();
+        let outcome = store
+            .recent_observations(&janitor_core::testing::visitor(1), 5, 0)
+            .await;
+        match outcome {
+            Err(StoreError::Unavailable(message)) => {
+                assert!(message.contains("timed out after 300 ms"), "{message}")
+            }
+            other => panic!("expected the client's timeout, got {other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(3));
+        // The cancel reached the server: no statement of ours still waits on the lock.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let waiting: i64 = admin
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE wait_event_type = 'Lock' AND query LIKE '%observations%'",
+                    &[],
+                )
+                .await
+                .expect("activity")
+                .get(0);
+            if waiting == 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the statement was not cancelled");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        admin.batch_execute("ROLLBACK").await.expect("unlock");
+    })
+    .await;
+}
