@@ -7,7 +7,9 @@
 //! Options (all optional): `--visitors` 1–2,000,000 (default 100,000), `--per-visitor` observations each 1–10
 //! (default 2), `--samples` sequential identifications per path 10–100,000 (default 2,000), `--concurrency`
 //! tasks of the throughput phase 1–256 (default 16), `--seconds` per throughput phase 1–600 (default 5),
-//! `--out` a JSON file for the results. Uses `DATABASE_URL` (default: the local server) in a throwaway schema.
+//! `--out` a JSON file for the results, `--pool-mode-rounds` 0–20 (default 0) alternating rounds of the cookie
+//! path through a session-mode and a transaction-mode pool on the same data. Uses `DATABASE_URL` (default: the
+//! local server) in a throwaway schema.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,6 +33,8 @@ struct Options {
     concurrency: u64,
     seconds: u64,
     out: Option<String>,
+    /// Rounds of the cookie path in each pool mode, alternating, on the same data (0: none).
+    pool_mode_rounds: u64,
 }
 
 fn options() -> Result<Options, String> {
@@ -41,6 +45,7 @@ fn options() -> Result<Options, String> {
         concurrency: 16,
         seconds: 5,
         out: None,
+        pool_mode_rounds: 0,
     };
     for (name, value) in pairs(std::env::args().skip(1))? {
         match name.as_str() {
@@ -50,6 +55,7 @@ fn options() -> Result<Options, String> {
             "concurrency" => o.concurrency = number(&name, &value, 1, 256)?,
             "seconds" => o.seconds = number(&name, &value, 1, 600)?,
             "out" => o.out = Some(value),
+            "pool-mode-rounds" => o.pool_mode_rounds = number(&name, &value, 0, 20)?,
             other => return Err(format!("unknown option --{other}")),
         }
     }
@@ -72,6 +78,19 @@ struct Report {
     throughput: Vec<Throughput>,
     /// Statements the pool prepared in all.
     statements_prepared: u64,
+    /// The cookie path in session and transaction pool mode, side by side (`--pool-mode-rounds`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pool_modes: Vec<PoolModeRound>,
+}
+
+/// One round of the cookie path in one pool mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct PoolModeRound {
+    round: u64,
+    mode: String,
+    sequential_median_us: f64,
+    per_second: f64,
+    throughput_median_us: f64,
 }
 
 /// A sequential phase: latency and round trips of one identification at a time.
@@ -254,6 +273,51 @@ async fn throughput(
     }
 }
 
+/// The cookie path through a pool in session mode (named statements prepared once per connection, settings
+/// in the startup packet) and one in transaction mode (unnamed typed statements, qualified tables, the
+/// client's timeout) on the same server and data, in alternating rounds so that the machine's drift falls on
+/// both.
+async fn compare_pool_modes(
+    session: &Arc<PgEngine>,
+    database: &janitor_sql::Database,
+    o: &Options,
+    clock: &Arc<AtomicU64>,
+) -> Vec<PoolModeRound> {
+    if o.pool_mode_rounds == 0 {
+        return Vec::new();
+    }
+    let schema = database.schema().expect("a test schema").to_string();
+    let config = janitor_sql::DatabaseConfig::builder(&janitor_sql::testing::database_url())
+        .schema(&schema)
+        .max_connections((o.concurrency as usize).max(4))
+        .pool_mode(janitor_sql::PoolMode::Transaction)
+        .build()
+        .expect("transaction-mode configuration");
+    let transaction = Arc::new(Engine::new(
+        PgVisitorStore::new(
+            janitor_sql::Database::new(config).expect("pool"),
+            Retention::default(),
+        ),
+        EngineConfig::default(),
+    ));
+    let mut rounds = Vec::new();
+    for round in 1..=o.pool_mode_rounds {
+        for (mode, engine) in [("session", session), ("transaction", &transaction)] {
+            println!("pool mode {mode}, round {round}:");
+            let sequential = sequential(engine, Kind::Cookie, o, clock).await;
+            let throughput = throughput(engine, Kind::Cookie, o, clock).await;
+            rounds.push(PoolModeRound {
+                round,
+                mode: mode.to_owned(),
+                sequential_median_us: sequential.median_us,
+                per_second: throughput.per_second,
+                throughput_median_us: throughput.median_us,
+            });
+        }
+    }
+    rounds
+}
+
 #[tokio::main]
 async fn main() {
     let o = options_or_exit("identify-postgres", options());
@@ -295,6 +359,7 @@ async fn main() {
         for kind in kinds {
             throughput_results.push(throughput(&engine, kind, &o, &clock).await);
         }
+        let pool_modes = compare_pool_modes(&engine, &database, &o, &clock).await;
         let report = Report {
             benchmark: "identify-postgres".to_owned(),
             visitors: o.visitors,
@@ -303,6 +368,7 @@ async fn main() {
             sequential: sequential_results,
             throughput: throughput_results,
             statements_prepared: database.statements_prepared(),
+            pool_modes,
         };
         if let Some(path) = &o.out {
             write_report(Path::new(path), &report).unwrap_or_else(|e| panic!("{e}"));
