@@ -14,8 +14,9 @@ pub mod testing;
 
 pub use config::{
     AdmissionConfig, CookieConfig, CookieConfigBuilder, EndpointConfig, EndpointConfigBuilder,
-    Environment, JanitorConfig, JanitorConfigBuilder, JanitorConfigError, COOKIE_MAX_AGE_DAYS,
-    ENDPOINT_PATH, MAX_BODY_BYTES, REQUEST_TIMEOUT_MS, SCRIPT_PATH,
+    Environment, JanitorConfig, JanitorConfigBuilder, JanitorConfigError, OriginConfig,
+    OriginConfigBuilder, ProxyRange, PublicOrigin, COOKIE_MAX_AGE_DAYS, ENDPOINT_PATH,
+    MAX_BODY_BYTES, REQUEST_TIMEOUT_MS, SCRIPT_PATH,
 };
 pub use identify::VisitorContext;
 pub use janitor::{Assessment, CleanupError, Janitor, Maintenance};

@@ -6,6 +6,7 @@
 
 mod cookie;
 mod endpoint;
+mod origin;
 
 use janitor_core::config::ConfigError;
 use janitor_core::evidence::EvidenceConfig;
@@ -19,6 +20,7 @@ pub use endpoint::{
     EndpointConfig, EndpointConfigBuilder, ENDPOINT_PATH, MAX_BODY_BYTES, REQUEST_TIMEOUT_MS,
     SCRIPT_PATH,
 };
+pub use origin::{OriginConfig, OriginConfigBuilder, ProxyRange, PublicOrigin};
 
 /// Where the handle runs: production refuses development-only settings.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -62,6 +64,7 @@ pub struct JanitorConfig {
     pub(crate) cookie: CookieConfig,
     pub(crate) cookie_max_age_days: u32,
     pub(crate) endpoint: EndpointConfig,
+    pub(crate) origin: OriginConfig,
     pub(crate) admission: AdmissionConfig,
     pub(crate) quotas: Option<QuotaConfig>,
     pub(crate) evidence: EvidenceConfig,
@@ -98,6 +101,11 @@ impl JanitorConfig {
         &self.endpoint
     }
 
+    /// Which origins may call, and which proxies are trusted.
+    pub fn origin(&self) -> &OriginConfig {
+        &self.origin
+    }
+
     /// The admission options.
     pub fn admission(&self) -> &AdmissionConfig {
         &self.admission
@@ -125,6 +133,7 @@ pub struct JanitorConfigBuilder {
     restore_threshold: Option<f64>,
     cookie: CookieConfig,
     endpoint: EndpointConfig,
+    origin: OriginConfig,
     admission: AdmissionConfig,
     quotas: Option<QuotaConfig>,
     evidence: Option<EvidenceConfig>,
@@ -137,6 +146,7 @@ impl std::fmt::Debug for JanitorConfigBuilder {
             .field("environment", &self.environment)
             .field("cookie", &self.cookie)
             .field("endpoint", &self.endpoint)
+            .field("origin", &self.origin)
             .field("admission", &self.admission)
             .finish_non_exhaustive()
     }
@@ -183,6 +193,13 @@ impl JanitorConfigBuilder {
     /// The endpoint options (default [`EndpointConfig::default`]).
     pub fn endpoint(mut self, endpoint: EndpointConfig) -> Self {
         self.endpoint = endpoint;
+        self
+    }
+
+    /// Which origins may call the endpoint and which proxies are trusted (default [`OriginConfig::default`]:
+    /// the request's own host, no proxy). Behind a proxy that rewrites `Host`, list the public origins.
+    pub fn origin(mut self, origin: OriginConfig) -> Self {
+        self.origin = origin;
         self
     }
 
@@ -235,6 +252,7 @@ impl JanitorConfigBuilder {
             cookie: self.cookie,
             cookie_max_age_days,
             endpoint: self.endpoint,
+            origin: self.origin,
             admission: self.admission,
             quotas: self.quotas,
             evidence: self.evidence.unwrap_or_default(),

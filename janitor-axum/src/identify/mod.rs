@@ -7,7 +7,7 @@
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE, HOST, ORIGIN, SET_COOKIE};
+use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE, HOST, SET_COOKIE};
 use http::request::Parts;
 use http::{HeaderMap, Method, StatusCode};
 use janitor_core::protection::quota::{QuotaContext, QuotaDecision};
@@ -21,6 +21,7 @@ use crate::refusal::Refusal;
 
 mod body;
 pub(crate) mod cookie;
+mod origin;
 mod response;
 
 use body::BodyError;
@@ -70,7 +71,7 @@ fn check_head(parts: &Parts, config: &JanitorConfig) -> Result<(), Refusal> {
         Err(Refusal::NotFound)
     } else if parts.method != Method::POST {
         Err(Refusal::MethodNotAllowed)
-    } else if is_cross_origin(&parts.headers, parts.uri.authority().map(|a| a.as_str())) {
+    } else if origin::is_cross_origin(parts, &config.origin) {
         Err(Refusal::CrossOrigin)
     } else if !is_json(&parts.headers) {
         Err(Refusal::UnsupportedMediaType)
@@ -209,31 +210,6 @@ fn host(parts: &Parts) -> Option<&str> {
         .authority()
         .map(|a| a.as_str())
         .or_else(|| parts.headers.get(HOST).and_then(|h| h.to_str().ok()))
-}
-
-/// An `Origin` other than this host (`null` included), or `Sec-Fetch-Site: cross-site`.
-///
-/// The comparison is on the authority (host and port): the scheme a proxy terminated is not visible here.
-fn is_cross_origin(headers: &HeaderMap, authority: Option<&str>) -> bool {
-    if headers
-        .get("sec-fetch-site")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"cross-site"))
-    {
-        return true;
-    }
-    let Some(origin) = headers.get(ORIGIN) else {
-        return false;
-    };
-    let own = authority.or_else(|| headers.get(HOST).and_then(|h| h.to_str().ok()));
-    let origin_authority = origin
-        .to_str()
-        .ok()
-        .and_then(|o| o.split_once("://"))
-        .map(|(_, rest)| rest);
-    match (origin_authority, own) {
-        (Some(theirs), Some(ours)) => !theirs.eq_ignore_ascii_case(ours),
-        _ => true,
-    }
 }
 
 /// The media type, lower-cased and without parameters, is `application/json`.

@@ -36,6 +36,16 @@ pub async fn serve(router: Router) -> SocketAddr {
     address
 }
 
+/// Serves `router` like [`serve`], with each request's peer address (`ConnectInfo<SocketAddr>`), as an
+/// application behind trusted proxies must.
+pub async fn serve_with_peers(router: Router) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let service = router.into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, service).await.unwrap() });
+    address
+}
+
 /// Polls `condition` until it holds, failing the test after `within`.
 pub async fn wait_until(what: &str, within: Duration, condition: impl Fn() -> bool) {
     let deadline = Instant::now() + within;

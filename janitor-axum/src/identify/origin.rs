@@ -1,0 +1,244 @@
+//! The origin check of a request: whether the page that sent it may call the endpoint.
+
+use std::net::SocketAddr;
+
+use axum::extract::ConnectInfo;
+use http::header::{FORWARDED, HOST, ORIGIN};
+use http::request::Parts;
+use http::HeaderMap;
+
+use crate::config::{OriginConfig, PublicOrigin};
+
+/// A request from another site: `Sec-Fetch-Site: cross-site`, or an `Origin` that is neither listed nor (with
+/// no list) the request's own. `null`, an unreadable origin, and more than one `Origin` header count as
+/// another site.
+pub(crate) fn is_cross_origin(parts: &Parts, config: &OriginConfig) -> bool {
+    let headers = &parts.headers;
+    if headers
+        .get_all("sec-fetch-site")
+        .iter()
+        .any(|v| v.as_bytes().eq_ignore_ascii_case(b"cross-site"))
+    {
+        return true;
+    }
+    let mut origins = headers.get_all(ORIGIN).iter();
+    let Some(origin) = origins.next() else {
+        return false;
+    };
+    if origins.next().is_some() {
+        return true;
+    }
+    let Some(origin) = origin.to_str().ok().and_then(PublicOrigin::parse) else {
+        return true;
+    };
+    let scheme = origin
+        .as_str()
+        .split_once("://")
+        .map_or("https", |(s, _)| s);
+    !config.allows(&origin, own_origin(parts, config, scheme).as_ref())
+}
+
+/// The request's own origin as the browser reached it: from a trusted proxy's forwarded headers when it sent
+/// them, else from the host it asked for, over `scheme` (what the origin said: behind TLS termination the
+/// scheme of this connection says nothing).
+fn own_origin(parts: &Parts, config: &OriginConfig, scheme: &str) -> Option<PublicOrigin> {
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip());
+    if config.trusts(peer) {
+        let (proto, host) = forwarded(&parts.headers);
+        if let Some(host) = host {
+            return Some(PublicOrigin::of(
+                &proto.unwrap_or_else(|| scheme.to_owned()),
+                &host,
+            ));
+        }
+    }
+    let host = parts
+        .uri
+        .authority()
+        .map(|a| a.as_str())
+        .or_else(|| parts.headers.get(HOST).and_then(|h| h.to_str().ok()))?;
+    Some(PublicOrigin::of(scheme, host))
+}
+
+/// The scheme and host the nearest proxy says the client used: `Forwarded` (RFC 7239) if present, else
+/// `X-Forwarded-Proto` and `X-Forwarded-Host`. Of several entries, the last one is the nearest proxy's.
+fn forwarded(headers: &HeaderMap) -> (Option<String>, Option<String>) {
+    let last = |name: &str| -> Option<String> {
+        let values: Vec<&str> = headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .collect();
+        values
+            .last()
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(element) = last(FORWARDED.as_str()) {
+        let mut found = (None, None);
+        for pair in element.split(';') {
+            let Some((key, value)) = pair.split_once('=') else {
+                continue;
+            };
+            let value = value.trim().trim_matches('"').to_owned();
+            match key.trim().to_ascii_lowercase().as_str() {
+                "proto" => found.0 = Some(value.to_ascii_lowercase()),
+                "host" => found.1 = Some(value),
+                _ => {}
+            }
+        }
+        return found;
+    }
+    (
+        last("x-forwarded-proto").map(|p| p.to_ascii_lowercase()),
+        last("x-forwarded-host"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(headers: &[(&str, &str)], peer: Option<&str>) -> Parts {
+        let mut request = http::Request::builder().uri("/api/visitor");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let (mut parts, ()) = request.body(()).unwrap().into_parts();
+        if let Some(peer) = peer {
+            parts
+                .extensions
+                .insert(ConnectInfo(peer.parse::<SocketAddr>().unwrap()));
+        }
+        parts
+    }
+
+    fn open() -> OriginConfig {
+        OriginConfig::default()
+    }
+
+    #[test]
+    fn the_own_host_with_or_without_the_default_port() {
+        for (origin, host) in [
+            ("https://example.com", "example.com"),
+            ("https://example.com:443", "example.com"),
+            ("https://example.com", "example.com:443"),
+            ("http://localhost:3000", "localhost:3000"),
+            ("https://EXAMPLE.com", "example.COM"),
+        ] {
+            let p = parts(&[("origin", origin), ("host", host)], None);
+            assert!(!is_cross_origin(&p, &open()), "{origin} on {host}");
+        }
+        for (origin, host) in [
+            ("https://www.example.com", "example.com"),
+            ("https://example.com:8443", "example.com"),
+            ("null", "example.com"),
+            ("https://evil.example", "example.com"),
+        ] {
+            let p = parts(&[("origin", origin), ("host", host)], None);
+            assert!(is_cross_origin(&p, &open()), "{origin} on {host}");
+        }
+        assert!(!is_cross_origin(
+            &parts(&[("host", "example.com")], None),
+            &open()
+        ));
+    }
+
+    #[test]
+    fn a_second_origin_or_any_cross_site_fetch_refuses() {
+        let two = parts(
+            &[
+                ("host", "example.com"),
+                ("origin", "https://example.com"),
+                ("origin", "https://evil.example"),
+            ],
+            None,
+        );
+        assert!(is_cross_origin(&two, &open()));
+        let fetches = parts(
+            &[
+                ("host", "example.com"),
+                ("sec-fetch-site", "same-origin"),
+                ("sec-fetch-site", "cross-site"),
+            ],
+            None,
+        );
+        assert!(is_cross_origin(&fetches, &open()));
+    }
+
+    #[test]
+    fn a_listed_origin_passes_behind_a_host_rewriting_proxy() {
+        let listed = OriginConfig::builder()
+            .allow_origin("https://example.com")
+            .allow_origin("https://www.example.com")
+            .build()
+            .unwrap();
+        for origin in ["https://www.example.com", "https://example.com:443"] {
+            let p = parts(&[("origin", origin), ("host", "127.0.0.1:3000")], None);
+            assert!(!is_cross_origin(&p, &listed), "{origin}");
+            assert!(is_cross_origin(&p, &open()), "{origin} without the list");
+        }
+        let p = parts(
+            &[
+                ("origin", "https://evil.example"),
+                ("host", "127.0.0.1:3000"),
+            ],
+            None,
+        );
+        assert!(is_cross_origin(&p, &listed));
+    }
+
+    #[test]
+    fn forwarded_headers_count_only_from_trusted_proxies() {
+        let trusting = OriginConfig::builder()
+            .trust_proxy("10.0.0.0/8")
+            .build()
+            .unwrap();
+        let headers = [
+            ("origin", "https://example.com"),
+            ("host", "app:3000"),
+            ("x-forwarded-host", "example.com"),
+            ("x-forwarded-proto", "https"),
+        ];
+        assert!(!is_cross_origin(
+            &parts(&headers, Some("10.1.2.3:5000")),
+            &trusting
+        ));
+        // The same headers from elsewhere, or with no peer address known, are the client's own words.
+        assert!(is_cross_origin(
+            &parts(&headers, Some("203.0.113.9:5000")),
+            &trusting
+        ));
+        assert!(is_cross_origin(&parts(&headers, None), &trusting));
+        assert!(is_cross_origin(
+            &parts(&headers, Some("10.1.2.3:5000")),
+            &open()
+        ));
+        // RFC 7239, the nearest proxy's entry last; a scheme that differs from the origin's refuses.
+        let standard = [
+            ("origin", "https://example.com"),
+            ("host", "app:3000"),
+            (
+                "forwarded",
+                "for=198.51.100.1;host=evil.example, for=10.0.0.1;proto=https;host=\"example.com\"",
+            ),
+        ];
+        assert!(!is_cross_origin(
+            &parts(&standard, Some("10.0.0.2:1")),
+            &trusting
+        ));
+        let downgraded = [
+            ("origin", "https://example.com"),
+            ("host", "app:3000"),
+            ("forwarded", "proto=http;host=example.com"),
+        ];
+        assert!(is_cross_origin(
+            &parts(&downgraded, Some("10.0.0.2:1")),
+            &trusting
+        ));
+    }
+}
