@@ -9,6 +9,9 @@
 // destroyed) or the answer was dropped (reset() or destroy() came first). It rejects with an Error whose
 // `status` is the HTTP status (0 for a network failure, a timeout or an unreadable answer).
 //
+// collect() returns the same payload without sending it, for a form of the application to carry beside its
+// own fields:  fetch("/login", {method: "POST", body: JSON.stringify({email, password, visitor: client.collect()})}).
+//
 // Privacy: the behaviour counters count events only; no position, key, form value or URL is read or sent.
 
 const VISITOR_ID = /^vis_[a-f0-9]{48}$/;
@@ -207,6 +210,14 @@ export function createVisitorClient({ endpoint = "/api/visitor", enabled = true,
       });
       current = entry;
       return entry.promise;
+    },
+    /**
+     * The payload identify() would send, without sending it, for a request of the application to carry in
+     * its `visitor` field (a login form, say); null when the client is disabled or destroyed.
+     */
+    collect() {
+      if (destroyed || !enabled) return null;
+      return { signals: signals(), behavior: behavior() };
     },
     /** Allows (true) or stops (false) future requests; a request in flight is not affected. */
     setEnabled(value) {

@@ -6,6 +6,7 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use axum::routing::{any, get};
 use axum::Router;
+use http::request::Parts;
 use janitor_core::config::{cleanup_batch, ConfigError};
 use janitor_core::evidence::{
     ActivitySummary, DeviceAssessment, DeviceLink, DeviceLinkInput, EventInput, Evidence,
@@ -21,6 +22,8 @@ use janitor_core::{
 use crate::admission::Admission;
 use crate::config::JanitorConfig;
 use crate::identify;
+use crate::identity::{Identified, IdentityLayer};
+use crate::refusal::Refusal;
 
 /// Janitor for one application: cheap to clone, shared by every route and task.
 ///
@@ -149,6 +152,25 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     pub async fn assess(&self, request: Request) -> Assessment {
         let (response, identity) = identify::handle(&self.inner, request).await;
         Assessment { response, identity }
+    }
+
+    /// Identifies the payload a route of the application carries (a login form's `visitor` field, say) for the
+    /// request `parts` describes: the quotas with its [`VisitorContext`](crate::VisitorContext), then the
+    /// engine with its `__visitor` cookie. The [`Identified`] holds the private identity and, as response
+    /// parts, the cookie the response must set.
+    pub async fn identify_parts(
+        &self,
+        parts: &Parts,
+        payload: &VisitorPayload,
+    ) -> Result<Identified, Refusal> {
+        identify::identify_parts(&self.inner, parts, payload).await
+    }
+
+    /// A layer for the application's routes that identifies the `visitor` field of their JSON bodies before
+    /// the handler runs (see [`IdentityService`](crate::IdentityService)); handlers read a
+    /// [`VisitorIdentity`](crate::VisitorIdentity) and need no type parameter of this handle.
+    pub fn identity_layer(&self) -> IdentityLayer<S, E> {
+        IdentityLayer::new(self.clone())
     }
 
     /// Identifies a payload directly (no HTTP checks, no quota), for server code that has one.

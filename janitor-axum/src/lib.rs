@@ -4,6 +4,7 @@
 pub mod admission;
 mod config;
 mod identify;
+mod identity;
 mod janitor;
 #[cfg(feature = "jev")]
 pub mod jev;
@@ -19,6 +20,7 @@ pub use config::{
     MAX_BODY_BYTES, REQUEST_TIMEOUT_MS, SCRIPT_PATH,
 };
 pub use identify::VisitorContext;
+pub use identity::{Identified, IdentityLayer, IdentityService, VisitorIdentity, PAYLOAD_FIELD};
 pub use janitor::{Assessment, CleanupError, Janitor, Maintenance};
 pub use janitor_core::{MemoryStores, Stores};
 #[cfg(feature = "postgres")]

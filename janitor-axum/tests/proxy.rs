@@ -19,7 +19,10 @@ fn proxied(headers: &str) -> Vec<u8> {
 }
 
 async fn status(origin: OriginConfig, request: &[u8]) -> u16 {
-    let config = common::config("proxy-tests").origin(origin).build().unwrap();
+    let config = common::config("proxy-tests")
+        .origin(origin)
+        .build()
+        .unwrap();
     let janitor = Janitor::new(config, MemoryStores::new());
     let address = serve_with_peers(janitor.router()).await;
     let mut connection = Connection::open(address).await.unwrap();
@@ -35,19 +38,26 @@ async fn a_host_rewriting_proxy_needs_the_public_origins_listed() {
         .build()
         .unwrap();
     assert_eq!(status(listed.clone(), &proxied("")).await, 200);
-    let foreign = String::from_utf8(proxied(""))
-        .unwrap()
-        .replace("https://www.example.com", "https://www.example.com.evil.example");
+    let foreign = String::from_utf8(proxied("")).unwrap().replace(
+        "https://www.example.com",
+        "https://www.example.com.evil.example",
+    );
     assert_eq!(status(listed, foreign.as_bytes()).await, 403);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwarded_headers_count_from_a_trusted_proxy_only() {
     let forwarded = proxied("X-Forwarded-Host: www.example.com\r\nX-Forwarded-Proto: https\r\n");
-    let trusting = OriginConfig::builder().trust_proxy("127.0.0.1").build().unwrap();
+    let trusting = OriginConfig::builder()
+        .trust_proxy("127.0.0.1")
+        .build()
+        .unwrap();
     assert_eq!(status(trusting, &forwarded).await, 200);
     // The test client is the peer: a proxy elsewhere is not this peer, and its headers are a client's words.
-    let elsewhere = OriginConfig::builder().trust_proxy("10.0.0.0/8").build().unwrap();
+    let elsewhere = OriginConfig::builder()
+        .trust_proxy("10.0.0.0/8")
+        .build()
+        .unwrap();
     assert_eq!(status(elsewhere, &forwarded).await, 403);
     assert_eq!(status(OriginConfig::default(), &forwarded).await, 403);
 }

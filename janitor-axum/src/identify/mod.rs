@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::admission::{settle_unread, AdmissionConfig};
 use crate::config::JanitorConfig;
+use crate::identity::Identified;
 use crate::janitor::Inner;
 use crate::refusal::Refusal;
 
@@ -34,6 +35,26 @@ pub struct VisitorContext {
     pub account: Option<String>,
     /// The application's session, if any (1–512 characters).
     pub session: Option<String>,
+}
+
+impl VisitorContext {
+    /// The account and session of a request, each checked to be 1–512 characters (the error names the length,
+    /// never the id).
+    pub fn new(
+        account: Option<&str>,
+        session: Option<&str>,
+    ) -> Result<VisitorContext, janitor_core::ConfigError> {
+        QuotaContext::new(account, session)?;
+        Ok(VisitorContext {
+            account: account.map(str::to_owned),
+            session: session.map(str::to_owned),
+        })
+    }
+
+    /// A signed-in account, with no session.
+    pub fn for_account(account: &str) -> Result<VisitorContext, janitor_core::ConfigError> {
+        VisitorContext::new(Some(account), None)
+    }
 }
 
 /// Runs the endpoint on one request; the identity is returned too, for [`assess`](crate::Janitor::assess).
@@ -130,25 +151,16 @@ async fn read_payload(
     VisitorPayload::from_slice(&bytes).map_err(|_| (Refusal::InvalidPayload, false))
 }
 
-/// Identifies the payload and writes the answer and its cookie.
+/// Identifies the payload and writes the endpoint's answer with its cookie.
 async fn identify<S: Stores, E: Evaluator>(
     janitor: &Inner<S, E>,
     parts: &Parts,
     payload: &VisitorPayload,
 ) -> Result<(Response, Identity), Refusal> {
-    let config = &janitor.config;
-    let cookie = cookie::visitor(&parts.headers);
-    let identification = janitor
-        .engine
-        .identify(payload, cookie.as_ref())
-        .await
-        .map_err(|e| {
-            tracing::warn!(error = %e, "identification failed");
-            Refusal::Unavailable
-        })?;
-    let identity = identification.identity;
-    let mut response = if config.endpoint.expose_client_scores() {
-        response::json(StatusCode::OK, &identity)
+    let identified = identify_visitor(janitor, &parts.headers, payload).await?;
+    let identity = identified.identity();
+    let mut response = if janitor.config.endpoint.expose_client_scores() {
+        response::json(StatusCode::OK, identity)
     } else {
         response::json(
             StatusCode::OK,
@@ -158,15 +170,48 @@ async fn identify<S: Stores, E: Evaluator>(
             },
         )
     };
+    response
+        .headers_mut()
+        .insert(SET_COOKIE, identified.set_cookie().clone());
+    Ok((response, identified.into_identity()))
+}
+
+/// Identifies `payload` for a request on any route: the quota claim (with the request's [`VisitorContext`]),
+/// then the engine with the request's `__visitor` cookie.
+pub(crate) async fn identify_parts<S: Stores, E: Evaluator>(
+    janitor: &Inner<S, E>,
+    parts: &Parts,
+    payload: &VisitorPayload,
+) -> Result<Identified, Refusal> {
+    claim_quota(janitor, parts).await?;
+    identify_visitor(janitor, &parts.headers, payload).await
+}
+
+/// The engine on `payload` with the cookie of `headers`, and the cookie to set.
+async fn identify_visitor<S: Stores, E: Evaluator>(
+    janitor: &Inner<S, E>,
+    headers: &HeaderMap,
+    payload: &VisitorPayload,
+) -> Result<Identified, Refusal> {
+    let config = &janitor.config;
+    let cookie = cookie::visitor(headers);
+    let identification = janitor
+        .engine
+        .identify(payload, cookie.as_ref())
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, "identification failed");
+            Refusal::Unavailable
+        })?;
+    let identity = identification.identity;
     let line = cookie::set_cookie(
         &identity.visitor_id,
         config.cookie.secure(),
         config.cookie_max_age_secs(),
     );
-    if let Ok(value) = HeaderValue::from_str(&line) {
-        response.headers_mut().insert(SET_COOKIE, value);
-    }
-    Ok((response, identity))
+    // The line is ours: a visitor id, fixed attributes and a number, all visible ASCII.
+    let set_cookie = HeaderValue::from_str(&line).map_err(|_| Refusal::Unavailable)?;
+    Ok(Identified::new(identity, set_cookie))
 }
 
 /// The default answer: what the browser needs, nothing it could use to probe the matcher.

@@ -186,6 +186,15 @@ impl VisitorPayload {
     }
 }
 
+/// Reads a payload inside a larger document (a login form's `visitor` field, say) with the same strict
+/// validation as [`VisitorPayload::from_value`]; the error names the payload's own path.
+impl<'de> serde::Deserialize<'de> for VisitorPayload {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        VisitorPayload::from_value(&value).map_err(serde::de::Error::custom)
+    }
+}
+
 impl Signals {
     /// Reads a signals object the way the reference normalizer accepts it: known keys with the right JSON
     /// types, but no range, integer or length checks, and unknown keys ignored. For conformance vectors,
@@ -319,6 +328,29 @@ mod tests {
 
     fn parse(v: Value) -> Result<VisitorPayload, PayloadError> {
         VisitorPayload::from_value(&v)
+    }
+
+    #[test]
+    fn a_payload_inside_a_form_is_validated_as_strictly() {
+        #[derive(serde::Deserialize)]
+        struct Login {
+            email: String,
+            visitor: VisitorPayload,
+        }
+        let form: Login = serde_json::from_value(json!({
+            "email": "a@example.com",
+            "visitor": {"signals": {"timezone": "Europe/Paris"}}
+        }))
+        .unwrap();
+        assert_eq!(form.email, "a@example.com");
+        assert_eq!(form.visitor.signals.timezone.as_deref(), Some("Europe/Paris"));
+        let refused = serde_json::from_value::<Login>(json!({
+            "email": "a@example.com",
+            "visitor": {"signals": {"screen": {"width": 32769}}}
+        }))
+        .err()
+        .unwrap();
+        assert!(refused.to_string().contains("signals.screen.width"), "{refused}");
     }
 
     #[test]

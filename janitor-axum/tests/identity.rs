@@ -1,0 +1,245 @@
+//! Identity on any route, through the real router and on both stores: the identity layer on an application's
+//! login route, the direct `identify_parts`, quotas by the request's account, and refusals.
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::{from_fn, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use http_body_util::BodyExt;
+use janitor_axum::{Janitor, Stores, VisitorContext, VisitorIdentity};
+use janitor_core::protection::quota::QuotaConfig;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+mod common;
+use common::stores::on_both_stores;
+
+/// The login form of the application: its own fields, and the browser's payload beside them.
+#[derive(Deserialize)]
+struct Login {
+    email: String,
+}
+
+/// A login handler behind the identity layer: it answers what the layer found.
+async fn login(identity: VisitorIdentity, Json(form): Json<Login>) -> Json<Value> {
+    Json(match identity {
+        VisitorIdentity::Identified(identity) => json!({
+            "email": form.email,
+            "visitorId": identity.visitor_id.as_str(),
+            "returning": identity.is_returning,
+        }),
+        VisitorIdentity::Refused(refusal) => json!({"refused": refusal.status().as_u16()}),
+        VisitorIdentity::Absent => json!({"absent": true}),
+    })
+}
+
+/// The account of the form, as the application's own session middleware would attach it.
+async fn account_context(request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    if let Ok(form) = serde_json::from_slice::<Value>(&bytes) {
+        if let Some(email) = form["email"].as_str() {
+            parts
+                .extensions
+                .insert(VisitorContext::for_account(email).unwrap());
+        }
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+fn app<S: Stores>(janitor: &Janitor<S>) -> Router {
+    Router::new()
+        .route("/login", post(login))
+        .route_layer(janitor.identity_layer())
+        .route_layer(from_fn(account_context))
+}
+
+fn form(visitor: Value) -> Value {
+    json!({"email": "ada@example.com", "password": "correct horse", "visitor": visitor})
+}
+
+async fn send(
+    app: &Router,
+    body: &Value,
+    cookie: Option<&str>,
+) -> (StatusCode, Option<String>, Value) {
+    let mut request = Request::builder()
+        .method("POST")
+        .uri("/login")
+        .header("content-type", "application/json");
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    let response = app
+        .clone()
+        .oneshot(request.body(Body::from(body.to_string())).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let cookie = response
+        .headers()
+        .get("set-cookie")
+        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned());
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        cookie,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+async fn the_login_route_identifies_and_sets_the_cookie<S: Stores>(stores: S) {
+    let janitor = Janitor::new(common::config("identity-tests").build().unwrap(), stores);
+    let app = app(&janitor);
+    let payload = janitor_core::testing::mac_document();
+    let (status, cookie, answer) = send(&app, &form(payload.clone()), None).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(
+        answer["email"], "ada@example.com",
+        "the handler still reads its form"
+    );
+    assert_eq!(answer["returning"], false);
+    let cookie = cookie.expect("the layer sets the cookie");
+    assert_eq!(
+        cookie,
+        format!("__visitor={}", answer["visitorId"].as_str().unwrap())
+    );
+    let (_, _, again) = send(&app, &form(payload), Some(&cookie)).await;
+    assert_eq!(
+        (again["returning"].clone(), again["visitorId"].clone()),
+        (json!(true), answer["visitorId"].clone())
+    );
+
+    // No payload, a payload that does not validate, and a body that is not JSON.
+    let (_, cookie, absent) = send(&app, &json!({"email": "ada@example.com"}), None).await;
+    assert_eq!((absent, cookie), (json!({"absent": true}), None));
+    let (_, cookie, invalid) = send(
+        &app,
+        &form(json!({"signals": {"screen": {"width": -1}}})),
+        None,
+    )
+    .await;
+    assert_eq!((invalid, cookie), (json!({"refused": 400}), None));
+    let plain = Request::builder()
+        .method("POST")
+        .uri("/login")
+        .header("content-type", "text/plain")
+        .body(Body::from("email=ada"))
+        .unwrap();
+    let response = app.clone().oneshot(plain).await.unwrap();
+    assert_eq!(
+        response.status(),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "the handler's own Json refusal"
+    );
+}
+
+async fn account_quotas_apply_on_the_login_route<S: Stores>(stores: S) {
+    let quotas = QuotaConfig::builder().account(2).build().unwrap();
+    let config = common::config("identity-quota-tests")
+        .quotas(quotas)
+        .build()
+        .unwrap();
+    let janitor = Janitor::new(config, stores);
+    let app = app(&janitor);
+    let payload = janitor_core::testing::mac_document();
+    for attempt in 0..2 {
+        let (_, _, answer) = send(&app, &form(payload.clone()), None).await;
+        assert!(
+            answer["visitorId"].is_string(),
+            "attempt {attempt}: {answer}"
+        );
+    }
+    let (_, cookie, limited) = send(&app, &form(payload), None).await;
+    assert_eq!((limited, cookie), (json!({"refused": 429}), None));
+}
+
+async fn identify_parts_in_a_handler<S: Stores>(stores: S) {
+    let janitor = Janitor::new(
+        common::config("identity-parts-tests").build().unwrap(),
+        stores,
+    );
+    let handler = {
+        let janitor = janitor.clone();
+        move |request: Request| async move {
+            let (parts, body) = request.into_parts();
+            let bytes = body.collect().await.unwrap().to_bytes();
+            #[derive(Deserialize)]
+            struct Form {
+                visitor: janitor_core::VisitorPayload,
+            }
+            let Ok(Json(form)) = Json::<Form>::from_bytes(&bytes) else {
+                return StatusCode::BAD_REQUEST.into_response();
+            };
+            match janitor.identify_parts(&parts, &form.visitor).await {
+                Ok(identified) => {
+                    let id = identified.identity().visitor_id.to_string();
+                    (identified, id).into_response()
+                }
+                Err(refusal) => refusal.into_response(),
+            }
+        }
+    };
+    let app = Router::new().route("/checkout", post(handler));
+    let body = json!({"visitor": janitor_core::testing::mac_document()}).to_string();
+    let request = Request::builder()
+        .method("POST")
+        .uri("/checkout")
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap();
+    let response = app.oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let cookie = response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let id = String::from_utf8(
+        response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec(),
+    )
+    .unwrap();
+    assert!(
+        cookie.starts_with(&format!("__visitor={id}; HttpOnly; Secure")),
+        "{cookie}"
+    );
+}
+
+on_both_stores!(
+    the_login_route_identifies_and_sets_the_cookie,
+    account_quotas_apply_on_the_login_route,
+    identify_parts_in_a_handler,
+);
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_refused_before_the_handler() {
+    let janitor = Janitor::new(
+        common::config("identity-limit-tests").build().unwrap(),
+        janitor_axum::MemoryStores::new(),
+    );
+    let app = app(&janitor);
+    let big = json!({"email": "ada@example.com", "notes": "x".repeat(70_000), "visitor": janitor_core::testing::mac_document()});
+    let (status, cookie, _) = send(&app, &big, None).await;
+    assert_eq!((status, cookie), (StatusCode::PAYLOAD_TOO_LARGE, None));
+}
+
+#[test]
+fn visitor_contexts_are_checked_when_made() {
+    assert!(VisitorContext::new(Some("acct"), Some("sess")).is_ok());
+    let err = VisitorContext::for_account(&"a".repeat(513)).unwrap_err();
+    assert!(
+        !err.to_string().contains("aaaa"),
+        "never echoes the id: {err}"
+    );
+    assert!(VisitorContext::new(None, Some("")).is_err());
+}
