@@ -113,7 +113,8 @@ fn docker_run(root: &Path) -> Result<(), String> {
     outcome.and(cleanup)
 }
 
-fn status(command: &mut Command, what: &str) -> Result<(), String> {
+/// Runs `command` with this process's terminal; `what` names it in the error when it cannot start or fails.
+pub fn status(command: &mut Command, what: &str) -> Result<(), String> {
     let status = command
         .status()
         .map_err(|e| format!("{what}: could not start: {e}"))?;

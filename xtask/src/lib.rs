@@ -3,3 +3,5 @@
 
 pub mod capacity;
 pub mod conformance;
+pub mod provision;
+pub mod test;

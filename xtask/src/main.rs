@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use xtask::capacity;
 use xtask::conformance::{check_file, Report};
+use xtask::{capacity, test};
 
-const USAGE: &str = "usage: cargo xtask conformance FILE...
+const USAGE: &str = "usage: cargo xtask test
+       cargo xtask conformance FILE...
        cargo xtask benchmark-capacity [--docker]
        cargo xtask benchmark-security | benchmark-connections | benchmark-throughput | seed
        (harness settings come from JANITOR_BENCHMARK_* variables; see docs/CAPACITY.md)";
@@ -14,6 +15,13 @@ const USAGE: &str = "usage: cargo xtask conformance FILE...
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
+        Some("test") => match args.collect::<Vec<String>>().as_slice() {
+            [] => report("test", test::run()),
+            other => {
+                eprintln!("unexpected arguments {other:?}\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
         Some("conformance") => conformance(args.map(PathBuf::from).collect()),
         Some(name) if capacity::COMMANDS.iter().any(|(n, _)| *n == name) => {
             let workload = capacity::COMMANDS
@@ -30,13 +38,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            match capacity::run(workload, docker) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(problem) => {
-                    eprintln!("cargo xtask {name}: {problem}");
-                    ExitCode::FAILURE
-                }
-            }
+            report(name, capacity::run(workload, docker))
         }
         Some("-h" | "--help") => {
             println!("{USAGE}");
@@ -45,6 +47,17 @@ fn main() -> ExitCode {
         other => {
             eprintln!("unknown command {other:?}\n{USAGE}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// The exit code of command `name`, after printing its error if it failed.
+fn report(name: &str, result: Result<(), String>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(problem) => {
+            eprintln!("cargo xtask {name}: {problem}");
+            ExitCode::FAILURE
         }
     }
 }
