@@ -15,8 +15,8 @@ use janitor_core::evidence::{
 use janitor_core::identification::store::{CleanupReport, VisitorStore};
 use janitor_core::protection::quota::RequestQuotas;
 use janitor_core::{
-    now_ms, Engine, Evaluator, Identification, IdentifyError, Identity, NoEvaluator, StoreError,
-    Stores, VisitorId, VisitorPayload,
+    now_ms, Engine, Evaluator, Identification, IdentifyError, Identity, KeyCheck, NoEvaluator,
+    StoreError, Stores, VisitorId, VisitorPayload,
 };
 
 use crate::admission::Admission;
@@ -128,6 +128,25 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     /// the application's other sensitive routes (evidence, erasure) behind the same limit.
     pub fn admission(&self) -> &Admission {
         &self.inner.admission
+    }
+
+    /// Checks that every instance on these stores labels with the same secret: the first instance of a
+    /// namespace records a keyed fingerprint of its secret, and an instance started with another secret gets
+    /// [`KeyCheckError::Differs`] (call this at start, and refuse to serve on an error). Labels made with two
+    /// secrets match nothing of each other's, so quotas, budgets and evidence would split silently.
+    pub async fn check_key(&self) -> Result<KeyCheck, KeyCheckError> {
+        let key = &self.inner.config.key;
+        match self
+            .inner
+            .stores
+            .check_key(key.namespace(), &key.fingerprint())
+            .await?
+        {
+            KeyCheck::Differs => Err(KeyCheckError::Differs {
+                namespace: key.namespace().to_owned(),
+            }),
+            check => Ok(check),
+        }
     }
 
     /// A router with the endpoint at its path (any method; the endpoint answers 405 itself), behind this
@@ -277,6 +296,23 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
             evidence,
         })
     }
+}
+
+/// Why [`Janitor::check_key`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyCheckError {
+    /// The namespace was first used with another secret.
+    #[error(
+        "the label namespace {namespace:?} on this database was first used with another secret: every \
+         instance sharing the database must use the same secret (JANITOR_SECRET) and namespace"
+    )]
+    Differs {
+        /// The namespace.
+        namespace: String,
+    },
+    /// The store could not answer.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// Why a cleanup step failed.

@@ -8,8 +8,10 @@ mod identity;
 mod janitor;
 #[cfg(feature = "jev")]
 pub mod jev;
+mod maintenance;
 mod refusal;
 mod script;
+mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -21,11 +23,14 @@ pub use config::{
 };
 pub use identify::VisitorContext;
 pub use identity::{Identified, IdentityLayer, IdentityService, VisitorIdentity, PAYLOAD_FIELD};
-pub use janitor::{Assessment, CleanupError, Janitor, Maintenance};
-pub use janitor_core::{MemoryStores, Stores};
+pub use janitor::{Assessment, CleanupError, Janitor, KeyCheckError, Maintenance};
+pub use janitor_core::{KeyCheck, MemoryStores, Stores};
 #[cfg(feature = "postgres")]
 pub use janitor_sql::PgStores;
 #[cfg(feature = "jev")]
 pub use jev::JevBehindBudget;
+pub use maintenance::{
+    MaintenanceSchedule, MaintenanceTask, MAINTENANCE_EVERY_MS, MAINTENANCE_STEPS,
+};
 pub use refusal::{security_headers, Refusal};
 pub use script::{client_script_etag, CLIENT_SCRIPT};

@@ -79,6 +79,26 @@ impl Refusal {
         }
     }
 
+    /// A short name for metrics and logs: `not_found`, `method_not_allowed`, `cross_origin`,
+    /// `unsupported_media_type`, `insecure_cookie`, `rate_limited`, `too_large`, `body_required`, `timed_out`,
+    /// `invalid_payload`, `unavailable` or `busy`.
+    pub const fn reason(&self) -> &'static str {
+        match self {
+            Refusal::NotFound => "not_found",
+            Refusal::MethodNotAllowed => "method_not_allowed",
+            Refusal::CrossOrigin => "cross_origin",
+            Refusal::UnsupportedMediaType => "unsupported_media_type",
+            Refusal::InsecureCookie => "insecure_cookie",
+            Refusal::RateLimited { .. } => "rate_limited",
+            Refusal::TooLarge => "too_large",
+            Refusal::BodyRequired => "body_required",
+            Refusal::TimedOut => "timed_out",
+            Refusal::InvalidPayload => "invalid_payload",
+            Refusal::Unavailable => "unavailable",
+            Refusal::Busy => "busy",
+        }
+    }
+
     /// The JSON body.
     pub fn body(&self) -> Bytes {
         // A message is a fixed text without quotes or backslashes, so it needs no escaping.

@@ -99,6 +99,12 @@ impl LabelKey {
         out
     }
 
+    /// A keyed fingerprint of the secret and namespace: instances that share a database compare it to find one
+    /// started with another secret. It reveals nothing of the secret.
+    pub fn fingerprint(&self) -> String {
+        self.label("janitor.key-check")
+    }
+
     /// The subject label of an account id (`sub_<64 hex>`).
     pub fn subject(&self, account_id: &str) -> String {
         self.label(account_id)

@@ -26,5 +26,5 @@ pub use identification::observation::Observation;
 pub use identification::payload::{PayloadError, VisitorPayload};
 pub use identification::store::{MemoryVisitorStore, VisitorStore};
 pub use label::{EvidenceKey, LabelError, LabelKey, ProtectionKey};
-pub use stores::{MemoryStores, Stores};
+pub use stores::{KeyCheck, MemoryStores, Stores};
 pub use visitor::{visitor_from_cookies, VisitorId};

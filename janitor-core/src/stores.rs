@@ -40,6 +40,19 @@ pub trait Stores: Clone + Send + Sync + 'static {
     /// The evidence store.
     fn evidence(&self) -> Self::Evidence;
 
+    /// Records `fingerprint` (a keyed fingerprint of the secret, see
+    /// [`LabelKey::fingerprint`](crate::LabelKey::fingerprint)) for `namespace` if none is recorded yet, and says
+    /// whether the recorded one is the same. Stores that no other process shares have nothing to compare:
+    /// the default answers [`KeyCheck::Unshared`].
+    fn check_key(
+        &self,
+        namespace: &str,
+        fingerprint: &str,
+    ) -> impl Future<Output = Result<KeyCheck, StoreError>> + Send {
+        let _ = (namespace, fingerprint);
+        async { Ok(KeyCheck::Unshared) }
+    }
+
     /// Erases a visitor with its observations, events and device links; returns whether the visitor existed.
     ///
     /// The default deletes the visitor, then its evidence. A family whose storage removes the evidence with the
@@ -57,6 +70,19 @@ pub trait Stores: Clone + Send + Sync + 'static {
             Ok(existed)
         }
     }
+}
+
+/// What [`Stores::check_key`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyCheck {
+    /// The namespace had no fingerprint: this one is now recorded.
+    Recorded,
+    /// The recorded fingerprint is this one: the instances share the secret.
+    Matches,
+    /// Another secret was recorded for the namespace: this instance's labels would match no other's.
+    Differs,
+    /// The stores are this process's own: there is nothing to compare with.
+    Unshared,
 }
 
 /// Every store in this process's memory: the embedded default for quick starts, single instances and tests.

@@ -170,7 +170,18 @@ impl Database {
     }
 
     pub(crate) async fn connection(&self) -> Result<Connection<'_>, StoreError> {
-        let client = self.inner.pool.get().await.map_err(from_pool)?;
+        #[cfg(feature = "metrics")]
+        let started = std::time::Instant::now();
+        let client = self.inner.pool.get().await;
+        #[cfg(feature = "metrics")]
+        {
+            metrics::histogram!("janitor_db_pool_wait_seconds")
+                .record(started.elapsed().as_secs_f64());
+            if matches!(client, Err(deadpool_postgres::PoolError::Timeout(_))) {
+                metrics::counter!("janitor_db_pool_timeouts_total").increment(1);
+            }
+        }
+        let client = client.map_err(from_pool)?;
         Ok(Connection {
             client: Some(client),
             broken: false,
@@ -239,7 +250,12 @@ impl Connection<'_> {
         if ends_session(error) {
             self.broken = true;
         }
-        from_postgres(error)
+        let failure = from_postgres(error);
+        #[cfg(feature = "metrics")]
+        if matches!(failure, StoreError::Unavailable(_)) {
+            metrics::counter!("janitor_db_unavailable_total").increment(1);
+        }
+        failure
     }
 
     async fn prepare(&mut self, sql: &str) -> Result<tokio_postgres::Statement, StoreError> {
@@ -319,6 +335,8 @@ impl Connection<'_> {
             Ok(done) => done.map_err(|e| self.fail(&e)),
             Err(timed_out) => {
                 self.broken = true;
+                #[cfg(feature = "metrics")]
+                metrics::counter!("janitor_db_statement_timeouts_total").increment(1);
                 Err(timed_out)
             }
         }

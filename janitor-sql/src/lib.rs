@@ -7,6 +7,7 @@ mod config;
 mod database;
 mod error;
 mod evidence_store;
+mod key_check;
 pub mod migrate;
 mod params;
 mod qualify;

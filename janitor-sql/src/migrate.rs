@@ -42,6 +42,7 @@ pub const MIGRATIONS: &[Migration] = migrations![
     1 => "0001_visitors.sql",
     2 => "0002_protection.sql",
     3 => "0003_evidence.sql",
+    4 => "0004_key_checks.sql",
 ];
 
 /// The table recording applied migrations, in the migrated schema.

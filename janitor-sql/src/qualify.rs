@@ -13,6 +13,7 @@ const TABLES: &[&str] = &[
     "application_events",
     "device_links",
     "janitor_migrations",
+    "janitor_key_checks",
 ];
 
 /// The keywords after which a table's name stands in the stores' statements.

@@ -1,6 +1,6 @@
 //! The PostgreSQL family of stores: every store over one [`Database`], shared by every instance on it.
 
-use janitor_core::{Retention, StoreError, Stores, VisitorId};
+use janitor_core::{KeyCheck, Retention, StoreError, Stores, VisitorId};
 
 use crate::{Database, PgBudgetStore, PgEvidenceStore, PgQuotaStore, PgVisitorStore};
 
@@ -44,6 +44,11 @@ impl Stores for PgStores {
 
     fn evidence(&self) -> Self::Evidence {
         PgEvidenceStore::new(self.database.clone())
+    }
+
+    /// One statement, in `janitor_key_checks`.
+    async fn check_key(&self, namespace: &str, fingerprint: &str) -> Result<KeyCheck, StoreError> {
+        crate::key_check::check(&self.database, namespace, fingerprint).await
     }
 
     /// One statement: the events and device links of the visitor go with its row, by the foreign keys' cascade.

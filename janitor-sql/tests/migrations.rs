@@ -57,11 +57,12 @@ async fn shape(database: &Database) -> (Vec<String>, Vec<String>, Vec<(i32, Stri
     )
 }
 
-const TABLES: [&str; 8] = [
+const TABLES: [&str; 9] = [
     "application_events",
     "device_links",
     "evaluation_controls",
     "identity_subjects",
+    "janitor_key_checks",
     "janitor_migrations",
     "observations",
     "protection_quotas",
@@ -80,6 +81,7 @@ fn expected_indexes() -> Vec<String> {
         "idx_observation_webgl_renderer",
         "idx_visitor_seen",
         "janitor_migrations_pkey",
+        "janitor_key_checks_pkey",
         "idx_protection_quota_expiry",
         "protection_quotas_pkey",
         "idx_evaluation_control_expiry",

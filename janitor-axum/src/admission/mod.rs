@@ -149,6 +149,7 @@ impl Admission {
     }
 
     fn overloaded(&self) {
+        crate::telemetry::refused(Refusal::Busy);
         // Cloned out so the callback runs without the lock held.
         let callback = self
             .shared

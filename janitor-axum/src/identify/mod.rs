@@ -19,6 +19,8 @@ use crate::config::JanitorConfig;
 use crate::identity::Identified;
 use crate::janitor::Inner;
 use crate::refusal::Refusal;
+use crate::telemetry;
+use tracing::Instrument;
 
 mod body;
 pub(crate) mod cookie;
@@ -71,6 +73,7 @@ pub(crate) async fn handle<S: Stores, E: Evaluator>(
             .map_err(|_| Refusal::TooLarge)
     };
     if let Err(refusal) = before_body.await {
+        telemetry::refused(refusal);
         return (
             refuse_unread(&parts, body, &config.admission, refusal).await,
             None,
@@ -78,11 +81,17 @@ pub(crate) async fn handle<S: Stores, E: Evaluator>(
     }
     let payload = match read_payload(body, config).await {
         Ok(payload) => payload,
-        Err((refusal, close)) => return (refuse(refusal, close), None),
+        Err((refusal, close)) => {
+            telemetry::refused(refusal);
+            return (refuse(refusal, close), None);
+        }
     };
     match identify(janitor, &parts, &payload).await {
         Ok((response, identity)) => (response, Some(identity)),
-        Err(refusal) => (refusal.into_response(), None),
+        Err(refusal) => {
+            telemetry::refused(refusal);
+            (refusal.into_response(), None)
+        }
     }
 }
 
@@ -183,8 +192,13 @@ pub(crate) async fn identify_parts<S: Stores, E: Evaluator>(
     parts: &Parts,
     payload: &VisitorPayload,
 ) -> Result<Identified, Refusal> {
-    claim_quota(janitor, parts).await?;
-    identify_visitor(janitor, &parts.headers, payload).await
+    let identified = async {
+        claim_quota(janitor, parts).await?;
+        identify_visitor(janitor, &parts.headers, payload).await
+    };
+    identified
+        .await
+        .inspect_err(|refusal| telemetry::refused(*refusal))
 }
 
 /// The engine on `payload` with the cookie of `headers`, and the cookie to set.
@@ -195,14 +209,28 @@ async fn identify_visitor<S: Stores, E: Evaluator>(
 ) -> Result<Identified, Refusal> {
     let config = &janitor.config;
     let cookie = cookie::visitor(headers);
+    let span = tracing::info_span!(
+        "janitor.identify",
+        outcome = tracing::field::Empty,
+        risk_status = tracing::field::Empty
+    );
+    let started = std::time::Instant::now();
     let identification = janitor
         .engine
         .identify(payload, cookie.as_ref())
+        .instrument(span.clone())
         .await
         .map_err(|e| {
-            tracing::warn!(error = %e, "identification failed");
+            tracing::debug!(parent: &span, error = %e, "identification failed");
             Refusal::Unavailable
         })?;
+    span.in_scope(|| {
+        telemetry::identified(
+            &identification.metrics,
+            &identification.identity,
+            started.elapsed(),
+        )
+    });
     let identity = identification.identity;
     let line = cookie::set_cookie(
         &identity.visitor_id,

@@ -35,6 +35,17 @@ pub enum RiskStatus {
     Evaluated,
 }
 
+impl RiskStatus {
+    /// The name the answer carries: `disabled`, `unavailable` or `evaluated`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RiskStatus::Disabled => "disabled",
+            RiskStatus::Unavailable => "unavailable",
+            RiskStatus::Evaluated => "evaluated",
+        }
+    }
+}
+
 /// Risk scores in [0, 1]; zeros unless evaluated. Risk never changes identity.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Risk {

@@ -5,7 +5,7 @@
 use janitor_core::evidence::ActivityColumn;
 use janitor_core::identification::candidates::Probe;
 
-use crate::{budget_store, evidence_store, visitor_store};
+use crate::{budget_store, evidence_store, key_check, visitor_store};
 
 /// Every fixed statement, by a stable name: `<store>.<statement>`.
 pub const STATEMENTS: &[(&str, &str)] = &[
@@ -79,6 +79,7 @@ pub const STATEMENTS: &[(&str, &str)] = &[
         evidence_store::statements::DELETE_VISITOR_EVIDENCE,
     ),
     ("evidence.cleanup", evidence_store::statements::CLEANUP),
+    ("key_checks.record", key_check::RECORD),
 ];
 
 /// The fixed statement called `name` (see [`STATEMENTS`]).

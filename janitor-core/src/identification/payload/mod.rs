@@ -343,14 +343,20 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(form.email, "a@example.com");
-        assert_eq!(form.visitor.signals.timezone.as_deref(), Some("Europe/Paris"));
+        assert_eq!(
+            form.visitor.signals.timezone.as_deref(),
+            Some("Europe/Paris")
+        );
         let refused = serde_json::from_value::<Login>(json!({
             "email": "a@example.com",
             "visitor": {"signals": {"screen": {"width": 32769}}}
         }))
         .err()
         .unwrap();
-        assert!(refused.to_string().contains("signals.screen.width"), "{refused}");
+        assert!(
+            refused.to_string().contains("signals.screen.width"),
+            "{refused}"
+        );
     }
 
     #[test]

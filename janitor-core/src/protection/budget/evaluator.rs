@@ -178,7 +178,12 @@ impl<E: Evaluator, S: BudgetStore> BudgetedEvaluator<E, S> {
         self.budget
             .reserve((self.clock)(), cost, self.config.timeout_ms)
             .await
-            .map_err(|denial| EvaluatorError::Refused(format!("inference budget: {denial}")))
+            .map_err(|denial| {
+                #[cfg(feature = "metrics")]
+                metrics::counter!("janitor_budget_denials_total", "reason" => denial.as_str())
+                    .increment(1);
+                EvaluatorError::Refused(format!("inference budget: {denial}"))
+            })
     }
 
     async fn settle(&self, lease: &BudgetLease, outcome: CallOutcome) {

@@ -1,0 +1,54 @@
+//! Instances sharing one database must share the secret: the first records a fingerprint of it, the next with
+//! the same secret matches, and one with another secret is refused with a message that says what to fix.
+#![cfg(feature = "postgres")]
+
+use janitor_axum::{Janitor, KeyCheck, KeyCheckError, MemoryStores, PgStores};
+use janitor_sql::testing::with_schemas;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_secret_on_the_same_database_is_refused() {
+    with_schemas(|schemas| async move {
+        let stores = PgStores::new(schemas.fresh().await);
+        let instance = |secret: &str| {
+            let config = janitor_axum::JanitorConfig::builder()
+                .secret(secret)
+                .namespace("shop")
+                .build()
+                .unwrap();
+            Janitor::new(config, stores.clone())
+        };
+        let shared = "s".repeat(32);
+        assert_eq!(instance(&shared).check_key().await, Ok(KeyCheck::Recorded));
+        assert_eq!(instance(&shared).check_key().await, Ok(KeyCheck::Matches));
+        let refused = instance(&"t".repeat(32)).check_key().await.unwrap_err();
+        assert!(matches!(&refused, KeyCheckError::Differs { namespace } if namespace == "shop"));
+        assert!(refused.to_string().contains("same secret"), "{refused}");
+        assert!(
+            !refused.to_string().contains(&"t".repeat(32)),
+            "never the secret"
+        );
+        // Another namespace is another tenant, with a secret of its own.
+        let config = janitor_axum::JanitorConfig::builder()
+            .secret(&"t".repeat(32))
+            .namespace("blog")
+            .build()
+            .unwrap();
+        assert_eq!(
+            Janitor::new(config, stores).check_key().await,
+            Ok(KeyCheck::Recorded)
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn memory_stores_have_nothing_to_compare() {
+    let janitor = Janitor::new(
+        janitor_axum::JanitorConfig::builder()
+            .secret(&"s".repeat(32))
+            .build()
+            .unwrap(),
+        MemoryStores::new(),
+    );
+    assert_eq!(janitor.check_key().await, Ok(KeyCheck::Unshared));
+}
