@@ -16,10 +16,11 @@ mod telemetry;
 pub mod testing;
 
 pub use config::{
-    AdmissionConfig, CookieConfig, CookieConfigBuilder, EndpointConfig, EndpointConfigBuilder,
-    Environment, JanitorConfig, JanitorConfigBuilder, JanitorConfigError, OriginConfig,
-    OriginConfigBuilder, ProxyRange, PublicOrigin, COOKIE_MAX_AGE_DAYS, ENDPOINT_PATH,
-    MAX_BODY_BYTES, REQUEST_TIMEOUT_MS, SCRIPT_PATH,
+    AdmissionConfig, AdmissionSettings, CookieConfig, CookieConfigBuilder, CookieSettings,
+    EndpointConfig, EndpointConfigBuilder, EndpointSettings, Environment, EvidenceSettings,
+    JanitorConfig, JanitorConfigBuilder, JanitorConfigError, JanitorSettings, OriginConfig,
+    OriginConfigBuilder, OriginSettings, ProxyRange, PublicOrigin, QuotaSettings,
+    COOKIE_MAX_AGE_DAYS, ENDPOINT_PATH, MAX_BODY_BYTES, REQUEST_TIMEOUT_MS, SCRIPT_PATH,
 };
 pub use identify::VisitorContext;
 pub use identity::{Identified, IdentityLayer, IdentityService, VisitorIdentity, PAYLOAD_FIELD};

@@ -25,6 +25,9 @@ pub enum SetupError {
     /// The pool could not be created.
     #[error("cannot create the connection pool: {0}")]
     Pool(String),
+    /// An environment variable that does not read as its type.
+    #[error(transparent)]
+    Environment(#[from] janitor_core::config::EnvError),
     /// A TLS setting (`sslmode`, `sslrootcert`) that cannot be used.
     #[error("TLS: {0}")]
     Tls(String),

@@ -7,6 +7,7 @@
 mod cookie;
 mod endpoint;
 mod origin;
+mod settings;
 
 use janitor_core::config::ConfigError;
 use janitor_core::evidence::EvidenceConfig;
@@ -21,9 +22,14 @@ pub use endpoint::{
     SCRIPT_PATH,
 };
 pub use origin::{OriginConfig, OriginConfigBuilder, ProxyRange, PublicOrigin};
+pub use settings::{
+    AdmissionSettings, CookieSettings, EndpointSettings, EvidenceSettings, JanitorSettings,
+    OriginSettings, QuotaSettings,
+};
 
 /// Where the handle runs: production refuses development-only settings.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Environment {
     /// The default: cookies are always `Secure`.
     #[default]
@@ -44,6 +50,9 @@ pub enum JanitorConfigError {
     /// No secret was given.
     #[error("a secret (32 to 4096 characters) is required")]
     MissingSecret,
+    /// An environment variable that does not read as its type.
+    #[error(transparent)]
+    Environment(janitor_core::config::EnvError),
     /// Another rule.
     #[error("{field}: {reason}")]
     Invalid {

@@ -1,8 +1,12 @@
 //! Validated configuration shared by every part of the project: the [`Limit`] every numeric option is declared
 //! with, the one range error, and the cleanup batch every store bounds its work by.
 
+mod env;
+
 use std::fmt::Display;
 use std::ops::RangeInclusive;
+
+pub use env::{EnvError, EnvSource};
 
 /// Milliseconds in a day.
 pub const DAY_MS: i64 = 86_400_000;

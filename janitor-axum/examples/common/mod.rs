@@ -1,0 +1,158 @@
+//! What the examples share: the configuration from the environment (development mode unless told
+//! otherwise), the stores `DATABASE_URL` chooses, background maintenance, `/metrics`, logs, and a server that
+//! stops cleanly on Ctrl-C or SIGTERM.
+//!
+//! - `JANITOR_ADDR`: where to listen (default `127.0.0.1:3000`).
+//! - `DATABASE_URL`: use PostgreSQL (migrations are applied at start) instead of the in-memory store, with the
+//!   other `JANITOR_SCHEMA` and `JANITOR_DATABASE_*` variables of `janitor_sql::DatabaseConfig::from_env`
+//!   (`JANITOR_DATABASE_POOL_MODE=transaction` behind PgBouncer).
+//! - Every `JANITOR_*` option of `JanitorSettings` (`JANITOR_SECRET`, `JANITOR_MAX_IN_FLIGHT`,
+//!   `JANITOR_ALLOWED_ORIGINS`, ...). Without `JANITOR_SECRET` a random development secret is made for this
+//!   run: quota and evidence labels then start again at every restart, and the check that instances on one
+//!   database share their secret is skipped.
+//! - `RUST_LOG`: the log filter (default `info,tokio_postgres=info`; `tokio_postgres` logs statement
+//!   parameters at debug level).
+//!
+//! Unless `JANITOR_ENVIRONMENT` says otherwise the examples run in development mode: the cookie is not
+//! `Secure` (loopback only) and the endpoint shows the scores.
+
+use std::error::Error;
+use std::net::SocketAddr;
+
+use axum::routing::get;
+use axum::Router;
+use janitor_axum::{
+    Environment, Janitor, JanitorConfig, JanitorSettings, MaintenanceSchedule, MemoryStores, Stores,
+};
+use janitor_core::config::EnvSource;
+use metrics_exporter_prometheus::PrometheusBuilder;
+
+/// The routes an example adds to the handle's own, on whichever stores the environment chose.
+pub trait Site {
+    /// Its name, for the line printed at start.
+    const NAME: &'static str;
+    /// Its routes.
+    fn routes<S: Stores>(&self, janitor: &Janitor<S>) -> Router;
+}
+
+/// Serves `site` as the environment says, until Ctrl-C or SIGTERM.
+pub async fn run(site: impl Site) -> Result<(), Box<dyn Error>> {
+    let addr: SocketAddr = std::env::var("JANITOR_ADDR")
+        .unwrap_or_else(|_| "127.0.0.1:3000".to_owned())
+        .parse()
+        .map_err(|e| format!("JANITOR_ADDR must be host:port: {e}"))?;
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,tokio_postgres=info")),
+        )
+        .init();
+    let setup = setup()?;
+    match std::env::var("DATABASE_URL") {
+        Ok(_) => serve_postgres(setup, site, addr).await,
+        Err(_) => {
+            println!("in-memory store (set DATABASE_URL to use PostgreSQL)");
+            let janitor = Janitor::new(setup.config, MemoryStores::new());
+            serve(janitor, setup.development_secret, site, addr).await
+        }
+    }
+}
+
+/// The configuration, and whether its secret was made up for this run.
+struct Setup {
+    config: JanitorConfig,
+    development_secret: bool,
+}
+
+/// The configuration from the environment, in development mode unless told otherwise.
+fn setup() -> Result<Setup, Box<dyn Error>> {
+    let mut settings = JanitorSettings::from_env(&EnvSource::process())?;
+    let development_secret = settings.secret.is_none();
+    if development_secret {
+        eprintln!(
+            "warning: JANITOR_SECRET is not set; using a random development secret for this run"
+        );
+        settings.secret = Some(random_secret());
+    }
+    if settings.environment.is_none() {
+        settings.environment = Some(Environment::Development);
+        settings.cookie.secure.get_or_insert(false);
+        settings.endpoint.expose_client_scores.get_or_insert(true);
+    }
+    Ok(Setup {
+        config: settings.build()?,
+        development_secret,
+    })
+}
+
+/// A random development secret (64 hex characters) for runs without `JANITOR_SECRET`.
+fn random_secret() -> String {
+    let bytes: [u8; 32] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(feature = "postgres")]
+async fn serve_postgres(
+    setup: Setup,
+    site: impl Site,
+    addr: SocketAddr,
+) -> Result<(), Box<dyn Error>> {
+    use janitor_sql::{Database, DatabaseConfig, PgStores};
+    let database = Database::new(DatabaseConfig::from_env()?)?;
+    let report = database.migrate().await?;
+    println!("PostgreSQL: migrations applied now {:?}", report.applied);
+    let janitor = Janitor::new(setup.config, PgStores::new(database));
+    serve(janitor, setup.development_secret, site, addr).await
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn serve_postgres(_: Setup, _: impl Site, _: SocketAddr) -> Result<(), Box<dyn Error>> {
+    Err("DATABASE_URL is set, but this build has no PostgreSQL stores (enable the `postgres` feature)".into())
+}
+
+async fn serve<S: Stores, W: Site>(
+    janitor: Janitor<S>,
+    development_secret: bool,
+    site: W,
+    addr: SocketAddr,
+) -> Result<(), Box<dyn Error>> {
+    // Instances sharing a database must share the secret: refuse to start otherwise. A secret made up for
+    // this run is new every time, so it is not held to the one recorded by an earlier run.
+    if !development_secret {
+        janitor.check_key().await?;
+    }
+    let _maintenance = janitor.spawn_maintenance(MaintenanceSchedule::default());
+    let metrics = PrometheusBuilder::new().install_recorder()?;
+    let app = janitor
+        .router()
+        .merge(site.routes(&janitor))
+        .route("/metrics", get(move || async move { metrics.render() }));
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    println!("{} on http://{}/", W::NAME, listener.local_addr()?);
+    // The peer address lets trusted proxies (JANITOR_TRUSTED_PROXIES) be told apart from everyone else.
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(stopped())
+    .await?;
+    println!("stopped: the requests in flight were answered");
+    Ok(())
+}
+
+/// Resolves at Ctrl-C or SIGTERM (what container runtimes send), so the server stops taking connections and
+/// answers the requests in flight before it exits.
+async fn stopped() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    if let Ok(mut terminate) =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    {
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+        return;
+    }
+    let _ = interrupt.await;
+}

@@ -1,0 +1,38 @@
+//! A sign-in page whose form carries the browser's payload (`collect()` of the browser client): the server
+//! identifies the browser on the sign-in route itself, applies the account quota to the account being signed
+//! into, locks an account after 5 failed sign-ins in 15 minutes (counted from the evidence it records), and
+//! erases an account's evidence and the browser's visitor on request.
+//!
+//! Run with: `cargo run -p janitor-axum --example login`, open http://127.0.0.1:3000/ and sign in as `ada`
+//! with the password in `JANITOR_DEMO_PASSWORD` (default `correct horse battery staple`). Set
+//! `JANITOR_QUOTA_ACCOUNT=3` to see the account quota answer 429 to the fourth sign-in within a minute. The other
+//! variables are those of the quick start (`examples/common/mod.rs`).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod app;
+
+use axum::response::Html;
+use axum::routing::get;
+use axum::Router;
+use janitor_axum::{Janitor, Stores};
+
+const PAGE: &str = include_str!("login.html");
+
+struct SignIn(app::Accounts);
+
+impl common::Site for SignIn {
+    const NAME: &'static str = "Janitor sign-in example";
+
+    fn routes<S: Stores>(&self, janitor: &Janitor<S>) -> Router {
+        app::routes(janitor.clone(), self.0.clone()).route("/", get(|| async { Html(PAGE) }))
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let password = std::env::var("JANITOR_DEMO_PASSWORD")
+        .unwrap_or_else(|_| "correct horse battery staple".to_owned());
+    common::run(SignIn(app::Accounts::with("ada", &password))).await
+}

@@ -1,0 +1,420 @@
+//! The whole configuration as plain data: from a file (TOML, JSON, anything serde reads) or from `JANITOR_*`
+//! environment variables, validated by the same builders as code that sets it by hand.
+//!
+//! | variable | setting |
+//! |---|---|
+//! | `JANITOR_SECRET`, `JANITOR_NAMESPACE` | `secret`, `namespace` |
+//! | `JANITOR_ENVIRONMENT` (`production` or `development`) | `environment` |
+//! | `JANITOR_RETENTION_DAYS`, `JANITOR_MAX_OBSERVATIONS_PER_VISITOR`, `JANITOR_RESTORE_THRESHOLD` | `retention_days`, `max_observations_per_visitor`, `restore_threshold` |
+//! | `JANITOR_COOKIE_MAX_AGE_DAYS`, `JANITOR_COOKIE_SECURE` | `cookie.max_age_days`, `cookie.secure` |
+//! | `JANITOR_ENDPOINT_PATH`, `JANITOR_SCRIPT_PATH`, `JANITOR_MAX_BODY_BYTES`, `JANITOR_REQUEST_TIMEOUT_MS`, `JANITOR_EXPOSE_CLIENT_SCORES` | `endpoint.*` |
+//! | `JANITOR_ALLOWED_ORIGINS`, `JANITOR_TRUSTED_PROXIES` (comma-separated) | `origin.allowed_origins`, `origin.trusted_proxies` |
+//! | `JANITOR_MAX_IN_FLIGHT`, `JANITOR_MAX_DRAIN_BYTES`, `JANITOR_DRAIN_TIMEOUT_MS` | `admission.*` |
+//! | `JANITOR_QUOTA_GLOBAL`, `_ACCOUNT`, `_SESSION`, `_SHARDS`, `_WINDOW_MS` (any one turns quotas on) | `quotas.*` |
+//! | `JANITOR_EVENT_RETENTION_DAYS`, `JANITOR_LINK_RETENTION_DAYS`, `JANITOR_MAX_EVENTS_PER_QUERY` | `evidence.*` |
+
+use janitor_core::config::{EnvError, EnvSource};
+use janitor_core::evidence::EvidenceConfig;
+use janitor_core::protection::quota::QuotaConfig;
+use serde::Deserialize;
+
+use super::{
+    AdmissionConfig, CookieConfig, EndpointConfig, Environment, JanitorConfig, JanitorConfigError,
+    OriginConfig,
+};
+
+/// Every option of a [`JanitorConfig`], each optional (absent means the default). Unknown keys are refused.
+/// `Debug` never shows the secret.
+#[derive(Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JanitorSettings {
+    /// The identity secret (required by [`build`](Self::build)).
+    pub secret: Option<String>,
+    /// The label namespace.
+    pub namespace: Option<String>,
+    /// Production (the default) or development.
+    pub environment: Option<Environment>,
+    /// Days observations stay visible.
+    pub retention_days: Option<u32>,
+    /// Observations kept per visitor.
+    pub max_observations_per_visitor: Option<usize>,
+    /// Confidence needed to restore an id without a cookie.
+    pub restore_threshold: Option<f64>,
+    /// The cookie's options.
+    pub cookie: CookieSettings,
+    /// The endpoint's options.
+    pub endpoint: EndpointSettings,
+    /// Allowed origins and trusted proxies.
+    pub origin: OriginSettings,
+    /// The admission limits.
+    pub admission: AdmissionSettings,
+    /// Request quotas; absent means off.
+    pub quotas: Option<QuotaSettings>,
+    /// Evidence options.
+    pub evidence: EvidenceSettings,
+}
+
+impl std::fmt::Debug for JanitorSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JanitorSettings")
+            .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
+            .field("namespace", &self.namespace)
+            .field("environment", &self.environment)
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`CookieConfig`] as data.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[allow(missing_docs)] // each field is the builder method of the same name
+pub struct CookieSettings {
+    pub max_age_days: Option<u32>,
+    pub secure: Option<bool>,
+}
+
+/// [`EndpointConfig`] as data.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[allow(missing_docs)] // each field is the builder method of the same name
+pub struct EndpointSettings {
+    pub path: Option<String>,
+    pub script_path: Option<String>,
+    pub max_body_bytes: Option<usize>,
+    pub request_timeout_ms: Option<u64>,
+    pub expose_client_scores: Option<bool>,
+}
+
+/// [`OriginConfig`] as data.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[allow(missing_docs)] // each entry is one call of the builder method of the singular name
+pub struct OriginSettings {
+    pub allowed_origins: Vec<String>,
+    pub trusted_proxies: Vec<String>,
+}
+
+/// [`AdmissionConfig`] as data.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[allow(missing_docs)] // each field is the builder method of the same name
+pub struct AdmissionSettings {
+    pub max_in_flight_requests: Option<usize>,
+    pub max_drain_bytes: Option<u64>,
+    pub drain_timeout_ms: Option<u64>,
+}
+
+/// [`QuotaConfig`] as data.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[allow(missing_docs)] // each field is the builder method of the same name
+pub struct QuotaSettings {
+    pub global: Option<u32>,
+    pub account: Option<u32>,
+    pub session: Option<u32>,
+    pub shards: Option<u32>,
+    pub window_ms: Option<i64>,
+}
+
+/// [`EvidenceConfig`] as data.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[allow(missing_docs)] // each field is the builder method of the same name
+pub struct EvidenceSettings {
+    pub event_retention_days: Option<u32>,
+    pub link_retention_days: Option<u32>,
+    pub max_events_per_query: Option<u32>,
+}
+
+impl JanitorSettings {
+    /// The settings the `JANITOR_*` variables of `env` give (see the table above).
+    pub fn from_env(env: &EnvSource) -> Result<JanitorSettings, JanitorConfigError> {
+        let environment = env
+            .choice("JANITOR_ENVIRONMENT", "production or development")?
+            .map(|e| {
+                if e == "development" {
+                    Environment::Development
+                } else {
+                    Environment::Production
+                }
+            });
+        let quotas = env
+            .any_with_prefix("JANITOR_QUOTA_")
+            .then(|| -> Result<QuotaSettings, EnvError> {
+                Ok(QuotaSettings {
+                    global: env.number("JANITOR_QUOTA_GLOBAL")?,
+                    account: env.number("JANITOR_QUOTA_ACCOUNT")?,
+                    session: env.number("JANITOR_QUOTA_SESSION")?,
+                    shards: env.number("JANITOR_QUOTA_SHARDS")?,
+                    window_ms: env.number("JANITOR_QUOTA_WINDOW_MS")?,
+                })
+            })
+            .transpose()?;
+        Ok(JanitorSettings {
+            secret: env.text("JANITOR_SECRET"),
+            namespace: env.text("JANITOR_NAMESPACE"),
+            environment,
+            retention_days: env.number("JANITOR_RETENTION_DAYS")?,
+            max_observations_per_visitor: env.number("JANITOR_MAX_OBSERVATIONS_PER_VISITOR")?,
+            restore_threshold: env.number("JANITOR_RESTORE_THRESHOLD")?,
+            cookie: CookieSettings {
+                max_age_days: env.number("JANITOR_COOKIE_MAX_AGE_DAYS")?,
+                secure: env.flag("JANITOR_COOKIE_SECURE")?,
+            },
+            endpoint: EndpointSettings {
+                path: env.text("JANITOR_ENDPOINT_PATH"),
+                script_path: env.text("JANITOR_SCRIPT_PATH"),
+                max_body_bytes: env.number("JANITOR_MAX_BODY_BYTES")?,
+                request_timeout_ms: env.number("JANITOR_REQUEST_TIMEOUT_MS")?,
+                expose_client_scores: env.flag("JANITOR_EXPOSE_CLIENT_SCORES")?,
+            },
+            origin: OriginSettings {
+                allowed_origins: env.list("JANITOR_ALLOWED_ORIGINS"),
+                trusted_proxies: env.list("JANITOR_TRUSTED_PROXIES"),
+            },
+            admission: AdmissionSettings {
+                max_in_flight_requests: env.number("JANITOR_MAX_IN_FLIGHT")?,
+                max_drain_bytes: env.number("JANITOR_MAX_DRAIN_BYTES")?,
+                drain_timeout_ms: env.number("JANITOR_DRAIN_TIMEOUT_MS")?,
+            },
+            quotas,
+            evidence: EvidenceSettings {
+                event_retention_days: env.number("JANITOR_EVENT_RETENTION_DAYS")?,
+                link_retention_days: env.number("JANITOR_LINK_RETENTION_DAYS")?,
+                max_events_per_query: env.number("JANITOR_MAX_EVENTS_PER_QUERY")?,
+            },
+        })
+    }
+
+    /// The configuration, through the builders: every value is checked as if set by hand.
+    pub fn build(self) -> Result<JanitorConfig, JanitorConfigError> {
+        let mut builder = JanitorConfig::builder()
+            .environment(self.environment.unwrap_or_default())
+            .cookie(self.cookie.build()?)
+            .endpoint(self.endpoint.build()?)
+            .origin(self.origin.build()?)
+            .admission(self.admission.build()?)
+            .evidence(self.evidence.build()?);
+        if let Some(secret) = &self.secret {
+            builder = builder.secret(secret);
+        }
+        if let Some(namespace) = &self.namespace {
+            builder = builder.namespace(namespace);
+        }
+        if self.retention_days.is_some() || self.max_observations_per_visitor.is_some() {
+            let defaults = janitor_core::Retention::default();
+            builder = builder.retention(
+                self.retention_days.unwrap_or(defaults.observation_days()),
+                self.max_observations_per_visitor
+                    .unwrap_or(defaults.max_per_visitor()),
+            );
+        }
+        if let Some(threshold) = self.restore_threshold {
+            builder = builder.restore_threshold(threshold);
+        }
+        if let Some(quotas) = self.quotas {
+            builder = builder.quotas(quotas.build()?);
+        }
+        builder.build()
+    }
+}
+
+impl JanitorConfig {
+    /// The configuration of the process's `JANITOR_*` variables (see [`JanitorSettings`]).
+    pub fn from_env() -> Result<JanitorConfig, JanitorConfigError> {
+        JanitorSettings::from_env(&EnvSource::process())?.build()
+    }
+}
+
+impl From<EnvError> for JanitorConfigError {
+    fn from(error: EnvError) -> Self {
+        JanitorConfigError::Environment(error)
+    }
+}
+
+impl CookieSettings {
+    fn build(self) -> Result<CookieConfig, JanitorConfigError> {
+        let mut b = CookieConfig::builder();
+        if let Some(days) = self.max_age_days {
+            b = b.max_age_days(days);
+        }
+        if let Some(secure) = self.secure {
+            b = b.secure(secure);
+        }
+        Ok(b.build()?)
+    }
+}
+
+impl EndpointSettings {
+    fn build(self) -> Result<EndpointConfig, JanitorConfigError> {
+        let mut b = EndpointConfig::builder();
+        if let Some(path) = &self.path {
+            b = b.path(path);
+        }
+        if let Some(path) = &self.script_path {
+            b = b.script_path(path);
+        }
+        if let Some(bytes) = self.max_body_bytes {
+            b = b.max_body_bytes(bytes);
+        }
+        if let Some(ms) = self.request_timeout_ms {
+            b = b.request_timeout_ms(ms);
+        }
+        b.expose_client_scores(self.expose_client_scores.unwrap_or(false))
+            .build()
+    }
+}
+
+impl OriginSettings {
+    fn build(self) -> Result<OriginConfig, JanitorConfigError> {
+        let b = self
+            .allowed_origins
+            .iter()
+            .fold(OriginConfig::builder(), |b, o| b.allow_origin(o));
+        self.trusted_proxies
+            .iter()
+            .fold(b, |b, r| b.trust_proxy(r))
+            .build()
+    }
+}
+
+impl AdmissionSettings {
+    fn build(self) -> Result<AdmissionConfig, JanitorConfigError> {
+        let mut b = AdmissionConfig::builder();
+        if let Some(n) = self.max_in_flight_requests {
+            b = b.max_in_flight_requests(n);
+        }
+        if let Some(bytes) = self.max_drain_bytes {
+            b = b.max_drain_bytes(bytes);
+        }
+        if let Some(ms) = self.drain_timeout_ms {
+            b = b.drain_timeout_ms(ms);
+        }
+        Ok(b.build()?)
+    }
+}
+
+impl QuotaSettings {
+    fn build(self) -> Result<QuotaConfig, JanitorConfigError> {
+        let mut b = QuotaConfig::builder();
+        if let Some(n) = self.global {
+            b = b.global(n);
+        }
+        if let Some(n) = self.account {
+            b = b.account(n);
+        }
+        if let Some(n) = self.session {
+            b = b.session(n);
+        }
+        if let Some(n) = self.shards {
+            b = b.shards(n);
+        }
+        if let Some(ms) = self.window_ms {
+            b = b.window_ms(ms);
+        }
+        Ok(b.build()?)
+    }
+}
+
+impl EvidenceSettings {
+    fn build(self) -> Result<EvidenceConfig, JanitorConfigError> {
+        let mut b = EvidenceConfig::builder();
+        if let Some(days) = self.event_retention_days {
+            b = b.event_retention_days(days);
+        }
+        if let Some(days) = self.link_retention_days {
+            b = b.link_retention_days(days);
+        }
+        if let Some(n) = self.max_events_per_query {
+            b = b.max_events_per_query(n);
+        }
+        Ok(b.build()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn variables_reach_every_part() {
+        let env = EnvSource::from_pairs([
+            ("JANITOR_SECRET", SECRET),
+            ("JANITOR_NAMESPACE", "shop"),
+            ("JANITOR_ENVIRONMENT", "development"),
+            ("JANITOR_COOKIE_SECURE", "false"),
+            ("JANITOR_RETENTION_DAYS", "30"),
+            ("JANITOR_ENDPOINT_PATH", "/visitor"),
+            (
+                "JANITOR_ALLOWED_ORIGINS",
+                "https://example.com, https://www.example.com",
+            ),
+            ("JANITOR_TRUSTED_PROXIES", "10.0.0.0/8"),
+            ("JANITOR_MAX_IN_FLIGHT", "8"),
+            ("JANITOR_QUOTA_ACCOUNT", "5"),
+            ("JANITOR_EVENT_RETENTION_DAYS", "3"),
+        ]);
+        let config = JanitorSettings::from_env(&env).unwrap().build().unwrap();
+        assert_eq!(config.label_key().namespace(), "shop");
+        assert_eq!(config.environment(), Environment::Development);
+        assert!(!config.cookie().secure());
+        assert_eq!(config.retention().observation_days(), 30);
+        assert_eq!(config.endpoint().path(), "/visitor");
+        assert_eq!(config.origin().allowed_origins().len(), 2);
+        assert_eq!(config.origin().trusted_proxies().len(), 1);
+        assert_eq!(config.admission().max_in_flight_requests(), 8);
+        assert_eq!(config.quotas().map(|q| q.account()), Some(5));
+        assert_eq!(config.cookie_max_age_secs(), 30 * 86_400);
+    }
+
+    #[test]
+    fn refusals_name_the_variable_or_the_option() {
+        let with = |name, value| {
+            JanitorSettings::from_env(&EnvSource::from_pairs([
+                ("JANITOR_SECRET", SECRET),
+                (name, value),
+            ]))
+            .and_then(JanitorSettings::build)
+            .unwrap_err()
+            .to_string()
+        };
+        assert!(with("JANITOR_MAX_IN_FLIGHT", "many")
+            .contains("JANITOR_MAX_IN_FLIGHT must be a number"));
+        assert!(with("JANITOR_MAX_IN_FLIGHT", "1025").contains("from 1 to 1024"));
+        assert!(with("JANITOR_ENVIRONMENT", "staging").contains("production or development"));
+        assert!(
+            with("JANITOR_COOKIE_SECURE", "false").contains("production cookies must be Secure")
+        );
+        assert!(with("JANITOR_ALLOWED_ORIGINS", "example.com").contains("allowed_origins"));
+        let missing = JanitorSettings::from_env(&EnvSource::from_pairs([]))
+            .unwrap()
+            .build()
+            .unwrap_err();
+        assert_eq!(missing, JanitorConfigError::MissingSecret);
+    }
+
+    #[test]
+    fn a_file_reads_through_serde_and_unknown_keys_are_refused() {
+        let settings: JanitorSettings = serde_json::from_value(serde_json::json!({
+            "secret": SECRET,
+            "endpoint": {"path": "/v", "max_body_bytes": 4096},
+            "quotas": {"global": 100},
+            "admission": {"max_drain_bytes": 0}
+        }))
+        .unwrap();
+        assert!(!format!("{settings:?}").contains(SECRET));
+        let config = settings.build().unwrap();
+        assert_eq!(config.endpoint().max_body_bytes(), 4096);
+        assert_eq!(config.quotas().map(|q| q.global()), Some(100));
+        let unknown = serde_json::from_value::<JanitorSettings>(
+            serde_json::json!({"endpoint": {"pth": "/v"}}),
+        );
+        assert!(unknown
+            .unwrap_err()
+            .to_string()
+            .contains("unknown field `pth`"));
+    }
+}
