@@ -1,13 +1,17 @@
 //! The browser client in a real headless Chromium, against a real server on 127.0.0.1, on the in-memory store
 //! and on PostgreSQL: the quick start page identifies, the cookie stays out of reach of scripts, a fresh
 //! profile is recognised by similarity, a burst against one measurement slot succeeds through Retry-After
-//! backoff, a disabled client sends nothing, and destroy() in flight leaves no error behind.
+//! backoff, a disabled client sends nothing, destroy() in flight leaves no error behind, and the sign-in
+//! example's form carries the payload of collect() to a route of the application.
 //!
 //! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (Debian: `apt-get install chromium chromium-driver`);
 //! the tests fail without them. `JANITOR_WRITE_SCREENSHOT=1` writes the quick start page to
 //! `docs/quickstart.png`.
 
 mod common;
+#[path = "../examples/login/app.rs"]
+#[allow(dead_code)]
+mod login;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -17,6 +21,7 @@ use axum::extract::{Request, State};
 use axum::middleware::{from_fn_with_state, Next};
 use axum::response::{Html, Response};
 use axum::routing::get;
+use axum::Router;
 use common::browser::Driver;
 use common::stores::{on_both_stores, Hook, Hooked};
 use janitor_axum::{
@@ -26,6 +31,7 @@ use janitor_axum::{
 use serde_json::json;
 
 const QUICKSTART: &str = include_str!("../examples/quickstart.html");
+const LOGIN_PAGE: &str = include_str!("../examples/login/login.html");
 const BLANK: &str = "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>blank</title>";
 
 /// One browser at a time: the burst measures timing, and parallel browsers would disturb it.
@@ -71,8 +77,8 @@ async fn record(State(log): State<Log>, request: Request, next: Next) -> Respons
     response
 }
 
-/// The application under test on a loopback port: the handle's router, the quick start page at `/` and an
-/// empty page at `/blank`, with every answer logged.
+/// The application under test on a loopback port: the handle's router and, by default, the quick start page
+/// at `/` and an empty page at `/blank`, with every answer logged.
 struct Server {
     addr: SocketAddr,
     log: Log,
@@ -81,11 +87,18 @@ struct Server {
 
 impl Server {
     async fn start<S: Stores>(janitor: &Janitor<S>) -> Server {
+        let pages = Router::new()
+            .route("/", get(|| async { Html(QUICKSTART) }))
+            .route("/blank", get(|| async { Html(BLANK) }));
+        Server::start_with(janitor, pages).await
+    }
+
+    /// The handle's router with `site`'s routes.
+    async fn start_with<S: Stores>(janitor: &Janitor<S>, site: Router) -> Server {
         let log = Log::default();
         let app = janitor
             .router()
-            .route("/", get(|| async { Html(QUICKSTART) }))
-            .route("/blank", get(|| async { Html(BLANK) }))
+            .merge(site)
             .layer(from_fn_with_state(log.clone(), record));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -430,9 +443,51 @@ return settled.map((s) => s.status === "fulfilled" ? s.value.visitorId : "failed
     );
 }
 
+const PASSWORD: &str = "correct horse battery staple";
+
+async fn sign_in_page<S: Stores>(stores: S) {
+    let _one_browser = BROWSERS.lock().await;
+    let janitor = Janitor::new(config().build().unwrap(), stores);
+    let site = login::routes(janitor.clone(), login::Accounts::with("ada", PASSWORD))
+        .route("/", get(|| async { Html(LOGIN_PAGE) }));
+    let server = Server::start_with(&janitor, site).await;
+    let driver = Driver::start().await;
+    let session = driver.session().await;
+    session.navigate(&server.url("/")).await;
+    session
+        .execute(
+            "document.querySelector('[name=password]').value = arguments[0];
+             document.querySelector('#login button').click();",
+            json!([PASSWORD]),
+        )
+        .await;
+    let shown = session
+        .wait_for("document.getElementById('answer').textContent")
+        .await;
+    let (status, body) = shown.as_str().unwrap().split_once('\n').unwrap();
+    let answer: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(status, "200", "{answer}");
+    assert_eq!(answer["signedIn"], true);
+    let id = answer["visitorId"].as_str().unwrap().to_owned();
+    assert!(is_visitor_id(&id), "{answer}");
+    // The payload collect() put in the form identified this browser: the endpoint, through the cookie the
+    // sign-in set, finds the same visitor.
+    let again = session
+        .execute_async(
+            &with_client("return (await createVisitorClient().identify()).visitorId;"),
+            json!([]),
+        )
+        .await;
+    assert_eq!(again, id.as_str());
+    session.close().await;
+    let login: Vec<u16> = server.seen("/login").iter().map(|s| s.status).collect();
+    assert_eq!(login, [200]);
+    assert_eq!(server.endpoint_statuses(), [200]);
+}
+
 // ---- a deliberately slow visitor store ----
 
 /// How long a candidate lookup takes in the burst.
 const LOOKUP_DELAY: Duration = Duration::from_millis(50);
 
-on_both_stores!(quick_start_journey, burst_backs_off);
+on_both_stores!(quick_start_journey, burst_backs_off, sign_in_page);
