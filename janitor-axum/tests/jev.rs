@@ -1,5 +1,5 @@
 //! The Jev client against a provider on a real local socket: the exact request, every failure mode, the
-//! deadline, both body limits, and batches.
+//! deadline, both body limits, batches, and TLS with certificates made here.
 #![cfg(feature = "jev")]
 
 mod common;
@@ -7,7 +7,8 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::provider::{good, padded_answer, Provider, Reply, KEY, PATH};
+use common::provider::{good, padded_answer, Provider, Reply, TestCa, KEY, PATH};
+use janitor_axum::jev::{JevConfig, JevConfigBuilder, JevConfigError, JevEvaluator};
 use janitor_core::identification::jev::{
     JevRequest, DEFAULT_MODEL, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES,
 };
@@ -48,6 +49,13 @@ fn input<'a>(history: &'a [Arc<Observation>], current: &'a Observation) -> Evalu
     }
 }
 
+/// What the provider's usual good answer evaluates to.
+const ANSWERED: Evaluation = Evaluation {
+    same_visitor: 0.875,
+    automation: 0.25,
+    suspicious: 0.125,
+};
+
 fn failed(result: Result<impl std::fmt::Debug, EvaluatorError>) -> String {
     match result {
         Err(EvaluatorError::Failed(why)) => why,
@@ -65,20 +73,14 @@ async fn a_good_answer_is_read_and_the_request_is_exact() {
         .evaluate(input(&history, &current))
         .await
         .unwrap();
-    assert_eq!(
-        evaluation,
-        Evaluation {
-            same_visitor: 0.875,
-            automation: 0.25,
-            suspicious: 0.125
-        }
-    );
+    assert_eq!(evaluation, ANSWERED);
 
     let received = provider.received();
     assert_eq!(received.len(), 1, "no retries, no extra calls");
     let request = &received[0];
     assert_eq!(request.method, "POST");
     assert_eq!(request.path, PATH);
+    assert_eq!(request.headers["host"], provider.addr.to_string().as_str());
     assert_eq!(request.headers["authorization"], format!("Bearer {KEY}"));
     assert_eq!(request.headers["content-type"], "application/json");
     assert_eq!(
@@ -318,8 +320,8 @@ async fn an_unreachable_provider_fails() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
-    let evaluator = janitor_axum::jev::JevEvaluator::new(
-        janitor_axum::jev::JevConfig::builder()
+    let evaluator = JevEvaluator::new(
+        JevConfig::builder()
             .endpoint(format!("http://{addr}{PATH}"))
             .api_key(KEY)
             .build()
@@ -348,12 +350,7 @@ async fn a_batch_is_one_request() {
     ];
     let answers = evaluator.evaluate_batch(&candidates).await.unwrap();
     assert_eq!(answers.len(), 3);
-    assert!(answers.iter().all(|e| *e
-        == Evaluation {
-            same_visitor: 0.875,
-            automation: 0.25,
-            suspicious: 0.125
-        }));
+    assert!(answers.iter().all(|e| *e == ANSWERED));
     assert_eq!(provider.received().len(), 1, "one request for the batch");
     let body = provider.last().json();
     let state = &body["state"];
@@ -426,4 +423,131 @@ async fn debug_output_hides_the_key() {
     let text = format!("{:?}", provider.evaluator(1200));
     assert!(!text.contains(KEY), "{text}");
     assert!(text.contains(&provider.url()));
+}
+
+/// One evaluation of a first visit through an evaluator for `config`.
+async fn call(config: JevConfig) -> Result<Evaluation, EvaluatorError> {
+    let current = mac();
+    JevEvaluator::new(config)
+        .evaluate(input(&[], &current))
+        .await
+}
+
+/// A TLS endpoint at `port` of this machine, trusting a CA that signed nothing.
+fn https_to(port: u16) -> JevConfigBuilder {
+    JevConfig::builder()
+        .endpoint(format!("https://localhost:{port}{PATH}"))
+        .api_key(KEY)
+        .root_certificates_pem(TestCa::new("Unused CA").pem())
+}
+
+async fn tls_provider() -> Provider {
+    Provider::start_tls(good(), TestCa::new("Jev test CA").server(&["localhost"])).await
+}
+
+#[tokio::test]
+async fn https_is_answered_and_the_host_is_the_urls_authority() {
+    let provider = tls_provider().await;
+    let current = mac();
+    let evaluator = provider.evaluator(2000);
+    assert_eq!(evaluator.evaluate(input(&[], &current)).await, Ok(ANSWERED));
+    let request = provider.last();
+    let authority = format!("localhost:{}", provider.addr.port());
+    assert_eq!(request.headers["host"], authority.as_str());
+    assert_eq!(request.headers["authorization"], format!("Bearer {KEY}"));
+    assert_eq!(request.path, PATH);
+    // The pooled TLS connection carries the next call too.
+    evaluator.evaluate(input(&[], &current)).await.unwrap();
+    assert_eq!((provider.received().len(), provider.connections()), (2, 1));
+}
+
+#[tokio::test]
+async fn a_certificate_from_another_ca_is_not_trusted() {
+    let provider = tls_provider().await;
+    let other = TestCa::new("Someone else's CA");
+    let config = provider
+        .config_builder(2000)
+        .root_certificates_pem(other.pem());
+    let reason = failed(call(config.build().unwrap()).await);
+    let untrusted =
+        "the provider's TLS certificate was not trusted: it is not signed by a trusted CA";
+    assert!(reason.starts_with(untrusted), "{reason}");
+    assert!(provider.received().is_empty());
+
+    // By default only the system's store is trusted, and a test CA is in no such store.
+    match JevConfig::builder()
+        .endpoint(provider.url())
+        .api_key(KEY)
+        .build()
+    {
+        Ok(config) => assert!(failed(call(config).await).starts_with(untrusted)),
+        // A machine with no CA certificates at all refuses when built, saying how to give one.
+        Err(JevConfigError::RootCertificates(why)) => assert!(why.contains("system's store")),
+        Err(other) => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_certificate_for_another_host_is_not_trusted() {
+    let provider = tls_provider().await;
+    let config = provider
+        .config_builder(2000)
+        .endpoint(provider.url_at("127.0.0.1"));
+    let reason = failed(call(config.build().unwrap()).await);
+    let wrong_name =
+        "the provider's TLS certificate was not trusted: it was not issued for the endpoint's host";
+    assert!(reason.starts_with(wrong_name), "{reason}");
+    assert!(reason.contains("127.0.0.1"), "{reason}");
+    assert!(provider.received().is_empty());
+}
+
+#[tokio::test]
+async fn https_to_a_plain_http_provider_fails_as_tls() {
+    let plain = Provider::start(good()).await;
+    let reason = failed(call(https_to(plain.addr.port()).build().unwrap()).await);
+    assert!(
+        reason.starts_with("TLS with the provider failed: "),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn the_deadline_covers_the_tls_handshake() {
+    // A server that accepts the connection and never answers the handshake.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let started = Instant::now();
+    let result = call(https_to(port).timeout_ms(300).build().unwrap()).await;
+    assert_eq!(result, Err(EvaluatorError::Timeout));
+    assert!(started.elapsed() < Duration::from_millis(1300));
+    silent.abort();
+}
+
+#[tokio::test]
+async fn plain_http_is_for_loopback_only() {
+    let remote = JevConfig::builder()
+        .endpoint("http://jev.example/v1/systemone")
+        .api_key(KEY);
+    let error = remote.build().unwrap_err();
+    assert_eq!(
+        error,
+        JevConfigError::PlainHttpNotLoopback("jev.example".into())
+    );
+    assert!(error.to_string().contains("must use https://"), "{error}");
+
+    // Loopback by name works as by address, with the scheme in any case, and the Host header follows the URL.
+    let provider = Provider::start(good()).await;
+    let port = provider.addr.port();
+    let config = provider
+        .config_builder(1200)
+        .endpoint(format!("HTTP://localhost:{port}{PATH}"));
+    assert_eq!(call(config.build().unwrap()).await, Ok(ANSWERED));
+    let host = format!("localhost:{port}");
+    assert_eq!(provider.last().headers["host"], host.as_str());
 }

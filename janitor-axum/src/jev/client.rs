@@ -1,13 +1,15 @@
 //! The provider call: one bounded POST, no retries.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use http::{Method, Request, Response};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -15,20 +17,23 @@ use janitor_core::identification::jev::{JevRequest, MAX_RESPONSE_BYTES};
 use janitor_core::{Evaluation, EvaluationInput, Evaluator, EvaluatorError};
 
 use super::config::JevConfig;
+use super::tls::describe_failure;
 
 /// How long an idle pooled connection to the provider is kept.
 const POOL_IDLE: Duration = Duration::from_secs(30);
 
-/// An [`Evaluator`] that asks a Jev provider over HTTP.
+/// An [`Evaluator`] that asks a Jev provider over HTTPS (or plain HTTP to a loopback host).
 ///
-/// Each evaluation is one `POST {model, state, questions}` with `Authorization: Bearer <key>`, bounded as a
-/// whole (connection, request and the complete answer) by the configured timeout, and never retried:
+/// Each evaluation is one `POST {model, state, questions}` with `Authorization: Bearer <key>` and `Host` the
+/// endpoint's authority, bounded as a whole (connection, TLS handshake, request and the complete answer) by the
+/// configured timeout, and never retried:
 ///
 /// - a body over 65,536 bytes, or a batch of no or more than ten candidates, is refused before any connection
 ///   ([`EvaluatorError::Refused`]);
 /// - the deadline passing is [`EvaluatorError::Timeout`];
-/// - a connection error, a status outside 2xx (429 included), an answer over 65,536 bytes (the read stops
-///   there) or an answer that is not exactly the expected shape is [`EvaluatorError::Failed`].
+/// - a connection error, a provider certificate that is not trusted (the reason says so), a status outside 2xx
+///   (429 included), an answer over 65,536 bytes (the read stops there) or an answer that is not exactly the
+///   expected shape is [`EvaluatorError::Failed`].
 ///
 /// A batch is one request for every candidate, as the protocol allows. Wrap it in
 /// [`BudgetedEvaluator`](janitor_core::protection::budget::BudgetedEvaluator) (batch cost `Fixed(1)`, the
@@ -36,7 +41,7 @@ const POOL_IDLE: Duration = Duration::from_secs(30);
 #[derive(Clone)]
 pub struct JevEvaluator {
     config: JevConfig,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
 }
 
 impl fmt::Debug for JevEvaluator {
@@ -50,9 +55,12 @@ impl fmt::Debug for JevEvaluator {
 impl JevEvaluator {
     /// An evaluator for `config`, with its own connection pool. Must be used within a Tokio runtime.
     pub fn new(config: JevConfig) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(Duration::from_millis(config.timeout_ms().into())));
+        let mut tcp = HttpConnector::new();
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(Some(Duration::from_millis(config.timeout_ms().into())));
+        // The TLS layer above decides the scheme; left to itself the TCP connector refuses https:// URLs.
+        tcp.enforce_http(false);
+        let connector = HttpsConnector::from((tcp, Arc::clone(config.tls())));
         let client = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(POOL_IDLE)
@@ -93,6 +101,8 @@ impl JevEvaluator {
         let request = Request::builder()
             .method(Method::POST)
             .uri(self.config.endpoint().clone())
+            // hyper would derive it too, less a default port; the URL's own form is what the provider expects.
+            .header(HOST, self.config.host().clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json")
             .header(AUTHORIZATION, self.config.authorization().clone())
@@ -102,7 +112,7 @@ impl JevEvaluator {
             .client
             .request(request)
             .await
-            .map_err(|e| EvaluatorError::Failed(format!("provider unreachable: {e}")))?;
+            .map_err(|e| EvaluatorError::Failed(describe_failure(&e)))?;
         answer_body(response).await
     }
 }

@@ -1,12 +1,19 @@
 //! The provider's endpoint, key, model and deadline, checked once when built.
 
 use std::fmt;
+use std::net::IpAddr;
 use std::ops::RangeInclusive;
+use std::path::PathBuf;
+use std::sync::Arc;
 
+use http::uri::Scheme;
 use http::{HeaderValue, Uri};
 use janitor_core::config::{check, ConfigError, Limit};
 use janitor_core::identification::jev::DEFAULT_MODEL;
 use janitor_core::protection::budget::EVALUATION_TIMEOUT_MS;
+use rustls::ClientConfig;
+
+use super::tls::{self, Roots};
 
 /// Deadline of one provider call, milliseconds: default 1200, 1–5000 (the inference budget's lease uses the
 /// same numbers).
@@ -25,15 +32,22 @@ pub enum JevConfigError {
     /// No endpoint was given.
     #[error("endpoint is required")]
     MissingEndpoint,
-    /// The endpoint is not an absolute `http://host[:port]/path` URL.
-    #[error("endpoint must be an absolute http:// URL: {0}")]
+    /// The endpoint is not an absolute `https://host[:port]/path` (or loopback `http://`) URL.
+    #[error("endpoint must be an absolute https:// URL: {0}")]
     InvalidEndpoint(String),
-    /// The endpoint asks for TLS, which this build cannot speak.
+    /// A plain `http://` endpoint on a host other than this machine: the key and the visitors' signals would
+    /// cross the network unencrypted. Holds the host.
     #[error(
-        "endpoint must use http://: https:// needs a TLS client, which this build does not include \
-         (put a local TLS-terminating proxy in front of the provider)"
+        "endpoint must use https:// for {0}: plain http:// is allowed only for a loopback host \
+         (127.0.0.0/8, ::1, localhost)"
     )]
-    HttpsUnsupported,
+    PlainHttpNotLoopback(String),
+    /// The CA certificates to trust could not be read or used.
+    #[error("root certificates: {0}")]
+    RootCertificates(String),
+    /// The TLS client could not be set up.
+    #[error("TLS: {0}")]
+    Tls(String),
     /// No API key was given.
     #[error("api_key is required")]
     MissingApiKey,
@@ -59,15 +73,19 @@ impl fmt::Debug for ApiKey {
 #[derive(Clone)]
 pub struct JevConfig {
     endpoint: Uri,
+    host: HeaderValue,
     authorization: HeaderValue,
     model: String,
     timeout_ms: u32,
+    tls: Arc<ClientConfig>,
+    roots: String,
 }
 
 impl fmt::Debug for JevConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JevConfig")
             .field("endpoint", &self.endpoint)
+            .field("root_certificates", &self.roots)
             .field("api_key", &ApiKey::default())
             .field("model", &self.model)
             .field("timeout_ms", &self.timeout_ms)
@@ -100,6 +118,16 @@ impl JevConfig {
     pub fn timeout_ms(&self) -> u32 {
         self.timeout_ms
     }
+
+    /// The `Host` header: the endpoint's authority as written, port included when the URL has one.
+    pub(crate) fn host(&self) -> &HeaderValue {
+        &self.host
+    }
+
+    /// The TLS client configuration (unused for a loopback `http://` endpoint).
+    pub(crate) fn tls(&self) -> &Arc<ClientConfig> {
+        &self.tls
+    }
 }
 
 /// Builds a [`JevConfig`]; [`build`](Self::build) checks every value.
@@ -110,13 +138,28 @@ pub struct JevConfigBuilder {
     api_key: Option<ApiKey>,
     model: Option<String>,
     timeout_ms: Option<u32>,
+    roots: Roots,
 }
 
 impl JevConfigBuilder {
-    /// The provider's URL, `http://host[:port]/path` (required). `https://` is refused: see
-    /// [`JevConfigError::HttpsUnsupported`].
+    /// The provider's URL, `https://host[:port]/path` (required). Plain `http://` is allowed only for a loopback
+    /// host (`127.0.0.0/8`, `::1`, `localhost`): see [`JevConfigError::PlainHttpNotLoopback`].
     pub fn endpoint(mut self, url: impl Into<String>) -> Self {
         self.endpoint = Some(url.into());
+        self
+    }
+
+    /// Trusts only the CA certificates in this PEM text, instead of the system's store, to authenticate the
+    /// provider: for a private CA, or a test's own. Every certificate must be a usable CA.
+    pub fn root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.roots = Roots::Pem(pem.into());
+        self
+    }
+
+    /// Like [`root_certificates_pem`](Self::root_certificates_pem), from a PEM file read by
+    /// [`build`](Self::build).
+    pub fn root_certificates_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.roots = Roots::File(path.into());
         self
     }
 
@@ -138,9 +181,10 @@ impl JevConfigBuilder {
         self
     }
 
-    /// Checks the values.
+    /// Checks the values, and reads the CA certificates: the given ones, or for an `https://` endpoint the
+    /// system's store.
     pub fn build(self) -> Result<JevConfig, JevConfigError> {
-        let endpoint = endpoint(self.endpoint.as_deref())?;
+        let endpoint = Endpoint::parse(self.endpoint.as_deref())?;
         let key = self.api_key.ok_or(JevConfigError::MissingApiKey)?.0;
         check("api_key length", key.len(), &API_KEY_BYTES)?;
         // Visible ASCII only: a header can carry nothing else, and a space would split the credentials.
@@ -155,43 +199,71 @@ impl JevConfigBuilder {
         if model.trim().is_empty() {
             return Err(JevConfigError::BlankModel);
         }
+        let timeout_ms = TIMEOUT_MS.or_default(self.timeout_ms)?;
         Ok(JevConfig {
-            endpoint,
+            tls: tls::client_config(&self.roots, endpoint.https)?,
+            roots: self.roots.describe(),
+            endpoint: endpoint.uri,
+            host: endpoint.host,
             authorization,
             model,
-            timeout_ms: TIMEOUT_MS.or_default(self.timeout_ms)?,
+            timeout_ms,
         })
     }
 }
 
-fn endpoint(url: Option<&str>) -> Result<Uri, JevConfigError> {
-    let url = url.ok_or(JevConfigError::MissingEndpoint)?;
-    let uri: Uri = url
-        .parse()
-        .map_err(|e: http::uri::InvalidUri| JevConfigError::InvalidEndpoint(e.to_string()))?;
-    match uri.scheme_str().map(str::to_ascii_lowercase).as_deref() {
-        Some("http") => {}
-        Some("https") => return Err(JevConfigError::HttpsUnsupported),
-        Some(other) => {
-            return Err(JevConfigError::InvalidEndpoint(format!(
-                "unsupported scheme {other}"
-            )))
+/// A checked endpoint.
+struct Endpoint {
+    /// The URL, its scheme in lower case: the connectors compare schemes exactly, and `HTTPS` is not `https` to
+    /// them.
+    uri: Uri,
+    /// The `Host` header.
+    host: HeaderValue,
+    https: bool,
+}
+
+impl Endpoint {
+    fn parse(url: Option<&str>) -> Result<Endpoint, JevConfigError> {
+        let invalid = |why: &str| JevConfigError::InvalidEndpoint(why.to_owned());
+        let url = url.ok_or(JevConfigError::MissingEndpoint)?;
+        let uri: Uri = url
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| JevConfigError::InvalidEndpoint(e.to_string()))?;
+        let https = match uri.scheme_str().map(str::to_ascii_lowercase).as_deref() {
+            Some("https") => true,
+            Some("http") => false,
+            Some(other) => return Err(invalid(&format!("unsupported scheme {other}"))),
+            None => return Err(invalid("no scheme")),
+        };
+        let authority = uri.authority().ok_or_else(|| invalid("no host"))?;
+        // Credentials belong in the key, never in a URL that may end up in a log.
+        if authority.as_str().contains('@') {
+            return Err(invalid("user information is not allowed"));
         }
-        None => return Err(JevConfigError::InvalidEndpoint("no scheme".into())),
+        let host = authority.host();
+        if host.is_empty() {
+            return Err(invalid("no host"));
+        }
+        if !https && !is_loopback(host) {
+            return Err(JevConfigError::PlainHttpNotLoopback(host.to_owned()));
+        }
+        let host = HeaderValue::from_str(authority.as_str()).map_err(|_| invalid("bad host"))?;
+        let mut parts = uri.into_parts();
+        parts.scheme = Some(if https { Scheme::HTTPS } else { Scheme::HTTP });
+        let uri =
+            Uri::from_parts(parts).map_err(|e| JevConfigError::InvalidEndpoint(e.to_string()))?;
+        Ok(Endpoint { uri, host, https })
     }
-    let authority = uri
-        .authority()
-        .ok_or_else(|| JevConfigError::InvalidEndpoint("no host".into()))?;
-    // Credentials belong in the key, never in a URL that may end up in a log.
-    if authority.as_str().contains('@') {
-        return Err(JevConfigError::InvalidEndpoint(
-            "user information is not allowed".into(),
-        ));
-    }
-    if authority.host().is_empty() {
-        return Err(JevConfigError::InvalidEndpoint("no host".into()));
-    }
-    Ok(uri)
+}
+
+/// Whether `host` (as a URL writes it, an IPv6 address in brackets) is this machine.
+fn is_loopback(host: &str) -> bool {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    bare.eq_ignore_ascii_case("localhost")
+        || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]
@@ -298,31 +370,12 @@ mod tests {
             JevConfig::builder().api_key("k").build().unwrap_err(),
             JevConfigError::MissingEndpoint
         );
-        assert_eq!(
-            base()
-                .endpoint("https://api.example/v1")
-                .build()
-                .unwrap_err(),
-            JevConfigError::HttpsUnsupported
-        );
-        assert_eq!(
-            base()
-                .endpoint("HTTPS://api.example/v1")
-                .build()
-                .unwrap_err(),
-            JevConfigError::HttpsUnsupported
-        );
-        assert!(base()
-            .endpoint("https://api.example/v1")
-            .build()
-            .unwrap_err()
-            .to_string()
-            .contains("TLS"));
         for bad in [
             "/v1/systemone",
             "api.example/v1",
             "ftp://api.example/",
-            "http://user:secret@api.example/",
+            "http://user:secret@127.0.0.1/",
+            "https://user:secret@api.example/",
             "not a url",
         ] {
             assert!(
@@ -333,10 +386,98 @@ mod tests {
                 "{bad}"
             );
         }
-        assert!(base()
-            .endpoint("http://provider.internal:8080")
+    }
+
+    #[test]
+    fn plain_http_only_to_this_machine() {
+        for loopback in [
+            "http://127.0.0.1:8080/v1",
+            "http://127.0.0.2/",
+            "http://[::1]:8080/v1",
+            "http://localhost/",
+            "HTTP://LocalHost:9/",
+        ] {
+            assert!(base().endpoint(loopback).build().is_ok(), "{loopback}");
+        }
+        for remote in [
+            "http://provider.internal:8080",
+            "http://api.example/v1",
+            "http://10.0.0.7/",
+            "http://[2001:db8::1]/",
+            "http://localhost.example/",
+            "http://0.0.0.0/",
+        ] {
+            let error = base().endpoint(remote).build().unwrap_err();
+            assert!(
+                matches!(error, JevConfigError::PlainHttpNotLoopback(_)),
+                "{remote}: {error:?}"
+            );
+        }
+        let error = base()
+            .endpoint("http://api.example/v1")
             .build()
-            .is_ok());
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "endpoint must use https:// for api.example: plain http:// is allowed only for a loopback host \
+             (127.0.0.0/8, ::1, localhost)"
+        );
+    }
+
+    #[test]
+    fn the_host_header_is_the_authority_as_written() {
+        for (url, host) in [
+            ("http://127.0.0.1:9/v1", "127.0.0.1:9"),
+            ("http://[::1]:8443/v1", "[::1]:8443"),
+            ("http://localhost/v1", "localhost"),
+            ("http://localhost:80/v1", "localhost:80"),
+            ("HTTP://LocalHost:9/v1?a=b", "LocalHost:9"),
+        ] {
+            let config = base().endpoint(url).build().unwrap();
+            assert_eq!(config.host(), host, "{url}");
+            assert_eq!(config.endpoint().scheme_str(), Some("http"), "{url}");
+        }
+        let config = base()
+            .endpoint("HTTP://LocalHost:9/v1?a=b")
+            .build()
+            .unwrap();
+        assert_eq!(config.endpoint().to_string(), "http://LocalHost:9/v1?a=b");
+    }
+
+    #[test]
+    fn https_uses_the_system_store_unless_told_otherwise() {
+        // On a machine without CA certificates the refusal must say what to do; elsewhere the store is read.
+        match base().endpoint("https://api.example:8443/v1").build() {
+            Ok(config) => {
+                assert_eq!(config.host(), "api.example:8443");
+                assert!(format!("{config:?}").contains("system store"));
+            }
+            Err(JevConfigError::RootCertificates(why)) => {
+                assert!(why.contains("root_certificates_pem"), "{why}")
+            }
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn given_root_certificates_are_checked() {
+        let refused = |builder: JevConfigBuilder| match builder.build() {
+            Err(JevConfigError::RootCertificates(why)) => why,
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        let https = || base().endpoint("https://localhost:8443/v1");
+        let why = refused(https().root_certificates_pem("not a certificate"));
+        assert_eq!(why, "the PEM given: holds no CERTIFICATE block");
+        let broken = "-----BEGIN CERTIFICATE-----\n@@@@\n-----END CERTIFICATE-----\n";
+        let why = refused(https().root_certificates_pem(broken));
+        assert!(why.starts_with("the PEM given: "), "{why}");
+        let missing = std::env::temp_dir().join("janitor-jev-no-such-ca.pem");
+        let why = refused(https().root_certificates_file(&missing));
+        assert!(why.starts_with("cannot read "), "{why}");
+        assert!(why.contains("janitor-jev-no-such-ca.pem"), "{why}");
+        // Checked even where no TLS is used: a wrong path should not wait for the switch to https.
+        let why = refused(base().root_certificates_pem(Vec::new()));
+        assert!(why.contains("no CERTIFICATE block"), "{why}");
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! The Jev evaluator: an HTTP client for the provider protocol, behind the shared inference budget.
 //!
-//! The state, questions and answer format come from [`janitor_core::identification::jev`]; this module only sends them. Plain
-//! HTTP only: this build has no TLS client, so an `https://` endpoint is refused when the configuration is
-//! built; reach a TLS provider through a local proxy.
+//! The state, questions and answer format come from [`janitor_core::identification::jev`]; this module only sends
+//! them. The provider is reached over `https://`, through rustls with the ring provider, its certificate checked
+//! against the system's CA store, or only against the CAs given to [`JevConfigBuilder::root_certificates_pem`]
+//! or [`root_certificates_file`](JevConfigBuilder::root_certificates_file). Plain `http://` is accepted only for
+//! a loopback host (`127.0.0.0/8`, `::1`, `localhost`), such as a sidecar on the same machine, and refused for
+//! any other when the configuration is built.
 //!
 //! ```no_run
 //! use janitor_axum::jev::{JevConfig, JevEvaluator};
@@ -14,7 +17,7 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let jev = JevEvaluator::new(
 //!     JevConfig::builder()
-//!         .endpoint("http://127.0.0.1:8080/v1/systemone")
+//!         .endpoint("https://jev.example/v1/systemone")
 //!         .api_key("provider-key")
 //!         .timeout_ms(1200)
 //!         .build()?,
@@ -31,6 +34,7 @@
 
 mod client;
 mod config;
+mod tls;
 
 use janitor_core::config::ConfigError;
 use janitor_core::protection::budget::{

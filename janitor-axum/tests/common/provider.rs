@@ -1,9 +1,11 @@
-//! A Jev provider on a real local socket: it records what it receives, counts connections, and answers as
-//! each test tells it to.
+//! A Jev provider on a real local socket, over plain HTTP or TLS with certificates made at test time: it records
+//! what it receives, counts connections, and answers as each test tells it to.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::fmt::Debug;
 use std::future::Future;
+use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,13 +17,21 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::serve::ListenerExt;
+use axum::serve::{Listener, ListenerExt};
 use axum::Router;
 use bytes::Bytes;
 use http_body::Frame;
-use janitor_axum::jev::{JevConfig, JevEvaluator};
+use janitor_axum::jev::{JevConfig, JevConfigBuilder, JevEvaluator};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair, KeyUsagePurpose};
 use serde_json::{json, Map, Value};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
 use tokio::time::Sleep;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
 
 /// The key every test configures.
 pub const KEY: &str = "test-key-123";
@@ -85,9 +95,111 @@ struct Shared {
     received: Arc<Mutex<Vec<Received>>>,
 }
 
+/// A CA of a test's own, which signs the provider's certificates.
+pub struct TestCa(CertifiedIssuer<'static, KeyPair>);
+
+impl TestCa {
+    /// A new CA named `name`.
+    pub fn new(name: &str) -> TestCa {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        TestCa(CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap())
+    }
+
+    /// The CA's certificate, PEM.
+    pub fn pem(&self) -> String {
+        self.0.pem()
+    }
+
+    /// A server certificate for `names` (DNS names or IP addresses), signed by this CA.
+    pub fn server(&self, names: &[&str]) -> ServerTls {
+        let key = KeyPair::generate().unwrap();
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        let certificate = CertificateParams::new(names)
+            .unwrap()
+            .signed_by(&key, &self.0)
+            .unwrap();
+        ServerTls {
+            certificate_pem: certificate.pem(),
+            key_pem: key.serialize_pem(),
+            ca_pem: self.pem(),
+        }
+    }
+}
+
+/// What the provider presents over TLS, and the CA a client must trust for it.
+#[derive(Clone)]
+pub struct ServerTls {
+    certificate_pem: String,
+    key_pem: String,
+    ca_pem: String,
+}
+
+impl ServerTls {
+    fn acceptor(&self) -> TlsAcceptor {
+        let chain = CertificateDer::pem_slice_iter(self.certificate_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes()).unwrap();
+        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+        let config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap();
+        TlsAcceptor::from(Arc::new(config))
+    }
+}
+
+/// Accepts TCP connections and hands on those whose TLS handshake succeeded. Handshakes run side by side, so a
+/// client that fails or stalls one holds up no other; they end with the listener.
+struct TlsListener {
+    tcp: TcpListener,
+    acceptor: TlsAcceptor,
+    handshakes: JoinSet<Option<(TlsStream<TcpStream>, SocketAddr)>>,
+}
+
+impl Listener for TlsListener {
+    type Io = TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            tokio::select! {
+                accepted = self.tcp.accept() => {
+                    let Ok((stream, peer)) = accepted else { continue };
+                    let acceptor = self.acceptor.clone();
+                    self.handshakes
+                        .spawn(async move { acceptor.accept(stream).await.ok().map(|tls| (tls, peer)) });
+                }
+                Some(done) = self.handshakes.join_next() => {
+                    if let Ok(Some(connection)) = done {
+                        return connection;
+                    }
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.tcp.local_addr()
+    }
+}
+
 /// A running provider; it stops when dropped.
 pub struct Provider {
     pub addr: SocketAddr,
+    /// The certificate it presents, when it speaks TLS.
+    pub tls: Option<ServerTls>,
     shared: Shared,
     connections: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
@@ -100,9 +212,26 @@ impl Drop for Provider {
 }
 
 impl Provider {
-    /// Starts a provider on 127.0.0.1 at a free port.
+    /// Starts a plain HTTP provider on 127.0.0.1 at a free port.
     pub async fn start(reply: Reply) -> Provider {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Provider::serve(listener, reply, None)
+    }
+
+    /// Starts a provider on 127.0.0.1 at a free port that speaks only TLS, presenting `tls`.
+    pub async fn start_tls(reply: Reply, tls: ServerTls) -> Provider {
+        let listener = TlsListener {
+            tcp: TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            acceptor: tls.acceptor(),
+            handshakes: JoinSet::new(),
+        };
+        Provider::serve(listener, reply, Some(tls))
+    }
+
+    fn serve<L>(listener: L, reply: Reply, tls: Option<ServerTls>) -> Provider
+    where
+        L: Listener<Addr = SocketAddr>,
+    {
         let addr = listener.local_addr().unwrap();
         let connections = Arc::new(AtomicUsize::new(0));
         let counter = connections.clone();
@@ -119,15 +248,25 @@ impl Provider {
         });
         Provider {
             addr,
+            tls,
             shared,
             connections,
             task,
         }
     }
 
-    /// The endpoint URL.
+    /// The endpoint URL: `http://127.0.0.1:port/…`, or for TLS `https://localhost:port/…`, the name a test
+    /// certificate is usually issued for.
     pub fn url(&self) -> String {
-        format!("http://{}{PATH}", self.addr)
+        match self.tls {
+            Some(_) => self.url_at("localhost"),
+            None => format!("http://{}{PATH}", self.addr),
+        }
+    }
+
+    /// The TLS endpoint URL with `host` for this provider's port.
+    pub fn url_at(&self, host: &str) -> String {
+        format!("https://{host}:{}{PATH}", self.addr.port())
     }
 
     /// An evaluator for this provider with `timeout_ms`.
@@ -137,12 +276,19 @@ impl Provider {
 
     /// The configuration of [`evaluator`](Self::evaluator).
     pub fn config(&self, timeout_ms: u32) -> JevConfig {
-        JevConfig::builder()
+        self.config_builder(timeout_ms).build().unwrap()
+    }
+
+    /// A builder for this provider's endpoint with [`KEY`] and `timeout_ms`, trusting the CA of its certificate.
+    pub fn config_builder(&self, timeout_ms: u32) -> JevConfigBuilder {
+        let builder = JevConfig::builder()
             .endpoint(self.url())
             .api_key(KEY)
-            .timeout_ms(timeout_ms)
-            .build()
-            .unwrap()
+            .timeout_ms(timeout_ms);
+        match &self.tls {
+            Some(tls) => builder.root_certificates_pem(tls.ca_pem.clone()),
+            None => builder,
+        }
     }
 
     /// Changes how the provider answers from now on.
