@@ -10,6 +10,7 @@ use axum::response::Html;
 use axum::routing::get;
 use axum::Router;
 use janitor_axum::{Janitor, Stores};
+use janitor_core::Evaluator;
 
 /// The page (the browser tests serve the same file).
 const PAGE: &str = include_str!("quickstart.html");
@@ -19,12 +20,12 @@ struct QuickStart;
 impl common::Site for QuickStart {
     const NAME: &'static str = "Janitor quick start";
 
-    fn routes<S: Stores>(&self, _: &Janitor<S>) -> Router {
+    fn routes<S: Stores, E: Evaluator + 'static>(&self, _: &Janitor<S, E>) -> Router {
         Router::new().route("/", get(|| async { Html(PAGE) }))
     }
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    common::run(QuickStart).await
+async fn main() -> std::process::ExitCode {
+    common::main(QuickStart).await
 }

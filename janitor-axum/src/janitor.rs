@@ -290,11 +290,13 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
             None => 0,
         };
         let evidence = self.inner.evidence.cleanup(batch, now).await?;
-        Ok(Maintenance {
+        let step = Maintenance {
             visitors,
             quotas,
             evidence,
-        })
+        };
+        crate::telemetry::maintained(&step);
+        Ok(step)
     }
 }
 

@@ -13,7 +13,7 @@ use janitor_core::{Evaluator, Stores};
 use rand::Rng;
 
 use crate::janitor::Maintenance;
-use crate::{telemetry, Janitor};
+use crate::Janitor;
 
 /// Time between passes, in milliseconds.
 pub const MAINTENANCE_EVERY_MS: Limit<u64> = Limit::new("every_ms", 300_000, 100, 86_400_000);
@@ -101,7 +101,6 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
                     return;
                 }
             };
-            record(&step);
             let more = step.visitors.has_more_expired
                 || step.quotas == schedule.batch
                 || step.evidence.events_deleted == schedule.batch as u64
@@ -121,15 +120,6 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
             "maintenance pass done"
         );
     }
-}
-
-fn record(step: &Maintenance) {
-    let observations = step.visitors.expired_deleted + step.visitors.pruned;
-    telemetry::maintained("observations", observations as u64);
-    telemetry::maintained("visitors", step.visitors.visitors_removed as u64);
-    telemetry::maintained("quotas", step.quotas as u64);
-    telemetry::maintained("events", step.evidence.events_deleted);
-    telemetry::maintained("links", step.evidence.links_deleted);
 }
 
 fn add(total: &mut Maintenance, step: &Maintenance) {

@@ -25,6 +25,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use janitor_core::identification::engine::{IdentifyMetrics, IdentifyPath};
 use janitor_core::Identity;
 
+use crate::janitor::Maintenance;
 use crate::refusal::Refusal;
 
 /// How an identification ended: by its cookie, by restoring an id without one, or with a new id.
@@ -82,7 +83,7 @@ pub(crate) fn refused(refusal: Refusal) {
 }
 
 /// Records one provider call.
-#[allow(dead_code)] // Until the provider client reports its calls.
+#[cfg_attr(not(feature = "jev"), allow(dead_code))]
 pub(crate) fn provider_call(outcome: &'static str) {
     #[cfg(feature = "metrics")]
     metrics::counter!("janitor_jev_calls_total", "outcome" => outcome).increment(1);
@@ -97,12 +98,23 @@ pub(crate) fn provider_call(outcome: &'static str) {
     }
 }
 
-/// Records rows a maintenance step removed.
-pub(crate) fn maintained(what: &'static str, rows: u64) {
+/// Records the rows a maintenance step removed, whether the background task or the application ran it.
+pub(crate) fn maintained(step: &Maintenance) {
     #[cfg(feature = "metrics")]
-    metrics::counter!("janitor_maintenance_deleted_total", "what" => what).increment(rows);
+    {
+        let observations = step.visitors.expired_deleted + step.visitors.pruned;
+        for (what, rows) in [
+            ("observations", observations as u64),
+            ("visitors", step.visitors.visitors_removed as u64),
+            ("quotas", step.quotas as u64),
+            ("events", step.evidence.events_deleted),
+            ("links", step.evidence.links_deleted),
+        ] {
+            metrics::counter!("janitor_maintenance_deleted_total", "what" => what).increment(rows);
+        }
+    }
     #[cfg(not(feature = "metrics"))]
-    let _ = (what, rows);
+    let _ = step;
 }
 
 /// At most one log line a second for one kind of event, counting the ones it leaves out.
@@ -142,7 +154,7 @@ impl Throttle {
 static BUSY: Throttle = Throttle::new();
 static RATE_LIMITED: Throttle = Throttle::new();
 static UNAVAILABLE: Throttle = Throttle::new();
-#[allow(dead_code)]
+#[cfg_attr(not(feature = "jev"), allow(dead_code))]
 static PROVIDER: Throttle = Throttle::new();
 
 #[cfg(test)]

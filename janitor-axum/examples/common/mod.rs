@@ -6,6 +6,8 @@
 //! - `DATABASE_URL`: use PostgreSQL (migrations are applied at start) instead of the in-memory store, with the
 //!   other `JANITOR_SCHEMA` and `JANITOR_DATABASE_*` variables of `janitor_sql::DatabaseConfig::from_env`
 //!   (`JANITOR_DATABASE_POOL_MODE=transaction` behind PgBouncer).
+//! - `JANITOR_JEV_ENDPOINT` with `JANITOR_JEV_API_KEY` (and `_MODEL`, `_TIMEOUT_MS`, `_ROOT_CERTIFICATES`): a
+//!   Jev provider for risk, behind the shared inference budget's defaults (`JevConfig::from_env`).
 //! - Every `JANITOR_*` option of `JanitorSettings` (`JANITOR_SECRET`, `JANITOR_MAX_IN_FLIGHT`,
 //!   `JANITOR_ALLOWED_ORIGINS`, ...). Without `JANITOR_SECRET` a random development secret is made for this
 //!   run: quota and evidence labels then start again at every restart, and the check that instances on one
@@ -17,14 +19,20 @@
 //! `Secure` (loopback only) and the endpoint shows the scores.
 
 use std::error::Error;
+use std::io::IsTerminal;
 use std::net::SocketAddr;
+use std::process::ExitCode;
 
 use axum::routing::get;
 use axum::Router;
+use janitor_axum::jev::JevConfig;
 use janitor_axum::{
-    Environment, Janitor, JanitorConfig, JanitorSettings, MaintenanceSchedule, MemoryStores, Stores,
+    Environment, Janitor, JanitorConfig, JanitorSettings, JevBehindBudget, MaintenanceSchedule,
+    MemoryStores, Stores,
 };
 use janitor_core::config::EnvSource;
+use janitor_core::protection::budget::BudgetConfig;
+use janitor_core::Evaluator;
 use metrics_exporter_prometheus::PrometheusBuilder;
 
 /// The routes an example adds to the handle's own, on whichever stores the environment chose.
@@ -32,16 +40,29 @@ pub trait Site {
     /// Its name, for the line printed at start.
     const NAME: &'static str;
     /// Its routes.
-    fn routes<S: Stores>(&self, janitor: &Janitor<S>) -> Router;
+    fn routes<S: Stores, E: Evaluator + 'static>(&self, janitor: &Janitor<S, E>) -> Router;
 }
 
-/// Serves `site` as the environment says, until Ctrl-C or SIGTERM.
-pub async fn run(site: impl Site) -> Result<(), Box<dyn Error>> {
+/// Serves `site` as the environment says, until Ctrl-C or SIGTERM; a configuration or start-up error is
+/// printed in words and fails the process.
+pub async fn main(site: impl Site) -> ExitCode {
+    match run(site).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(site: impl Site) -> Result<(), Box<dyn Error>> {
     let addr: SocketAddr = std::env::var("JANITOR_ADDR")
         .unwrap_or_else(|_| "127.0.0.1:3000".to_owned())
         .parse()
         .map_err(|e| format!("JANITOR_ADDR must be host:port: {e}"))?;
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,tokio_postgres=info")),
@@ -52,16 +73,32 @@ pub async fn run(site: impl Site) -> Result<(), Box<dyn Error>> {
         Ok(_) => serve_postgres(setup, site, addr).await,
         Err(_) => {
             println!("in-memory store (set DATABASE_URL to use PostgreSQL)");
-            let janitor = Janitor::new(setup.config, MemoryStores::new());
-            serve(janitor, setup.development_secret, site, addr).await
+            let development_secret = setup.development_secret;
+            let janitor = setup.handle(MemoryStores::new())?;
+            serve(janitor, development_secret, site, addr).await
         }
     }
 }
 
-/// The configuration, and whether its secret was made up for this run.
+/// The configuration, whether its secret was made up for this run, and the Jev provider, if any.
 struct Setup {
     config: JanitorConfig,
     development_secret: bool,
+    jev: Option<JevConfig>,
+}
+
+impl Setup {
+    /// The handle on `stores`: with the provider of `JANITOR_JEV_*` behind the shared inference budget, or
+    /// with none (the same type either way, so the routes are built once).
+    fn handle<S: Stores>(
+        self,
+        stores: S,
+    ) -> Result<Janitor<S, JevBehindBudget<S>>, Box<dyn Error>> {
+        Ok(match self.jev {
+            Some(jev) => Janitor::with_jev(self.config, stores, jev, BudgetConfig::default())?,
+            None => Janitor::with_evaluator(self.config, stores, None),
+        })
+    }
 }
 
 /// The configuration from the environment, in development mode unless told otherwise.
@@ -82,6 +119,7 @@ fn setup() -> Result<Setup, Box<dyn Error>> {
     Ok(Setup {
         config: settings.build()?,
         development_secret,
+        jev: JevConfig::from_env()?,
     })
 }
 
@@ -101,8 +139,9 @@ async fn serve_postgres(
     let database = Database::new(DatabaseConfig::from_env()?)?;
     let report = database.migrate().await?;
     println!("PostgreSQL: migrations applied now {:?}", report.applied);
-    let janitor = Janitor::new(setup.config, PgStores::new(database));
-    serve(janitor, setup.development_secret, site, addr).await
+    let development_secret = setup.development_secret;
+    let janitor = setup.handle(PgStores::new(database))?;
+    serve(janitor, development_secret, site, addr).await
 }
 
 #[cfg(not(feature = "postgres"))]
@@ -110,8 +149,8 @@ async fn serve_postgres(_: Setup, _: impl Site, _: SocketAddr) -> Result<(), Box
     Err("DATABASE_URL is set, but this build has no PostgreSQL stores (enable the `postgres` feature)".into())
 }
 
-async fn serve<S: Stores, W: Site>(
-    janitor: Janitor<S>,
+async fn serve<S: Stores, E: Evaluator + 'static, W: Site>(
+    janitor: Janitor<S, E>,
     development_secret: bool,
     site: W,
     addr: SocketAddr,

@@ -14,7 +14,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use janitor_axum::{Janitor, Refusal, VisitorContext};
 use janitor_core::evidence::{Action, ActivityKey, EventInput, EventType, VelocityQuery};
-use janitor_core::{Stores, VisitorId, VisitorPayload};
+use janitor_core::{Evaluator, Stores, VisitorId, VisitorPayload};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -49,16 +49,19 @@ fn digest(password: &str) -> [u8; 32] {
     Sha256::digest(password.as_bytes()).into()
 }
 
-struct App<S: Stores> {
-    janitor: Janitor<S>,
+struct App<S: Stores, E: Evaluator> {
+    janitor: Janitor<S, E>,
     accounts: Accounts,
 }
 
 /// The example's routes, on `janitor`'s stores.
-pub fn routes<S: Stores>(janitor: Janitor<S>, accounts: Accounts) -> Router {
+pub fn routes<S: Stores, E: Evaluator + 'static>(
+    janitor: Janitor<S, E>,
+    accounts: Accounts,
+) -> Router {
     Router::new()
-        .route("/login", post(login::<S>))
-        .route("/account/erase", post(erase::<S>))
+        .route("/login", post(login::<S, E>))
+        .route("/account/erase", post(erase::<S, E>))
         .with_state(Arc::new(App { janitor, accounts }))
 }
 
@@ -95,7 +98,10 @@ async fn read_form<T: serde::de::DeserializeOwned>(body: Body) -> Result<T, Resp
         .map_err(|_| answer(StatusCode::BAD_REQUEST, json!({"error": "Invalid form"})))
 }
 
-async fn login<S: Stores>(State(app): State<Arc<App<S>>>, request: Request) -> Response {
+async fn login<S: Stores, E: Evaluator + 'static>(
+    State(app): State<Arc<App<S, E>>>,
+    request: Request,
+) -> Response {
     let (mut parts, body) = request.into_parts();
     let form: LoginForm = match read_form(body).await {
         Ok(form) => form,
@@ -189,7 +195,10 @@ struct EraseForm {
     password: String,
 }
 
-async fn erase<S: Stores>(State(app): State<Arc<App<S>>>, request: Request) -> Response {
+async fn erase<S: Stores, E: Evaluator + 'static>(
+    State(app): State<Arc<App<S, E>>>,
+    request: Request,
+) -> Response {
     let (parts, body) = request.into_parts();
     let form: EraseForm = match read_form(body).await {
         Ok(form) => form,

@@ -17,6 +17,7 @@ use axum::response::Html;
 use axum::routing::get;
 use axum::Router;
 use janitor_axum::{Janitor, Stores};
+use janitor_core::Evaluator;
 
 const PAGE: &str = include_str!("login.html");
 
@@ -25,14 +26,14 @@ struct SignIn(app::Accounts);
 impl common::Site for SignIn {
     const NAME: &'static str = "Janitor sign-in example";
 
-    fn routes<S: Stores>(&self, janitor: &Janitor<S>) -> Router {
+    fn routes<S: Stores, E: Evaluator + 'static>(&self, janitor: &Janitor<S, E>) -> Router {
         app::routes(janitor.clone(), self.0.clone()).route("/", get(|| async { Html(PAGE) }))
     }
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
     let password = std::env::var("JANITOR_DEMO_PASSWORD")
         .unwrap_or_else(|_| "correct horse battery staple".to_owned());
-    common::run(SignIn(app::Accounts::with("ada", &password))).await
+    common::main(SignIn(app::Accounts::with("ada", &password))).await
 }

@@ -75,9 +75,13 @@ impl JevEvaluator {
 
     /// Builds, sends and reads one request; the evaluations come back in candidate order.
     async fn ask(&self, request: JevRequest<'_>) -> Result<Vec<Evaluation>, EvaluatorError> {
-        let body = request
-            .to_body(self.config.model())
-            .map_err(|e| EvaluatorError::Refused(e.to_string()))?;
+        let body = match request.to_body(self.config.model()) {
+            Ok(body) => body,
+            Err(e) => {
+                crate::telemetry::provider_call("refused");
+                return Err(EvaluatorError::Refused(e.to_string()));
+            }
+        };
         let started = Instant::now();
         let deadline = Duration::from_millis(self.config.timeout_ms().into());
         let outcome = match tokio::time::timeout(deadline, self.exchange(body)).await {
@@ -93,6 +97,12 @@ impl JevEvaluator {
             Ok(_) => tracing::debug!(elapsed_ms, "jev evaluation answered"),
             Err(e) => tracing::debug!(elapsed_ms, error = %e, "jev evaluation unavailable"),
         }
+        crate::telemetry::provider_call(match &outcome {
+            Ok(_) => "answered",
+            Err(EvaluatorError::Timeout) => "timeout",
+            Err(EvaluatorError::Refused(_)) => "refused",
+            Err(EvaluatorError::Failed(_)) => "failed",
+        });
         outcome
     }
 

@@ -1,0 +1,149 @@
+//! What an operator sees, through a real Prometheus recorder: identifications by outcome, refusals by reason,
+//! provider calls by outcome, pool waits and maintenance rows, and never a visitor id.
+//!
+//! One test, because the recorder is the process's: every count below is this test's own.
+#![cfg(all(feature = "metrics", feature = "jev", feature = "postgres"))]
+
+mod common;
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::Router;
+use common::provider::{good, Provider, Reply};
+use http_body_util::BodyExt;
+use janitor_axum::{Janitor, MemoryStores, PgStores, Stores};
+use janitor_core::protection::budget::BudgetConfig;
+use janitor_core::testing::visitor;
+use janitor_core::testing::visitor_store::observation;
+use janitor_core::{now_ms, Retention, VisitorStore};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use serde_json::Value;
+use tower::ServiceExt;
+
+/// Posts the test payload to the endpoint of `router`, with `cookie` and `origin` when given; the status and the answer.
+async fn identify(router: Router, cookie: Option<&str>, origin: Option<&str>) -> (u16, Value) {
+    let body = janitor_core::testing::mac_document().to_string();
+    let mut request = Request::builder()
+        .method("POST")
+        .uri("/api/visitor")
+        .header("host", "example.com")
+        .header("content-type", "application/json");
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", format!("__visitor={cookie}"));
+    }
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    let response = router
+        .oneshot(request.body(Body::from(body)).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// The value of the sample `name{labels}` in the rendered text (labels in the exporter's order), or 0.
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .filter_map(|line| line.strip_prefix(series))
+        .filter_map(|rest| rest.strip_prefix(' '))
+        .find_map(|value| value.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_sees_outcomes_reasons_and_waits_but_no_ids() {
+    let metrics: PrometheusHandle = PrometheusBuilder::new().install_recorder().unwrap();
+
+    // In memory: a new visitor, the cookie bringing it back, and a request from another site.
+    let memory = Janitor::new(
+        common::config("telemetry-tests").build().unwrap(),
+        MemoryStores::new(),
+    );
+    let (status, first) = identify(memory.router(), None, None).await;
+    assert_eq!(status, 200, "{first}");
+    let id = first["visitorId"].as_str().unwrap().to_owned();
+    assert_eq!(identify(memory.router(), Some(&id), None).await.0, 200);
+    assert_eq!(
+        identify(memory.router(), None, Some("https://elsewhere.example"))
+            .await
+            .0,
+        403
+    );
+
+    // With a provider: one answered call, then one that outlasts the provider's timeout (the same browser
+    // without its cookie: restored by similarity, its risk unavailable).
+    let provider = Provider::start(good()).await;
+    let with_jev = Janitor::with_jev(
+        common::config("telemetry-jev-tests").build().unwrap(),
+        MemoryStores::new(),
+        provider.config(300),
+        BudgetConfig::default(),
+    )
+    .unwrap();
+    let (_, answered) = identify(with_jev.router(), None, None).await;
+    assert_eq!(answered["visitorId"].as_str().map(str::len), Some(52));
+    provider.set_reply(Reply::Slow(Duration::from_secs(2)));
+    assert_eq!(identify(with_jev.router(), None, None).await.0, 200);
+
+    // On PostgreSQL: pool waits, and a maintenance step removing an expired visitor's observation.
+    janitor_sql::testing::with_schemas(|schemas| async move {
+        let stores = PgStores::new(schemas.fresh().await);
+        let config = common::config("telemetry-pg-tests").retention(1, 10);
+        let janitor = Janitor::new(config.build().unwrap(), stores.clone());
+        assert_eq!(identify(janitor.router(), None, None).await.0, 200);
+        let store = stores.visitors(Retention::new(1, 10).unwrap());
+        let (expired, two_days_ago) = (visitor(1), now_ms() - 2 * 86_400_000);
+        store.create_visitor(&expired, two_days_ago).await.unwrap();
+        let old = observation("old");
+        store
+            .save_observation(&expired, &old, two_days_ago)
+            .await
+            .unwrap();
+        janitor.cleanup(None, 100).await.unwrap();
+    })
+    .await;
+
+    let text = metrics.render();
+    let count = |series: &str| sample(&text, series);
+    assert_eq!(
+        count(r#"janitor_identifications_total{outcome="minted",risk_status="disabled"}"#),
+        2.0,
+        "{text}"
+    );
+    assert_eq!(
+        count(r#"janitor_identifications_total{outcome="cookie",risk_status="disabled"}"#),
+        1.0
+    );
+    assert_eq!(
+        count(r#"janitor_identifications_total{outcome="minted",risk_status="evaluated"}"#),
+        1.0
+    );
+    assert_eq!(
+        count(r#"janitor_identifications_total{outcome="restored",risk_status="unavailable"}"#),
+        1.0
+    );
+    assert_eq!(
+        count(r#"janitor_refusals_total{reason="cross_origin"}"#),
+        1.0
+    );
+    assert_eq!(count(r#"janitor_jev_calls_total{outcome="answered"}"#), 1.0);
+    assert_eq!(count(r#"janitor_jev_calls_total{outcome="timeout"}"#), 1.0);
+    assert!(count("janitor_db_pool_wait_seconds_count") >= 2.0, "{text}");
+    assert_eq!(
+        count(r#"janitor_identification_seconds_count{outcome="minted"}"#),
+        3.0
+    );
+    assert!(
+        count(r#"janitor_maintenance_deleted_total{what="observations"}"#) >= 1.0,
+        "{text}"
+    );
+    assert!(!text.contains(&id), "a visitor id reached the metrics");
+    assert!(!text.contains("vis_"), "a visitor id reached the metrics");
+}
