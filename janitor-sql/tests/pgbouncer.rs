@@ -11,9 +11,7 @@ use std::time::{Duration, Instant};
 use janitor_core::{Engine, EngineConfig, Retention, StoreError, VisitorStore};
 use janitor_sql::testing::pgbouncer::PgBouncer;
 use janitor_sql::testing::{admin_client, database_url, with_schemas, Schemas};
-use janitor_sql::{
-    Database, PgBudgetStore, PgEvidenceStore, PgQuotaStore, PgVisitorStore, PoolMode,
-};
+use janitor_sql::{Database, PgVisitorStore, PoolMode};
 
 /// What a case behind the bouncer gets: schemas to make, and the bouncer's URL.
 #[derive(Debug, Clone)]
@@ -43,53 +41,10 @@ where
     drop(bouncer);
 }
 
-mod visitor_store {
-    use super::*;
-
-    janitor_core::visitor_store_tests!(
-        around: behind_bouncer,
-        fresh: |pooled: Pooled, retention| async move {
-            PgVisitorStore::new(pooled.fresh().await, retention)
-        },
-    );
-}
-
-mod quota_store {
-    use super::*;
-
-    janitor_core::quota_store_tests!(
-        around: behind_bouncer,
-        fresh: |pooled: Pooled, ()| async move { PgQuotaStore::new(pooled.fresh().await) },
-    );
-}
-
-mod budget_store {
-    use super::*;
-
-    janitor_core::budget_store_tests!(
-        around: behind_bouncer,
-        fresh: |pooled: Pooled, ()| async move { PgBudgetStore::new(pooled.fresh().await) },
-    );
-}
-
-mod evidence_store {
-    use super::*;
-
-    janitor_core::evidence_store_tests!(
-        around: behind_bouncer,
-        fresh: |pooled: Pooled, visitors: Vec<janitor_core::VisitorId>| async move {
-            let database = pooled.fresh().await;
-            let store = PgVisitorStore::new(database.clone(), Retention::default());
-            for visitor in &visitors {
-                store
-                    .create_visitor(visitor, janitor_core::testing::T0)
-                    .await
-                    .expect("visitor");
-            }
-            PgEvidenceStore::new(database)
-        },
-    );
-}
+janitor_sql::pg_store_suites!(
+    around: behind_bouncer,
+    database: |pooled: Pooled| pooled.fresh().await,
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cookie_visit_is_two_round_trips_and_nothing_is_prepared() {

@@ -19,6 +19,7 @@ pub mod cluster;
 pub mod pgbouncer;
 pub mod population;
 pub mod statements;
+mod suites;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};

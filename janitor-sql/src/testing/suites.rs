@@ -1,0 +1,72 @@
+//! The four store suites of janitor-core on PostgreSQL, for any way of reaching a database.
+
+/// Runs janitor-core's visitor, quota, budget and evidence store suites on PostgreSQL, one test per case, in
+/// modules `visitor_store`, `quota_store`, `budget_store` and `evidence_store`. `around` runs each case with
+/// a context (as in janitor-core's suites); `database` makes a fresh, migrated [`Database`](crate::Database)
+/// of it. The calling crate depends on `janitor-core` (feature `testing`) and `tokio`.
+///
+/// ```ignore
+/// janitor_sql::pg_store_suites!(
+///     around: janitor_sql::testing::with_schemas,
+///     database: |schemas: janitor_sql::testing::Schemas| schemas.fresh().await,
+/// );
+/// ```
+#[macro_export]
+macro_rules! pg_store_suites {
+    (around: $around:expr, database: |$context:ident: $type:ty| $database:expr $(,)?) => {
+        mod visitor_store {
+            use super::*;
+
+            janitor_core::visitor_store_tests!(
+                around: $around,
+                fresh: |$context: $type, retention| async move {
+                    $crate::PgVisitorStore::new($database, retention)
+                },
+            );
+        }
+
+        mod quota_store {
+            use super::*;
+
+            janitor_core::quota_store_tests!(
+                around: $around,
+                fresh: |$context: $type, ()| async move { $crate::PgQuotaStore::new($database) },
+            );
+        }
+
+        mod budget_store {
+            use super::*;
+
+            janitor_core::budget_store_tests!(
+                around: $around,
+                fresh: |$context: $type, ()| async move { $crate::PgBudgetStore::new($database) },
+            );
+        }
+
+        mod evidence_store {
+            use super::*;
+
+            janitor_core::evidence_store_tests!(
+                around: $around,
+                fresh: |$context: $type, visitors: Vec<janitor_core::VisitorId>| async move {
+                    // Events and links reference visitor rows.
+                    let database = $database;
+                    let store = $crate::PgVisitorStore::new(
+                        database.clone(),
+                        janitor_core::Retention::default(),
+                    );
+                    for visitor in &visitors {
+                        janitor_core::VisitorStore::create_visitor(
+                            &store,
+                            visitor,
+                            janitor_core::testing::T0,
+                        )
+                        .await
+                        .expect("visitor");
+                    }
+                    $crate::PgEvidenceStore::new(database)
+                },
+            );
+        }
+    };
+}
