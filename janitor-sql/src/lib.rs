@@ -21,9 +21,9 @@ mod visitor_store;
 
 pub use budget_store::PgBudgetStore;
 pub use config::{
-    DatabaseConfig, DatabaseConfigBuilder, PoolMode, PoolOptions, PoolOptionsBuilder, RootCerts,
-    SchemaName, SslMode, SslSettings, APPLICATION_NAME, CONNECT_TIMEOUT_MS, MAX_CONNECTIONS,
-    POOL_WAIT_TIMEOUT_MS, STATEMENT_TIMEOUT_MS,
+    DatabaseConfig, DatabaseConfigBuilder, DatabaseSettings, PoolMode, PoolOptions,
+    PoolOptionsBuilder, RootCerts, SchemaName, SslMode, SslSettings, APPLICATION_NAME,
+    CONNECT_TIMEOUT_MS, MAX_CONNECTIONS, POOL_WAIT_TIMEOUT_MS, STATEMENT_TIMEOUT_MS,
 };
 pub use database::Database;
 pub use error::SetupError;

@@ -7,7 +7,7 @@
 //!   other `JANITOR_SCHEMA` and `JANITOR_DATABASE_*` variables of `janitor_sql::DatabaseConfig::from_env`
 //!   (`JANITOR_DATABASE_POOL_MODE=transaction` behind PgBouncer).
 //! - `JANITOR_JEV_ENDPOINT` with `JANITOR_JEV_API_KEY` (and `_MODEL`, `_TIMEOUT_MS`, `_ROOT_CERTIFICATES`): a
-//!   Jev provider for risk, behind the shared inference budget's defaults (`JevConfig::from_env`).
+//!   Jev provider for risk, behind the shared inference budget (`JANITOR_JEV_BUDGET_*`; `JevConfig::from_env`).
 //! - Every `JANITOR_*` option of `JanitorSettings` (`JANITOR_SECRET`, `JANITOR_MAX_IN_FLIGHT`,
 //!   `JANITOR_ALLOWED_ORIGINS`, ...). Without `JANITOR_SECRET` a random development secret is made for this
 //!   run: quota and evidence labels then start again at every restart, and the check that instances on one
@@ -84,18 +84,18 @@ async fn run(site: impl Site) -> Result<(), Box<dyn Error>> {
 struct Setup {
     config: JanitorConfig,
     development_secret: bool,
-    jev: Option<JevConfig>,
+    jev: Option<(JevConfig, BudgetConfig)>,
 }
 
 impl Setup {
-    /// The handle on `stores`: with the provider of `JANITOR_JEV_*` behind the shared inference budget, or
+    /// The handle on `stores`: with the provider of `JANITOR_JEV_*` behind its shared inference budget, or
     /// with none (the same type either way, so the routes are built once).
     fn handle<S: Stores>(
         self,
         stores: S,
     ) -> Result<Janitor<S, JevBehindBudget<S>>, Box<dyn Error>> {
         Ok(match self.jev {
-            Some(jev) => Janitor::with_jev(self.config, stores, jev, BudgetConfig::default())?,
+            Some((jev, budget)) => Janitor::with_jev(self.config, stores, jev, budget)?,
             None => Janitor::with_evaluator(self.config, stores, None),
         })
     }

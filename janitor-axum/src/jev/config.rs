@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use http::uri::Scheme;
 use http::{HeaderValue, Uri};
-use janitor_core::config::{check, ConfigError, EnvError, EnvSource, Limit};
+use janitor_core::config::{check, ConfigError, EnvError, Limit};
 use janitor_core::identification::jev::DEFAULT_MODEL;
 use janitor_core::protection::budget::EVALUATION_TIMEOUT_MS;
 use rustls::ClientConfig;
@@ -215,45 +215,6 @@ impl JevConfigBuilder {
     }
 }
 
-impl JevConfig {
-    /// The provider the process's `JANITOR_JEV_*` variables name, or `None` when `JANITOR_JEV_ENDPOINT` is
-    /// unset (see [`from_env_source`](Self::from_env_source)).
-    pub fn from_env() -> Result<Option<JevConfig>, JevConfigError> {
-        JevConfig::from_env_source(&EnvSource::process())
-    }
-
-    /// The provider of `JANITOR_JEV_ENDPOINT`, with `JANITOR_JEV_API_KEY` (required with an endpoint),
-    /// `JANITOR_JEV_MODEL`, `JANITOR_JEV_TIMEOUT_MS` and `JANITOR_JEV_ROOT_CERTIFICATES` (a PEM file of the CAs to
-    /// trust instead of the system's), checked as [`build`](JevConfigBuilder::build) checks them. `None` when
-    /// no endpoint is set; a key or other option without one is refused, since it would be silently unused.
-    pub fn from_env_source(env: &EnvSource) -> Result<Option<JevConfig>, JevConfigError> {
-        let Some(endpoint) = env.text("JANITOR_JEV_ENDPOINT") else {
-            if env.any_with_prefix("JANITOR_JEV_") {
-                return Err(JevConfigError::Environment(EnvError {
-                    variable: "JANITOR_JEV_ENDPOINT".to_owned(),
-                    expected: "set when another JANITOR_JEV_ variable is",
-                    value: String::new(),
-                }));
-            }
-            return Ok(None);
-        };
-        let mut builder = JevConfig::builder().endpoint(endpoint);
-        if let Some(key) = env.text("JANITOR_JEV_API_KEY") {
-            builder = builder.api_key(key);
-        }
-        if let Some(model) = env.text("JANITOR_JEV_MODEL") {
-            builder = builder.model(model);
-        }
-        if let Some(timeout_ms) = env.number("JANITOR_JEV_TIMEOUT_MS")? {
-            builder = builder.timeout_ms(timeout_ms);
-        }
-        if let Some(path) = env.text("JANITOR_JEV_ROOT_CERTIFICATES") {
-            builder = builder.root_certificates_file(path);
-        }
-        builder.build().map(Some)
-    }
-}
-
 /// A checked endpoint.
 struct Endpoint {
     /// The URL, its scheme in lower case: the connectors compare schemes exactly, and `HTTPS` is not `https` to
@@ -326,51 +287,6 @@ mod tests {
         assert_eq!(config.endpoint().path(), "/v1/systemone");
         assert_eq!(config.authorization(), "Bearer sk-test-123");
         assert!(config.authorization().is_sensitive());
-    }
-
-    #[test]
-    fn the_environment_names_a_provider_or_none() {
-        let none = EnvSource::from_pairs([("JANITOR_SECRET", "x")]);
-        assert!(JevConfig::from_env_source(&none).unwrap().is_none());
-        let env = EnvSource::from_pairs([
-            ("JANITOR_JEV_ENDPOINT", "http://127.0.0.1:9/v1/systemone"),
-            ("JANITOR_JEV_API_KEY", "sk-env-123"),
-            ("JANITOR_JEV_MODEL", "jev-small"),
-            ("JANITOR_JEV_TIMEOUT_MS", "800"),
-        ]);
-        let config = JevConfig::from_env_source(&env).unwrap().unwrap();
-        assert_eq!((config.model(), config.timeout_ms()), ("jev-small", 800));
-        assert_eq!(config.authorization(), "Bearer sk-env-123");
-        for (pairs, error) in [
-            (
-                vec![("JANITOR_JEV_API_KEY", "sk-env-123")],
-                "JANITOR_JEV_ENDPOINT must be set",
-            ),
-            (
-                vec![("JANITOR_JEV_ENDPOINT", "http://127.0.0.1:9/v1")],
-                "api_key is required",
-            ),
-            (
-                vec![
-                    ("JANITOR_JEV_ENDPOINT", "http://127.0.0.1:9/v1"),
-                    ("JANITOR_JEV_API_KEY", "k"),
-                    ("JANITOR_JEV_TIMEOUT_MS", "5001"),
-                ],
-                "timeout_ms",
-            ),
-            (
-                vec![
-                    ("JANITOR_JEV_ENDPOINT", "http://127.0.0.1:9/v1"),
-                    ("JANITOR_JEV_API_KEY", "k"),
-                    ("JANITOR_JEV_TIMEOUT_MS", "soon"),
-                ],
-                "JANITOR_JEV_TIMEOUT_MS must be a number",
-            ),
-        ] {
-            let err = JevConfig::from_env_source(&EnvSource::from_pairs(pairs)).unwrap_err();
-            assert!(err.to_string().contains(error), "{err}");
-            assert!(!format!("{err:?}").contains("sk-env-123"), "{err:?}");
-        }
     }
 
     #[test]

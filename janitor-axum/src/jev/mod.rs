@@ -34,6 +34,7 @@
 
 mod client;
 mod config;
+mod settings;
 mod tls;
 
 use janitor_core::config::ConfigError;
@@ -46,6 +47,7 @@ pub use client::JevEvaluator;
 pub use config::{
     JevConfig, JevConfigBuilder, JevConfigError, API_KEY_BYTES, MODEL_BYTES, TIMEOUT_MS,
 };
+pub use settings::{BudgetSettings, JevSettings};
 
 use crate::{Janitor, JanitorConfig};
 

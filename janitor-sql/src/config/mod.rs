@@ -2,17 +2,19 @@
 
 mod pool;
 mod schema;
+mod settings;
 mod ssl;
 
 use std::str::FromStr;
 use std::time::Duration;
 
-use janitor_core::config::{EnvSource, Limit};
+use janitor_core::config::Limit;
 
 use crate::error::SetupError;
 
 pub use pool::{PoolMode, PoolOptions, PoolOptionsBuilder};
 pub use schema::SchemaName;
+pub use settings::DatabaseSettings;
 pub(crate) use ssl::split_ssl;
 pub use ssl::{RootCerts, SslMode, SslSettings};
 
@@ -86,47 +88,6 @@ impl DatabaseConfig {
     /// The most connections the pool opens.
     pub fn max_connections(&self) -> usize {
         self.max_connections
-    }
-}
-
-impl DatabaseConfig {
-    /// The configuration of the process's variables: `DATABASE_URL` (required), `JANITOR_SCHEMA`,
-    /// `JANITOR_DATABASE_POOL_MODE` (`session` or `transaction`), `JANITOR_DATABASE_MAX_CONNECTIONS`,
-    /// `JANITOR_DATABASE_STATEMENT_TIMEOUT_MS`, `JANITOR_DATABASE_WAIT_TIMEOUT_MS` and
-    /// `JANITOR_DATABASE_CONNECT_TIMEOUT_MS`, checked as the builder checks them.
-    pub fn from_env() -> Result<DatabaseConfig, SetupError> {
-        DatabaseConfig::from_env_source(&EnvSource::process())
-    }
-
-    /// The same from `env`.
-    pub fn from_env_source(env: &EnvSource) -> Result<DatabaseConfig, SetupError> {
-        let url = env
-            .text("DATABASE_URL")
-            .ok_or_else(|| SetupError::InvalidUrl("DATABASE_URL is not set".into()))?;
-        let mut builder = DatabaseConfig::builder(&url);
-        if let Some(schema) = env.text("JANITOR_SCHEMA") {
-            builder = builder.schema(&schema);
-        }
-        if let Some(mode) = env.choice("JANITOR_DATABASE_POOL_MODE", "session or transaction")? {
-            builder = builder.pool_mode(if mode == "transaction" {
-                PoolMode::Transaction
-            } else {
-                PoolMode::Session
-            });
-        }
-        if let Some(n) = env.number("JANITOR_DATABASE_MAX_CONNECTIONS")? {
-            builder = builder.max_connections(n);
-        }
-        if let Some(ms) = env.number("JANITOR_DATABASE_STATEMENT_TIMEOUT_MS")? {
-            builder = builder.statement_timeout_ms(ms);
-        }
-        if let Some(ms) = env.number("JANITOR_DATABASE_WAIT_TIMEOUT_MS")? {
-            builder = builder.wait_timeout_ms(ms);
-        }
-        if let Some(ms) = env.number("JANITOR_DATABASE_CONNECT_TIMEOUT_MS")? {
-            builder = builder.connect_timeout_ms(ms);
-        }
-        builder.build()
     }
 }
 
@@ -276,38 +237,6 @@ mod tests {
     use super::*;
 
     const URL: &str = "postgres://janitor:secret-password@127.0.0.1:5432/janitor";
-
-    #[test]
-    fn the_environment_reaches_every_option() {
-        let env = EnvSource::from_pairs([
-            ("DATABASE_URL", URL),
-            ("JANITOR_SCHEMA", "tenant"),
-            ("JANITOR_DATABASE_POOL_MODE", "transaction"),
-            ("JANITOR_DATABASE_MAX_CONNECTIONS", "4"),
-            ("JANITOR_DATABASE_STATEMENT_TIMEOUT_MS", "900"),
-        ]);
-        let config = DatabaseConfig::from_env_source(&env).unwrap();
-        assert_eq!(config.schema().map(SchemaName::as_str), Some("tenant"));
-        assert_eq!(config.pool_mode(), PoolMode::Transaction);
-        assert_eq!(config.max_connections(), 4);
-        assert_eq!(config.statement_timeout(), Duration::from_millis(900));
-        let missing = DatabaseConfig::from_env_source(&EnvSource::from_pairs([])).unwrap_err();
-        assert!(missing.to_string().contains("DATABASE_URL is not set"));
-        let bad = EnvSource::from_pairs([
-            ("DATABASE_URL", URL),
-            ("JANITOR_DATABASE_POOL_MODE", "statement"),
-        ]);
-        let err = DatabaseConfig::from_env_source(&bad).unwrap_err();
-        assert!(err.to_string().contains("session or transaction"), "{err}");
-        let over = EnvSource::from_pairs([
-            ("DATABASE_URL", URL),
-            ("JANITOR_DATABASE_MAX_CONNECTIONS", "1001"),
-        ]);
-        assert!(matches!(
-            DatabaseConfig::from_env_source(&over),
-            Err(SetupError::OutOfRange(_))
-        ));
-    }
 
     #[test]
     fn schema_names() {

@@ -6,7 +6,8 @@ use super::{SchemaName, STATEMENT_TIMEOUT_MS};
 use crate::error::SetupError;
 
 /// How connections reach PostgreSQL, which decides what a server session may be trusted to keep.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PoolMode {
     /// Each connection is one server session for its whole life: a direct connection, or PgBouncer in
     /// `pool_mode = session`. The schema and the statement timeout travel in the startup packet, and each
