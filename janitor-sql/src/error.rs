@@ -36,8 +36,9 @@ pub enum SetupError {
 /// Whether a failed statement means the database cannot answer now, as opposed to refusing what was asked.
 ///
 /// Unavailable: connection lost or refused, server shutting down or out of resources, statement cancelled by
-/// its timeout, lock or serialization conflicts that a retry can win. Everything else — constraints, invalid
-/// data, a missing table (migrations not applied) — is a data error. Messages carry PostgreSQL's message and
+/// its timeout, lock or serialization conflicts that a retry can win. Invalid: a data exception (class 22),
+/// a value the database cannot take. Everything else — constraints, a missing table (migrations not
+/// applied) — is a data error. Messages carry PostgreSQL's message and
 /// SQLSTATE, never its DETAIL line, which can quote row values.
 pub(crate) fn from_postgres(error: &tokio_postgres::Error) -> StoreError {
     let Some(db) = error.as_db_error() else {
@@ -51,6 +52,9 @@ pub(crate) fn from_postgres(error: &tokio_postgres::Error) -> StoreError {
     let text = format!("{} (SQLSTATE {})", db.message(), db.code().code());
     if is_transient(db.code()) {
         StoreError::Unavailable(text)
+    } else if db.code().code().starts_with("22") {
+        // Data exceptions: the value sent, not the database, is what failed.
+        StoreError::Invalid(text)
     } else {
         StoreError::Data(text)
     }
@@ -91,7 +95,7 @@ pub(crate) fn from_pool(error: PoolError) -> StoreError {
     match error {
         PoolError::Backend(e) => match from_postgres(&e) {
             // Authentication or a missing database while connecting are still "cannot serve now".
-            StoreError::Data(text) => StoreError::Unavailable(text),
+            StoreError::Data(text) | StoreError::Invalid(text) => StoreError::Unavailable(text),
             unavailable => unavailable,
         },
         PoolError::Timeout(kind) => StoreError::Unavailable(format!(

@@ -210,3 +210,38 @@ async fn refusals_are_data_errors() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_the_database_cannot_take_is_invalid_and_writes_nothing() {
+    with_schemas(|schemas| async move {
+        let store = PgVisitorStore::new(schemas.fresh().await, Retention::default());
+        // U+0000 fits neither text nor jsonb: SQLSTATE 22021 or 22P05, a data exception, never "unavailable".
+        let unstorable = observation("a\0b");
+        let write = janitor_core::identification::store::VisitWrite {
+            visitor: &visitor(1),
+            create: true,
+            observation: Some(&unstorable),
+            now_ms: T0,
+        };
+        match store.record_visit(write).await {
+            Err(StoreError::Invalid(text)) => assert!(text.contains("SQLSTATE 22"), "{text}"),
+            other => panic!("expected an invalid value, got {other:?}"),
+        }
+        store.create_visitor(&visitor(2), T0).await.unwrap();
+        match store.save_observation(&visitor(2), &unstorable, T0).await {
+            Err(StoreError::Invalid(text)) => assert!(text.contains("SQLSTATE 22"), "{text}"),
+            other => panic!("expected an invalid value, got {other:?}"),
+        }
+        // Neither statement left a row behind, and the store still answers.
+        for n in [1, 2] {
+            assert!(store
+                .recent_observations(&visitor(n), 10, T0)
+                .await
+                .unwrap()
+                .is_empty());
+        }
+        let created_again = store.create_visitor(&visitor(1), T0).await;
+        assert_eq!(created_again, Ok(()), "the failed create left no visitor");
+    })
+    .await;
+}

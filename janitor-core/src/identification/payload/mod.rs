@@ -6,6 +6,11 @@
 //! sharing the database is refused by all. A number is an integer when it has no fractional part (`1.0` is the
 //! integer 1, as it is for JavaScript).
 //!
+//! One rule goes past the schema: no string may hold U+0000. PostgreSQL can store it neither in `text` nor in
+//! `jsonb`, so such a payload could only ever be saved by the memory store; every store refuses it as an
+//! invalid payload instead (400), rather than one store answering 200 and the other 503. Numbers are read to
+//! the nearest double however many digits they have (serde_json's `float_roundtrip`), as a browser reads them.
+//!
 //! Parsing goes through [`serde_json::Value`] and a hand-written walk rather than derived deserializers, so that
 //! every error names the offending field path and the bound it broke.
 

@@ -164,6 +164,11 @@ pub(super) fn text(
     if mode == Strictness::Schema && s.len() > max && s.encode_utf16().count() > max {
         return Err(at.error(&format!("must be at most {max} UTF-16 code units long")));
     }
+    // PostgreSQL keeps U+0000 neither in text nor in jsonb: a payload holding one could be stored by the
+    // memory store only, so every store refuses it here, before anything is written.
+    if mode == Strictness::Schema && s.contains('\0') {
+        return Err(at.error("must not contain U+0000"));
+    }
     Ok(s.clone())
 }
 
