@@ -5,6 +5,9 @@
 use janitor_axum::{Janitor, KeyCheck, KeyCheckError, MemoryStores, PgStores};
 use janitor_sql::testing::with_schemas;
 
+const SHARED: &str = "the-shop-instances-share-this-secret-7f3a";
+const OTHER: &str = "another-secret-typed-into-one-instance-9c1e";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_secret_on_the_same_database_is_refused() {
     with_schemas(|schemas| async move {
@@ -17,19 +20,15 @@ async fn another_secret_on_the_same_database_is_refused() {
                 .unwrap();
             Janitor::new(config, stores.clone())
         };
-        let shared = "s".repeat(32);
-        assert_eq!(instance(&shared).check_key().await, Ok(KeyCheck::Recorded));
-        assert_eq!(instance(&shared).check_key().await, Ok(KeyCheck::Matches));
-        let refused = instance(&"t".repeat(32)).check_key().await.unwrap_err();
+        assert_eq!(instance(SHARED).check_key().await, Ok(KeyCheck::Recorded));
+        assert_eq!(instance(SHARED).check_key().await, Ok(KeyCheck::Matches));
+        let refused = instance(OTHER).check_key().await.unwrap_err();
         assert!(matches!(&refused, KeyCheckError::Differs { namespace } if namespace == "shop"));
         assert!(refused.to_string().contains("same secret"), "{refused}");
-        assert!(
-            !refused.to_string().contains(&"t".repeat(32)),
-            "never the secret"
-        );
+        assert!(!refused.to_string().contains(OTHER), "never the secret");
         // Another namespace is another tenant, with a secret of its own.
         let config = janitor_axum::JanitorConfig::builder()
-            .secret(&"t".repeat(32))
+            .secret(OTHER)
             .namespace("blog")
             .build()
             .unwrap();
@@ -45,7 +44,7 @@ async fn another_secret_on_the_same_database_is_refused() {
 async fn memory_stores_have_nothing_to_compare() {
     let janitor = Janitor::new(
         janitor_axum::JanitorConfig::builder()
-            .secret(&"s".repeat(32))
+            .secret(SHARED)
             .build()
             .unwrap(),
         MemoryStores::new(),

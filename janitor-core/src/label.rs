@@ -36,6 +36,54 @@ pub enum LabelError {
     /// The namespace is too long.
     #[error("namespace must be at most {MAX_NAMESPACE_UNITS} UTF-16 code units long, got {0}")]
     NamespaceLength(usize),
+    /// The secret is a placeholder rather than a random value (see [`check_secret_strength`]).
+    #[error("secret is too weak: {0}; use a random value, e.g. `openssl rand -hex 32`")]
+    WeakSecret(&'static str),
+}
+
+/// Fewest distinct characters a deployment's secret may have.
+pub const MIN_SECRET_DISTINCT: usize = 6;
+
+/// Refuses a secret that is plainly not random, for deployments (the configuration of
+/// [`JanitorConfig`](https://docs.rs/janitor-axum) applies it; [`LabelKey::new`] does not, so that the
+/// contract's vectors, whose secrets are placeholders, still verify).
+///
+/// The rules, each a [`LabelError::WeakSecret`]:
+/// - at least 32 characters (Unicode scalar values). A character is at least one UTF-8 byte and one UTF-16
+///   unit, so the secret is also 32 long as Rust, Elixir (bytes), JavaScript (UTF-16 units) and Python
+///   (code points) count; `LabelKey::new` alone would take 16 emoji, which JavaScript counts as 32;
+/// - not only whitespace;
+/// - at least [`MIN_SECRET_DISTINCT`] distinct characters;
+/// - not one shorter string repeated (`"0123456789abcdef"` twice).
+///
+/// No rule can measure entropy from one sample; these catch what people actually deploy by mistake (a run
+/// of one key, a pattern typed by hand, a test fixture) and never refuse a generated secret in practice: 32
+/// random hex digits show fewer than 6 distinct digits with probability below 10⁻¹², and are a repetition
+/// with probability below 10⁻¹⁸.
+pub fn check_secret_strength(secret: &str) -> Result<(), LabelError> {
+    let characters = secret.chars().count();
+    if characters < MIN_SECRET_UNITS {
+        return Err(LabelError::WeakSecret("it has fewer than 32 characters"));
+    }
+    if secret.chars().all(char::is_whitespace) {
+        return Err(LabelError::WeakSecret("it is only whitespace"));
+    }
+    let mut distinct: Vec<char> = secret.chars().collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() < MIN_SECRET_DISTINCT {
+        return Err(LabelError::WeakSecret(
+            "it has fewer than 6 distinct characters",
+        ));
+    }
+    // A string is a repetition of a shorter one exactly when it occurs inside itself doubled, off the ends.
+    let doubled = format!("{secret}{secret}");
+    let first = secret.chars().next().map_or(1, char::len_utf8);
+    let last = secret.chars().next_back().map_or(1, char::len_utf8);
+    if doubled[first..doubled.len() - last].contains(secret) {
+        return Err(LabelError::WeakSecret("it is one shorter string repeated"));
+    }
+    Ok(())
 }
 
 /// A validated secret and namespace, with the HMAC key schedule computed once.
@@ -266,6 +314,58 @@ mod tests {
             LabelKey::new(&secret, &"n".repeat(129)).unwrap_err(),
             LabelError::NamespaceLength(129)
         );
+    }
+
+    #[test]
+    fn placeholder_secrets_are_weak() {
+        let weak = |s: &str| match check_secret_strength(s) {
+            Err(LabelError::WeakSecret(reason)) => reason,
+            other => panic!("{s:?} gave {other:?}"),
+        };
+        assert_eq!(weak(&" ".repeat(32)), "it is only whitespace");
+        assert_eq!(weak(&"\t\n \u{3000}".repeat(8)), "it is only whitespace");
+        assert_eq!(
+            weak(&"a".repeat(64)),
+            "it has fewer than 6 distinct characters"
+        );
+        assert_eq!(
+            weak(&"abcde".repeat(7)),
+            "it has fewer than 6 distinct characters"
+        );
+        assert_eq!(
+            weak("0123456789abcdef0123456789abcdef"),
+            "it is one shorter string repeated"
+        );
+        assert_eq!(
+            weak(&"changeme-".repeat(4)),
+            "it is one shorter string repeated"
+        );
+        // 16 emoji are 32 units to JavaScript but 16 characters to Python or Elixir's String.length.
+        assert_eq!(
+            weak("😀😁😂🤣😃😄😅😆😉😊😋😎😍😘🥰😗"),
+            "it has fewer than 32 characters"
+        );
+        // 31 characters, one short; 32, just enough.
+        let random = "f3a91c07be5d4e28a6b0c9d17e4f2a38";
+        assert_eq!(weak(&random[..31]), "it has fewer than 32 characters");
+        assert_eq!(check_secret_strength(random), Ok(()));
+        // Six distinct characters are enough, five are not, whatever the length.
+        let six = "abcdefabcdefabcdefabcdefabcdefabcdeff";
+        assert_eq!(check_secret_strength(six), Ok(()));
+        assert_eq!(
+            weak(&six.replace('f', "e")),
+            "it has fewer than 6 distinct characters"
+        );
+        // Repetition means the whole secret: a repeated run inside it is fine, and so is a non-ASCII secret.
+        assert_eq!(
+            check_secret_strength("aaaaaaaaaaaaaaaaaaaaaaaaaa-f3a91c07be5d"),
+            Ok(())
+        );
+        assert_eq!(
+            check_secret_strength("ключ-для-подписи-меток-2026-ξψω-€"),
+            Ok(())
+        );
+        assert!(!LabelError::WeakSecret("x").to_string().contains(random));
     }
 
     #[test]

@@ -11,7 +11,7 @@ mod settings;
 
 use janitor_core::config::ConfigError;
 use janitor_core::evidence::EvidenceConfig;
-use janitor_core::label::{LabelError, LabelKey};
+use janitor_core::label::{check_secret_strength, LabelError, LabelKey};
 use janitor_core::protection::quota::QuotaConfig;
 use janitor_core::{EngineConfig, Retention};
 
@@ -162,8 +162,9 @@ impl std::fmt::Debug for JanitorConfigBuilder {
 }
 
 impl JanitorConfigBuilder {
-    /// The identity secret: 32–4096 characters (UTF-16 units, as the other implementations count). Required.
-    /// Labels depend on it: instances that share a database must share it.
+    /// The identity secret: 32–4096 characters, and not a placeholder (a run of one key, a string repeated:
+    /// [`check_secret_strength`] has the rules). Required. Labels depend on it: instances that share a
+    /// database must share it.
     pub fn secret(mut self, secret: &str) -> Self {
         self.secret = Some(secret.to_owned());
         self
@@ -233,6 +234,7 @@ impl JanitorConfigBuilder {
     /// Checks everything, and the rules between parts.
     pub fn build(self) -> Result<JanitorConfig, JanitorConfigError> {
         let secret = self.secret.ok_or(JanitorConfigError::MissingSecret)?;
+        check_secret_strength(&secret)?;
         let key = LabelKey::new(&secret, self.namespace.as_deref().unwrap_or("janitor"))?;
         let retention = match self.retention {
             Some((days, max)) => Retention::new(days, max)?,
@@ -273,7 +275,7 @@ impl JanitorConfigBuilder {
 mod tests {
     use super::*;
 
-    const SECRET: &str = "0123456789abcdef0123456789abcdef";
+    const SECRET: &str = "7c1e9a24f0b35d86e2a4c7f190b3d5e8";
 
     fn base() -> JanitorConfigBuilder {
         JanitorConfig::builder().secret(SECRET)
@@ -332,6 +334,12 @@ mod tests {
             JanitorConfig::builder().secret("short").build(),
             Err(JanitorConfigError::Label(_))
         ));
+        for placeholder in [" ".repeat(32), "x".repeat(40), "0123456789abcdef".repeat(2)] {
+            assert!(matches!(
+                JanitorConfig::builder().secret(&placeholder).build(),
+                Err(JanitorConfigError::Label(LabelError::WeakSecret(_)))
+            ));
+        }
         assert!(matches!(
             base().namespace("  ").build(),
             Err(JanitorConfigError::Label(_))

@@ -11,7 +11,7 @@ pub mod wire;
 use janitor_axum::{JanitorConfig, JanitorConfigBuilder};
 
 /// The secret every test handle uses.
-pub const SECRET: &str = "0123456789abcdef0123456789abcdef";
+pub const SECRET: &str = "7c1e9a24f0b35d86e2a4c7f190b3d5e8";
 
 /// A production configuration with the test secret in `namespace`.
 pub fn config(namespace: &str) -> JanitorConfigBuilder {
