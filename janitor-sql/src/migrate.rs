@@ -43,6 +43,7 @@ pub const MIGRATIONS: &[Migration] = migrations![
     2 => "0002_protection.sql",
     3 => "0003_evidence.sql",
     4 => "0004_key_checks.sql",
+    5 => "0005_save_observation.sql",
 ];
 
 /// The table recording applied migrations, in the migrated schema.

@@ -3,8 +3,10 @@
 
 use crate::config::SchemaName;
 
-/// The tables the migrations create; only these names are qualified.
+/// The tables the migrations create, and the one function the stores call as a table (`FROM f(...)`); only
+/// these names are qualified.
 const TABLES: &[&str] = &[
+    "janitor_save_observation",
     "visitors",
     "observations",
     "protection_quotas",

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::{visitor, Fresh, T0};
+use super::{join_all, visitor, Fresh, T0};
 use crate::config::DAY_MS;
 use crate::error::StoreError;
 use crate::identification::candidates::{probes_for, Probe, ProbeFamily, ROWS_PER_PROBE};
@@ -524,6 +524,65 @@ pub async fn delete_cascades(fresh: impl Fresh<Retention, Store: VisitorStore>) 
         .expect("a deleted id can be created again");
 }
 
+/// Case: Concurrent saves for one visitor keep its bound: each save prunes against the rows of the saves
+/// that finished before it, not against a snapshot that misses them.
+pub async fn concurrent_saves_keep_the_bound(fresh: impl Fresh<Retention, Store: VisitorStore>) {
+    let keep = 3;
+    let store = &fresh
+        .store(Retention::new(90, keep).expect("valid retention"))
+        .await;
+    let (v, w) = (visitor(1), visitor(2));
+    for x in [&v, &w] {
+        store.create_visitor(x, T0).await.expect("create");
+    }
+    for round in 0..4_i64 {
+        // Half plain saves, half the cookie path's save + touch, all at once and at one instant.
+        let now = T0 + round;
+        let observations: Vec<Observation> = (0..48)
+            .map(|i| observation(&format!("{round}-{i}")))
+            .collect();
+        let v = &v;
+        let saves = observations.iter().enumerate().map(|(i, o)| async move {
+            if i % 2 == 0 {
+                store.save_observation(v, o, now).await
+            } else {
+                let write = VisitWrite {
+                    visitor: v,
+                    create: false,
+                    observation: Some(o),
+                    now_ms: now,
+                };
+                store.record_visit(write).await
+            }
+        });
+        for outcome in join_all(saves.collect()).await {
+            outcome.expect("save");
+        }
+        let history = store
+            .recent_observations(v, 100, now)
+            .await
+            .expect("history");
+        assert_eq!(
+            history.len(),
+            keep,
+            "concurrent_saves_keep_the_bound: round {round}"
+        );
+    }
+    // Another visitor's history is its own.
+    store
+        .save_observation(&w, &observation("w"), T0)
+        .await
+        .expect("save");
+    assert_eq!(
+        store
+            .recent_observations(&w, 100, T0)
+            .await
+            .expect("history")
+            .len(),
+        1
+    );
+}
+
 /// One `#[tokio::test]` per case of the [`VisitorStore`] suite ([`crate::testing`] shows the forms).
 ///
 /// `fresh` makes an empty store applying the `Retention` it is given.
@@ -547,6 +606,7 @@ macro_rules! visitor_store_tests {
             record_visit_does_all_writes,
             cleanup_is_bounded_and_resumable,
             delete_cascades,
+            concurrent_saves_keep_the_bound,
             ]
             $($setup)+
         );

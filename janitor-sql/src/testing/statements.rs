@@ -16,10 +16,6 @@ pub const STATEMENTS: &[(&str, &str)] = &[
         visitor_store::statements::CREATE_AND_SAVE,
     ),
     ("visitors.save", visitor_store::statements::SAVE),
-    (
-        "visitors.save_and_touch",
-        visitor_store::statements::SAVE_AND_TOUCH,
-    ),
     ("visitors.history", visitor_store::statements::HISTORY),
     (
         "visitors.history_batch",

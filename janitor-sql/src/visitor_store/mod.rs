@@ -97,10 +97,11 @@ fn limit_parameter(limit: usize) -> i64 {
 }
 
 impl PgVisitorStore {
+    /// Saves `observation` and prunes the visitor's history; `touch` also moves its `last_seen_at`.
     async fn save(
         &self,
         connection: &mut Connection<'_>,
-        statement: &str,
+        touch: bool,
         visitor: &VisitorId,
         observation: &Observation,
         now_ms: i64,
@@ -110,7 +111,7 @@ impl PgVisitorStore {
         let keep = self.keep();
         connection
             .query(
-                statement,
+                statements::SAVE,
                 &[
                     &visitor.as_str(),
                     &now_ms,
@@ -121,6 +122,7 @@ impl PgVisitorStore {
                     &c.json,
                     &cutoff,
                     &keep,
+                    &touch,
                 ],
             )
             .await
@@ -222,14 +224,8 @@ impl VisitorStore for PgVisitorStore {
         now_ms: i64,
     ) -> Result<(), StoreError> {
         let mut connection = self.database.connection().await?;
-        self.save(
-            &mut connection,
-            statements::SAVE,
-            visitor,
-            observation,
-            now_ms,
-        )
-        .await
+        self.save(&mut connection, false, visitor, observation, now_ms)
+            .await
     }
 
     async fn touch_visitor(&self, visitor: &VisitorId, now_ms: i64) -> Result<(), StoreError> {
@@ -269,14 +265,8 @@ impl VisitorStore for PgVisitorStore {
                 .await
                 .map(drop),
             (false, Some(o)) => {
-                self.save(
-                    &mut connection,
-                    statements::SAVE_AND_TOUCH,
-                    write.visitor,
-                    o,
-                    write.now_ms,
-                )
-                .await
+                self.save(&mut connection, true, write.visitor, o, write.now_ms)
+                    .await
             }
             (false, None) => connection
                 .execute(statements::TOUCH, &[&visitor, &write.now_ms])

@@ -1,9 +1,9 @@
 //! The SQL of the visitor store, public so it can be reviewed, `EXPLAIN`ed and replayed by load tools. Each
 //! runs as a prepared statement, cached per connection.
 //!
-//! Parameters, shared by the write fragments so they compose: `$1` visitor id, `$2` now (ms), `$3`–`$6`
-//! platform, browser, timezone, webgl renderer, `$7` the observation as JSON, `$8` retention cutoff, `$9` rows
-//! kept per visitor.
+//! Parameters, shared by the write statements: `$1` visitor id, `$2` now (ms), `$3`–`$6` platform, browser,
+//! timezone, webgl renderer, `$7` the observation as JSON, `$8` retention cutoff, `$9` rows kept per visitor,
+//! `$10` whether the save also touches the visitor.
 
 use std::fmt::Write;
 
@@ -14,27 +14,6 @@ macro_rules! insert_observation {
         "INSERT INTO observations \
            (visitor_id, seen_at, platform, browser, timezone, webgl_renderer, signals_json) \
          VALUES ($1, $2, $3, $4, $5, $6, $7)"
-    };
-}
-
-// The new row is invisible to the DELETE (one snapshot per statement), so it joins the ranking through the
-// INSERT's RETURNING: the visitor keeps its `$9` newest rows counting the new one, and loses its expired ones.
-macro_rules! save_and_prune {
-    () => {
-        concat!(
-            "inserted AS (",
-            insert_observation!(),
-            " RETURNING id, seen_at), \
-             pruned AS ( \
-               DELETE FROM observations \
-               WHERE visitor_id = $1 AND (seen_at < $8 OR id IN ( \
-                 SELECT id FROM ( \
-                   SELECT id, seen_at FROM observations WHERE visitor_id = $1 \
-                   UNION ALL SELECT id, seen_at FROM inserted \
-                 ) AS history \
-                 ORDER BY seen_at DESC, id DESC OFFSET $9)) \
-               RETURNING 1)"
-        )
     };
 }
 
@@ -61,17 +40,10 @@ pub(crate) const TOUCH: &str = touch!();
 pub(crate) const CREATE_AND_SAVE: &str =
     concat!("WITH created AS (", create!(), ") ", insert_observation!());
 
-/// Saves an observation and prunes the visitor (`$1`–`$9`).
-pub(crate) const SAVE: &str = concat!("WITH ", save_and_prune!(), " SELECT count(*) FROM pruned");
-
-/// Saves, prunes and touches in one statement (`$1`–`$9`): the cookie path's only write.
-pub(crate) const SAVE_AND_TOUCH: &str = concat!(
-    "WITH ",
-    save_and_prune!(),
-    ", touched AS (",
-    touch!(),
-    ") SELECT count(*) FROM pruned"
-);
+/// Saves an observation and prunes the visitor (`$1`–`$9`); `$10` also touches it. One call of the function
+/// of `migrations/0005_save_observation.sql`, which keeps the bound of `$9` rows under concurrent saves.
+pub(crate) const SAVE: &str = "SELECT pruned FROM janitor_save_observation(\
+     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS pruned";
 
 /// Up to `$3` retained observations of visitor `$1` at cutoff `$2`, newest first.
 pub(crate) const HISTORY: &str = "SELECT signals_json FROM observations \

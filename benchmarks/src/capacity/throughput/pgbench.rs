@@ -157,7 +157,7 @@ pub fn script(visitors: usize) -> Result<String, String> {
         &["visitor_id", "cutoff", "history_limit"],
     )?;
     let save = with_variables(
-        statement("visitors.save_and_touch"),
+        statement("visitors.save"),
         &[
             "visitor_id",
             "now_ms",
@@ -168,6 +168,7 @@ pub fn script(visitors: usize) -> Result<String, String> {
             "signals_json",
             "cutoff",
             "keep",
+            "touch",
         ],
     )?;
     Ok(format!(
@@ -178,6 +179,7 @@ pub fn script(visitors: usize) -> Result<String, String> {
          \\set cutoff :now_ms - {retention_ms}\n\
          \\set history_limit {limit}\n\
          \\set keep {keep}\n\
+         \\set touch 1\n\
          {history};\n\
          {save};\n",
         retention_ms = -retention.cutoff(0),
