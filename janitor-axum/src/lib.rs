@@ -11,6 +11,8 @@ pub mod jev;
 mod maintenance;
 mod refusal;
 mod script;
+#[cfg(feature = "serve")]
+pub mod serve;
 mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -18,6 +18,8 @@ pub enum Refusal {
     NotFound,
     /// Not a `POST`: 405 with `Allow: POST`.
     MethodNotAllowed,
+    /// More than one `Host` header (RFC 9112 §3.2 asks for 400): 400.
+    AmbiguousHost,
     /// An `Origin` other than the host, or `Sec-Fetch-Site: cross-site`: 403.
     CrossOrigin,
     /// The body is not declared as `application/json`: 415.
@@ -51,9 +53,10 @@ impl Refusal {
             Refusal::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Refusal::CrossOrigin => StatusCode::FORBIDDEN,
             Refusal::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Refusal::InsecureCookie | Refusal::BodyRequired | Refusal::InvalidPayload => {
-                StatusCode::BAD_REQUEST
-            }
+            Refusal::AmbiguousHost
+            | Refusal::InsecureCookie
+            | Refusal::BodyRequired
+            | Refusal::InvalidPayload => StatusCode::BAD_REQUEST,
             Refusal::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Refusal::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Refusal::TimedOut => StatusCode::REQUEST_TIMEOUT,
@@ -66,6 +69,7 @@ impl Refusal {
         match self {
             Refusal::NotFound => "Not found",
             Refusal::MethodNotAllowed => "Method not allowed",
+            Refusal::AmbiguousHost => "Exactly one Host header is required",
             Refusal::CrossOrigin => "Cross-origin requests are not allowed",
             Refusal::UnsupportedMediaType => "Content-Type must be application/json",
             Refusal::InsecureCookie => "Insecure cookies require localhost",
@@ -79,13 +83,14 @@ impl Refusal {
         }
     }
 
-    /// A short name for metrics and logs: `not_found`, `method_not_allowed`, `cross_origin`,
+    /// A short name for metrics and logs: `not_found`, `method_not_allowed`, `ambiguous_host`, `cross_origin`,
     /// `unsupported_media_type`, `insecure_cookie`, `rate_limited`, `too_large`, `body_required`, `timed_out`,
     /// `invalid_payload`, `unavailable` or `busy`.
     pub const fn reason(&self) -> &'static str {
         match self {
             Refusal::NotFound => "not_found",
             Refusal::MethodNotAllowed => "method_not_allowed",
+            Refusal::AmbiguousHost => "ambiguous_host",
             Refusal::CrossOrigin => "cross_origin",
             Refusal::UnsupportedMediaType => "unsupported_media_type",
             Refusal::InsecureCookie => "insecure_cookie",
@@ -148,9 +153,10 @@ pub fn security_headers(headers: &mut HeaderMap) {
 mod tests {
     use super::*;
 
-    const ALL: [Refusal; 12] = [
+    const ALL: [Refusal; 13] = [
         Refusal::NotFound,
         Refusal::MethodNotAllowed,
+        Refusal::AmbiguousHost,
         Refusal::CrossOrigin,
         Refusal::UnsupportedMediaType,
         Refusal::InsecureCookie,

@@ -12,8 +12,10 @@
 //!   `JANITOR_ALLOWED_ORIGINS`, ...). Without `JANITOR_SECRET` a random development secret is made for this
 //!   run: quota and evidence labels then start again at every restart, and the check that instances on one
 //!   database share their secret is skipped.
+//! - `JANITOR_HEADER_READ_TIMEOUT_MS`, `JANITOR_KEEP_ALIVE_TIMEOUT_MS`, `JANITOR_MAX_HEADER_BYTES`,
+//!   `JANITOR_MAX_CONNECTIONS`: the connection limits of `janitor_axum::serve::ServeConfig`.
 //! - `RUST_LOG`: the log filter (default `info,tokio_postgres=info`; `tokio_postgres` logs statement
-//!   parameters at debug level).
+//!   parameters at debug level: visitor ids, user agents, signals).
 //!
 //! Unless `JANITOR_ENVIRONMENT` says otherwise the examples run in development mode: the cookie is not
 //! `Secure` (loopback only) and the endpoint shows the scores.
@@ -26,6 +28,7 @@ use std::process::ExitCode;
 use axum::routing::get;
 use axum::Router;
 use janitor_axum::jev::JevConfig;
+use janitor_axum::serve::{self, ServeConfig};
 use janitor_axum::{
     Environment, Janitor, JanitorConfig, JanitorSettings, JevBehindBudget, MaintenanceSchedule,
     MemoryStores, Stores,
@@ -166,15 +169,14 @@ async fn serve<S: Stores, E: Evaluator + 'static, W: Site>(
         .router()
         .merge(site.routes(&janitor))
         .route("/metrics", get(move || async move { metrics.render() }));
+    let limits = ServeConfig::from_env(&EnvSource::process())?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    println!("{} on http://{}/", W::NAME, listener.local_addr()?);
-    // The peer address lets trusted proxies (JANITOR_TRUSTED_PROXIES) be told apart from everyone else.
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(stopped())
-    .await?;
+    let local = listener.local_addr()?;
+    println!("{} on http://{local}/", W::NAME);
+    tracing::info!(%local, ?limits, "serving");
+    // Bounded heads, idle connections and connection count; the peer address on every request lets trusted
+    // proxies (JANITOR_TRUSTED_PROXIES) be told apart from everyone else.
+    serve::serve(listener, app, limits, stopped()).await?;
     println!("stopped: the requests in flight were answered");
     Ok(())
 }

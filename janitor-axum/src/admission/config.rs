@@ -14,6 +14,10 @@ pub const MAX_DRAIN_BYTES: Limit<u64> = Limit::new("max_drain_bytes", 16_384, 0,
 /// Longest wait for a refused request's small body to arrive before giving up on it and closing the
 /// connection, in milliseconds (default one second).
 pub const DRAIN_TIMEOUT_MS: Limit<u64> = Limit::new("drain_timeout_ms", 1_000, 1, 10_000);
+/// Longest an admitted request keeps its slot while its body is still arriving, in milliseconds (default
+/// 250). Past it the slot is lent back until the body is in (see [`AdmissionSlot`](super::AdmissionSlot)), so
+/// a client trickling its body holds no slot; a browser's payload, sent with its head, arrives well within.
+pub const BODY_GRACE_MS: Limit<u64> = Limit::new("body_grace_ms", 250, 1, 30_000);
 
 /// Validated admission options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +25,7 @@ pub struct AdmissionConfig {
     max_in_flight_requests: usize,
     max_drain_bytes: u64,
     drain_timeout_ms: u64,
+    body_grace_ms: u64,
 }
 
 impl Default for AdmissionConfig {
@@ -29,6 +34,7 @@ impl Default for AdmissionConfig {
             max_in_flight_requests: MAX_IN_FLIGHT_REQUESTS.default,
             max_drain_bytes: MAX_DRAIN_BYTES.default,
             drain_timeout_ms: DRAIN_TIMEOUT_MS.default,
+            body_grace_ms: BODY_GRACE_MS.default,
         }
     }
 }
@@ -53,6 +59,11 @@ impl AdmissionConfig {
     pub fn drain_timeout(&self) -> Duration {
         Duration::from_millis(self.drain_timeout_ms)
     }
+
+    /// Longest an admitted request holds its slot while waiting for its body.
+    pub fn body_grace(&self) -> Duration {
+        Duration::from_millis(self.body_grace_ms)
+    }
 }
 
 /// Builds an [`AdmissionConfig`]; [`build`](Self::build) checks every value.
@@ -62,6 +73,7 @@ pub struct AdmissionConfigBuilder {
     max_in_flight_requests: Option<usize>,
     max_drain_bytes: Option<u64>,
     drain_timeout_ms: Option<u64>,
+    body_grace_ms: Option<u64>,
 }
 
 impl AdmissionConfigBuilder {
@@ -83,6 +95,12 @@ impl AdmissionConfigBuilder {
         self
     }
 
+    /// Longest an admitted request holds its slot while its body arrives: 1–30,000 ms, default 250.
+    pub fn body_grace_ms(mut self, ms: u64) -> Self {
+        self.body_grace_ms = Some(ms);
+        self
+    }
+
     /// Checks the values.
     pub fn build(self) -> Result<AdmissionConfig, ConfigError> {
         Ok(AdmissionConfig {
@@ -90,6 +108,7 @@ impl AdmissionConfigBuilder {
                 .or_default(self.max_in_flight_requests)?,
             max_drain_bytes: MAX_DRAIN_BYTES.or_default(self.max_drain_bytes)?,
             drain_timeout_ms: DRAIN_TIMEOUT_MS.or_default(self.drain_timeout_ms)?,
+            body_grace_ms: BODY_GRACE_MS.or_default(self.body_grace_ms)?,
         })
     }
 }
@@ -105,6 +124,26 @@ mod tests {
         assert_eq!(config.max_in_flight_requests(), 64);
         assert_eq!(config.max_drain_bytes(), 16_384);
         assert_eq!(config.drain_timeout(), Duration::from_secs(1));
+        assert_eq!(config.body_grace(), Duration::from_millis(250));
+    }
+
+    #[test]
+    fn body_grace_bounds() {
+        for good in [1, 30_000] {
+            let config = AdmissionConfig::builder()
+                .body_grace_ms(good)
+                .build()
+                .unwrap();
+            assert_eq!(config.body_grace(), Duration::from_millis(good));
+        }
+        for bad in [0, 30_001] {
+            let err = AdmissionConfig::builder()
+                .body_grace_ms(bad)
+                .build()
+                .unwrap_err();
+            assert_eq!(err.field, "body_grace_ms");
+            assert!(err.to_string().contains("from 1 to 30000"), "{err}");
+        }
     }
 
     #[test]

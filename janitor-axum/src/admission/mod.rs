@@ -41,6 +41,7 @@ mod config;
 mod future;
 mod layer;
 mod service;
+mod slot;
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -50,7 +51,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use body::AdmissionBody;
 pub use config::{
-    AdmissionConfig, AdmissionConfigBuilder, DRAIN_TIMEOUT_MS, MAX_DRAIN_BYTES,
+    AdmissionConfig, AdmissionConfigBuilder, BODY_GRACE_MS, DRAIN_TIMEOUT_MS, MAX_DRAIN_BYTES,
     MAX_IN_FLIGHT_REQUESTS,
 };
 pub(crate) use future::settle_unread;
@@ -59,6 +60,8 @@ pub use layer::AdmissionLayer;
 
 use crate::refusal::Refusal;
 pub use service::AdmissionService;
+pub use slot::AdmissionSlot;
+use slot::SlotCell;
 
 /// The message of a refusal, as the client sees it in `{"error": ...}`.
 pub const BUSY_MESSAGE: &str = Refusal::Busy.message();
@@ -77,10 +80,36 @@ struct Shared {
     on_overload: RwLock<Option<OverloadCallback>>,
 }
 
-/// One slot of an [`Admission`]; the slot is free again when this is dropped.
-#[derive(Debug)]
+/// One slot of an [`Admission`]; the slot is free again when this is dropped (or while it is lent, see
+/// [`AdmissionSlot`]).
 pub struct AdmissionPermit {
-    _permit: OwnedSemaphorePermit,
+    cell: Arc<SlotCell>,
+}
+
+impl AdmissionPermit {
+    fn new(permit: OwnedSemaphorePermit, admission: &Admission) -> Self {
+        AdmissionPermit {
+            cell: Arc::new(SlotCell {
+                permit: std::sync::Mutex::new(Some(permit)),
+                admission: admission.clone(),
+            }),
+        }
+    }
+
+    /// A handle that can lend this slot back while its holder waits on a client.
+    pub fn slot(&self) -> AdmissionSlot {
+        AdmissionSlot {
+            cell: Arc::downgrade(&self.cell),
+        }
+    }
+}
+
+impl fmt::Debug for AdmissionPermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AdmissionPermit")
+            .field("held", &self.slot().is_held())
+            .finish()
+    }
 }
 
 /// Every slot is taken; the caller should answer at once and let the client retry later.
@@ -140,7 +169,7 @@ impl Admission {
     /// when every slot is taken. A refusal here calls the overload callback like a refused request does.
     pub fn try_admit(&self) -> Result<AdmissionPermit, Busy> {
         match Arc::clone(&self.semaphore).try_acquire_owned() {
-            Ok(permit) => Ok(AdmissionPermit { _permit: permit }),
+            Ok(permit) => Ok(AdmissionPermit::new(permit, self)),
             Err(_) => {
                 self.overloaded();
                 Err(Busy)

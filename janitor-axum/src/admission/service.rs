@@ -61,6 +61,8 @@ where
         match self.admission.try_admit() {
             // The clone is driven to readiness and called by `Oneshot`, after the slot is already held.
             Ok(permit) => {
+                let mut request = request;
+                request.extensions_mut().insert(permit.slot());
                 ResponseFuture::admitted(Oneshot::new(self.inner.clone(), request), permit)
             }
             Err(_) => ResponseFuture::refused(request, self.admission.config()),

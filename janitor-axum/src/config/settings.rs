@@ -9,7 +9,7 @@
 //! | `JANITOR_COOKIE_MAX_AGE_DAYS`, `JANITOR_COOKIE_SECURE` | `cookie.max_age_days`, `cookie.secure` |
 //! | `JANITOR_ENDPOINT_PATH`, `JANITOR_SCRIPT_PATH`, `JANITOR_MAX_BODY_BYTES`, `JANITOR_REQUEST_TIMEOUT_MS`, `JANITOR_EXPOSE_CLIENT_SCORES` | `endpoint.*` |
 //! | `JANITOR_ALLOWED_ORIGINS`, `JANITOR_TRUSTED_PROXIES` (comma-separated) | `origin.allowed_origins`, `origin.trusted_proxies` |
-//! | `JANITOR_MAX_IN_FLIGHT`, `JANITOR_MAX_DRAIN_BYTES`, `JANITOR_DRAIN_TIMEOUT_MS` | `admission.*` |
+//! | `JANITOR_MAX_IN_FLIGHT`, `JANITOR_MAX_DRAIN_BYTES`, `JANITOR_DRAIN_TIMEOUT_MS`, `JANITOR_BODY_GRACE_MS` | `admission.*` |
 //! | `JANITOR_QUOTA_GLOBAL`, `_ACCOUNT`, `_SESSION`, `_SHARDS`, `_WINDOW_MS` (any one turns quotas on) | `quotas.*` |
 //! | `JANITOR_EVENT_RETENTION_DAYS`, `JANITOR_LINK_RETENTION_DAYS`, `JANITOR_MAX_EVENTS_PER_QUERY` | `evidence.*` |
 
@@ -103,6 +103,7 @@ pub struct AdmissionSettings {
     pub max_in_flight_requests: Option<usize>,
     pub max_drain_bytes: Option<u64>,
     pub drain_timeout_ms: Option<u64>,
+    pub body_grace_ms: Option<u64>,
 }
 
 /// [`QuotaConfig`] as data.
@@ -177,6 +178,7 @@ impl JanitorSettings {
                 max_in_flight_requests: env.number("JANITOR_MAX_IN_FLIGHT")?,
                 max_drain_bytes: env.number("JANITOR_MAX_DRAIN_BYTES")?,
                 drain_timeout_ms: env.number("JANITOR_DRAIN_TIMEOUT_MS")?,
+                body_grace_ms: env.number("JANITOR_BODY_GRACE_MS")?,
             },
             quotas,
             evidence: EvidenceSettings {
@@ -291,6 +293,9 @@ impl AdmissionSettings {
         if let Some(ms) = self.drain_timeout_ms {
             b = b.drain_timeout_ms(ms);
         }
+        if let Some(ms) = self.body_grace_ms {
+            b = b.body_grace_ms(ms);
+        }
         Ok(b.build()?)
     }
 }
@@ -337,7 +342,7 @@ impl EvidenceSettings {
 mod tests {
     use super::*;
 
-    const SECRET: &str = "0123456789abcdef0123456789abcdef";
+    const SECRET: &str = "7c1e9a24f0b35d86e2a4c7f190b3d5e8";
 
     #[test]
     fn variables_reach_every_part() {

@@ -11,10 +11,10 @@ use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE, HOST, SET_COOKIE};
 use http::request::Parts;
 use http::{HeaderMap, Method, StatusCode};
 use janitor_core::protection::quota::{QuotaContext, QuotaDecision};
-use janitor_core::{Evaluator, Identity, Stores, VisitorPayload};
+use janitor_core::{Evaluator, IdentifyError, Identity, StoreError, Stores, VisitorPayload};
 use serde::Serialize;
 
-use crate::admission::{settle_unread, AdmissionConfig};
+use crate::admission::{settle_unread, AdmissionConfig, AdmissionSlot};
 use crate::config::JanitorConfig;
 use crate::identity::Identified;
 use crate::janitor::Inner;
@@ -79,10 +79,14 @@ pub(crate) async fn handle<S: Stores, E: Evaluator>(
             None,
         );
     }
-    let payload = match read_payload(body, config).await {
+    let slot = parts.extensions.get::<AdmissionSlot>();
+    let payload = match read_payload(body, config, slot).await {
         Ok(payload) => payload,
         Err((refusal, close)) => {
-            telemetry::refused(refusal);
+            // A busy refusal was counted by the admission it came from.
+            if refusal != Refusal::Busy {
+                telemetry::refused(refusal);
+            }
             return (refuse(refusal, close), None);
         }
     };
@@ -101,6 +105,9 @@ fn check_head(parts: &Parts, config: &JanitorConfig) -> Result<(), Refusal> {
         Err(Refusal::NotFound)
     } else if parts.method != Method::POST {
         Err(Refusal::MethodNotAllowed)
+    } else if parts.headers.get_all(HOST).iter().nth(1).is_some() {
+        // Two hosts make the origin check a guess about which one a proxy or the application believes.
+        Err(Refusal::AmbiguousHost)
     } else if origin::is_cross_origin(parts, &config.origin) {
         Err(Refusal::CrossOrigin)
     } else if !is_json(&parts.headers) {
@@ -144,19 +151,27 @@ async fn claim_quota<S: Stores, E: Evaluator>(
 }
 
 /// Reads and validates the body; a refusal says whether part of the body may still be on the wire (close).
+/// Behind the admission layer, a body slower than the body grace is read with the request's slot lent back.
 async fn read_payload(
     body: Body,
     config: &JanitorConfig,
+    slot: Option<&AdmissionSlot>,
 ) -> Result<VisitorPayload, (Refusal, bool)> {
     let endpoint = &config.endpoint;
-    let bytes = body::read(body, endpoint.max_body_bytes(), endpoint.request_timeout())
-        .await
-        .map_err(|e| match e {
-            BodyError::TooLarge => (Refusal::TooLarge, true),
-            BodyError::Missing => (Refusal::BodyRequired, false),
-            BodyError::TimedOut => (Refusal::TimedOut, true),
-            BodyError::Broken => (Refusal::InvalidPayload, true),
-        })?;
+    let read = body::read(body, endpoint.max_body_bytes(), endpoint.request_timeout());
+    let read = match slot {
+        Some(slot) => slot
+            .lend_while(read)
+            .await
+            .map_err(|_| (Refusal::Busy, false))?,
+        None => read.await,
+    };
+    let bytes = read.map_err(|e| match e {
+        BodyError::TooLarge => (Refusal::TooLarge, true),
+        BodyError::Missing => (Refusal::BodyRequired, false),
+        BodyError::TimedOut => (Refusal::TimedOut, true),
+        BodyError::Broken => (Refusal::InvalidPayload, true),
+    })?;
     VisitorPayload::from_slice(&bytes).map_err(|_| (Refusal::InvalidPayload, false))
 }
 
@@ -220,9 +235,16 @@ async fn identify_visitor<S: Stores, E: Evaluator>(
         .identify(payload, cookie.as_ref())
         .instrument(span.clone())
         .await
-        .map_err(|e| {
-            tracing::debug!(parent: &span, error = %e, "identification failed");
-            Refusal::Unavailable
+        .map_err(|e| match e {
+            IdentifyError::Storage(StoreError::Invalid(_)) => {
+                // The payload passed validation yet the store refused a value of it: a validation gap.
+                tracing::warn!(parent: &span, error = %e, "the store refused a value of a valid payload");
+                Refusal::InvalidPayload
+            }
+            e => {
+                tracing::debug!(parent: &span, error = %e, "identification failed");
+                Refusal::Unavailable
+            }
         })?;
     span.in_scope(|| {
         telemetry::identified(

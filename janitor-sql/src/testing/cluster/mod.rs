@@ -239,6 +239,19 @@ impl Cluster {
         self.hand_over(&path)
     }
 
+    /// Stops the server (`pg_ctl stop -m fast`: sessions are ended), keeping the cluster for [`resume`]
+    /// (a fault test's outage). Blocks until it is down.
+    ///
+    /// [`resume`]: Cluster::resume
+    pub fn pause(&self) -> Result<(), String> {
+        self.stop()
+    }
+
+    /// Starts the server again after [`pause`](Cluster::pause); blocks until it accepts connections.
+    pub fn resume(&mut self) -> Result<(), String> {
+        self.run_server()
+    }
+
     fn run_server(&mut self) -> Result<(), String> {
         self.started = true;
         let output = self

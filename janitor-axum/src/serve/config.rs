@@ -1,0 +1,212 @@
+//! The connection limits of [`serve`](super::serve) and their ranges.
+
+use std::time::Duration;
+
+use janitor_core::config::{ConfigError, EnvSource, Limit};
+
+/// Longest a request head may take to arrive in full, from its first byte, in milliseconds (default 10 s).
+/// Past it the connection is closed: a client sending its headers a byte at a time holds nothing for long.
+pub const HEADER_READ_TIMEOUT_MS: Limit<u64> =
+    Limit::new("header_read_timeout_ms", 10_000, 100, 300_000);
+/// Longest a connection may wait for the first byte of its next request, in milliseconds (default 60 s), from
+/// the moment it is accepted or its last answer has been sent.
+pub const KEEP_ALIVE_TIMEOUT_MS: Limit<u64> =
+    Limit::new("keep_alive_timeout_ms", 60_000, 100, 3_600_000);
+/// Largest request head (request line and headers), in bytes (default 16 KiB). A larger one is answered 431
+/// and the connection closed. hyper reads nothing smaller than 8 KiB at once, hence the bottom of the range.
+pub const MAX_HEADER_BYTES: Limit<usize> = Limit::new("max_header_bytes", 16_384, 8_192, 1_048_576);
+/// Connections served at once (default 10,000). Past it the server accepts no more until one closes: the
+/// rest wait in the kernel's backlog and cost the process nothing.
+pub const MAX_CONNECTIONS: Limit<usize> = Limit::new("max_connections", 10_000, 1, 1_000_000);
+
+/// Validated limits of a served connection. See each constant for its meaning and range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeConfig {
+    header_read_timeout_ms: u64,
+    keep_alive_timeout_ms: u64,
+    max_header_bytes: usize,
+    max_connections: usize,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            header_read_timeout_ms: HEADER_READ_TIMEOUT_MS.default,
+            keep_alive_timeout_ms: KEEP_ALIVE_TIMEOUT_MS.default,
+            max_header_bytes: MAX_HEADER_BYTES.default,
+            max_connections: MAX_CONNECTIONS.default,
+        }
+    }
+}
+
+impl ServeConfig {
+    /// A builder starting from the defaults.
+    pub fn builder() -> ServeConfigBuilder {
+        ServeConfigBuilder::default()
+    }
+
+    /// The limits the process's `JANITOR_HEADER_READ_TIMEOUT_MS`, `JANITOR_KEEP_ALIVE_TIMEOUT_MS`,
+    /// `JANITOR_MAX_HEADER_BYTES` and `JANITOR_MAX_CONNECTIONS` set, the defaults for the others.
+    pub fn from_env(env: &EnvSource) -> Result<ServeConfig, ServeConfigError> {
+        let mut builder = ServeConfig::builder();
+        if let Some(v) = env.number("JANITOR_HEADER_READ_TIMEOUT_MS")? {
+            builder = builder.header_read_timeout_ms(v);
+        }
+        if let Some(v) = env.number("JANITOR_KEEP_ALIVE_TIMEOUT_MS")? {
+            builder = builder.keep_alive_timeout_ms(v);
+        }
+        if let Some(v) = env.number("JANITOR_MAX_HEADER_BYTES")? {
+            builder = builder.max_header_bytes(v);
+        }
+        if let Some(v) = env.number("JANITOR_MAX_CONNECTIONS")? {
+            builder = builder.max_connections(v);
+        }
+        Ok(builder.build()?)
+    }
+
+    /// Longest wait for a request head to arrive in full, from its first byte.
+    pub fn header_read_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_read_timeout_ms)
+    }
+
+    /// Longest wait for the first byte of the next request.
+    pub fn keep_alive_timeout(&self) -> Duration {
+        Duration::from_millis(self.keep_alive_timeout_ms)
+    }
+
+    /// Largest request head, in bytes.
+    pub fn max_header_bytes(&self) -> usize {
+        self.max_header_bytes
+    }
+
+    /// Connections served at once.
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
+    }
+}
+
+/// Why [`ServeConfig::from_env`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServeConfigError {
+    /// A value outside its range.
+    #[error(transparent)]
+    OutOfRange(#[from] ConfigError),
+    /// A variable that does not read as a number.
+    #[error(transparent)]
+    Environment(#[from] janitor_core::config::EnvError),
+}
+
+/// Builds a [`ServeConfig`]; [`build`](Self::build) checks every value.
+#[derive(Debug, Clone, Copy, Default)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct ServeConfigBuilder {
+    header_read_timeout_ms: Option<u64>,
+    keep_alive_timeout_ms: Option<u64>,
+    max_header_bytes: Option<usize>,
+    max_connections: Option<usize>,
+}
+
+impl ServeConfigBuilder {
+    /// Longest wait for a whole request head from its first byte: 100–300,000 ms, default 10,000.
+    pub fn header_read_timeout_ms(mut self, ms: u64) -> Self {
+        self.header_read_timeout_ms = Some(ms);
+        self
+    }
+
+    /// Longest wait for the next request's first byte: 100–3,600,000 ms, default 60,000.
+    pub fn keep_alive_timeout_ms(mut self, ms: u64) -> Self {
+        self.keep_alive_timeout_ms = Some(ms);
+        self
+    }
+
+    /// Largest request head: 8,192–1,048,576 bytes, default 16,384.
+    pub fn max_header_bytes(mut self, bytes: usize) -> Self {
+        self.max_header_bytes = Some(bytes);
+        self
+    }
+
+    /// Connections served at once: 1–1,000,000, default 10,000.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = Some(connections);
+        self
+    }
+
+    /// Checks every value against its range.
+    pub fn build(self) -> Result<ServeConfig, ConfigError> {
+        Ok(ServeConfig {
+            header_read_timeout_ms: HEADER_READ_TIMEOUT_MS
+                .or_default(self.header_read_timeout_ms)?,
+            keep_alive_timeout_ms: KEEP_ALIVE_TIMEOUT_MS.or_default(self.keep_alive_timeout_ms)?,
+            max_header_bytes: MAX_HEADER_BYTES.or_default(self.max_header_bytes)?,
+            max_connections: MAX_CONNECTIONS.or_default(self.max_connections)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bound_at_and_past_its_edge() {
+        let b = ServeConfig::builder;
+        for (at, past) in [
+            (
+                b().header_read_timeout_ms(100),
+                b().header_read_timeout_ms(99),
+            ),
+            (
+                b().header_read_timeout_ms(300_000),
+                b().header_read_timeout_ms(300_001),
+            ),
+            (
+                b().keep_alive_timeout_ms(100),
+                b().keep_alive_timeout_ms(99),
+            ),
+            (
+                b().keep_alive_timeout_ms(3_600_000),
+                b().keep_alive_timeout_ms(3_600_001),
+            ),
+            (b().max_header_bytes(8_192), b().max_header_bytes(8_191)),
+            (
+                b().max_header_bytes(1_048_576),
+                b().max_header_bytes(1_048_577),
+            ),
+            (b().max_connections(1), b().max_connections(0)),
+            (
+                b().max_connections(1_000_000),
+                b().max_connections(1_000_001),
+            ),
+        ] {
+            assert!(at.build().is_ok(), "{at:?}");
+            let error = past.build().unwrap_err();
+            assert!(error.to_string().contains("must be from"), "{error}");
+        }
+        assert_eq!(ServeConfig::builder().build(), Ok(ServeConfig::default()));
+    }
+
+    #[test]
+    fn the_environment_sets_each_limit() {
+        let env = EnvSource::from_pairs([
+            ("JANITOR_HEADER_READ_TIMEOUT_MS", "2000"),
+            ("JANITOR_KEEP_ALIVE_TIMEOUT_MS", "5000"),
+            ("JANITOR_MAX_HEADER_BYTES", "8192"),
+            ("JANITOR_MAX_CONNECTIONS", "3"),
+        ]);
+        let config = ServeConfig::from_env(&env).unwrap();
+        assert_eq!(config.header_read_timeout(), Duration::from_secs(2));
+        assert_eq!(config.keep_alive_timeout(), Duration::from_secs(5));
+        assert_eq!(config.max_header_bytes(), 8192);
+        assert_eq!(config.max_connections(), 3);
+        let wrong = EnvSource::from_pairs([("JANITOR_MAX_CONNECTIONS", "many")]);
+        assert!(matches!(
+            ServeConfig::from_env(&wrong),
+            Err(ServeConfigError::Environment(_))
+        ));
+        let out = EnvSource::from_pairs([("JANITOR_MAX_CONNECTIONS", "0")]);
+        assert!(matches!(
+            ServeConfig::from_env(&out),
+            Err(ServeConfigError::OutOfRange(_))
+        ));
+    }
+}

@@ -1,0 +1,178 @@
+//! A production entry point for serving an axum application over HTTP/1.1, with the limits `axum::serve`
+//! leaves out: how long a request head may take, how large it may be, how long an idle connection is kept,
+//! and how many connections are served at once (see [`ServeConfig`]).
+//!
+//! Without them a client sending its headers a byte a second keeps a connection (and its buffer) forever,
+//! and a thousand such clients pin memory and file descriptors. Here:
+//! - a head that has not arrived in full within `header_read_timeout` of its first byte closes the connection;
+//! - a connection with no request for `keep_alive_timeout` (from its accept or its last answer) is closed;
+//! - a head larger than `max_header_bytes` is answered 431 and the connection closed;
+//! - past `max_connections` no connection is accepted until one closes;
+//! - a request with more than one `Host` header is answered 400 before the application sees it (RFC 9112);
+//! - every request carries [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo), as the origin check of
+//!   trusted proxies needs.
+//!
+//! A request's body is the application's to bound (the identify endpoint bounds its own by size and time).
+//! TLS and HTTP/2 belong to the proxy in front (docs/deploying.md).
+//!
+//! ```no_run
+//! use axum::{routing::get, Router};
+//! use janitor_axum::serve::{serve, ServeConfig};
+//!
+//! # async fn run() -> std::io::Result<()> {
+//! let app = Router::new().route("/", get(|| async { "hello" }));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! let stop = async { let _ = tokio::signal::ctrl_c().await; };
+//! serve(listener, app, ServeConfig::default(), stop).await
+//! # }
+//! ```
+
+mod config;
+mod connection;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use axum::response::IntoResponse;
+use axum::Router;
+use http::header::HOST;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tower::ServiceExt;
+
+pub use config::{
+    ServeConfig, ServeConfigBuilder, ServeConfigError, HEADER_READ_TIMEOUT_MS,
+    KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS, MAX_HEADER_BYTES,
+};
+use connection::{Clock, GuardedBody, Watched};
+
+use crate::refusal::Refusal;
+
+/// A pause after a failed accept (out of file descriptors, say), so the loop does not spin on the error.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Serves `app` on `listener` until `shutdown` resolves, then stops accepting, lets every open connection
+/// finish the request it is on, and returns once all are closed.
+///
+/// An error is returned only when the listener itself fails; a connection's error closes that connection.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> io::Result<()> {
+    let slots = Arc::new(Semaphore::new(config.max_connections()));
+    let (stop, stopping) = watch::channel(false);
+    tokio::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            () = &mut shutdown => break,
+            slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
+        };
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                tracing::warn!(%error, "accepting a connection failed");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
+        let app = app.clone();
+        let stopping = stopping.clone();
+        tokio::spawn(async move {
+            serve_connection(stream, peer, app, config, stopping).await;
+            drop(slot);
+        });
+    }
+    drop(listener);
+    let _ = stop.send(true);
+    // Every connection holds a slot until it closes: all slots back means all connections done.
+    let all = u32::try_from(config.max_connections()).unwrap_or(u32::MAX);
+    let _ = slots.acquire_many(all).await;
+    Ok(())
+}
+
+/// One connection, until it closes, a deadline of its clock passes, or a shutdown has let its request end.
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    app: Router,
+    config: ServeConfig,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let clock = Clock::new();
+    let io = TokioIo::new(Watched {
+        inner: stream,
+        clock: Arc::clone(&clock),
+    });
+    let service_clock = Arc::clone(&clock);
+    let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let guard = service_clock.busy();
+        let app = app.clone();
+        async move {
+            let response = answer(app, peer, request).await;
+            Ok::<_, Infallible>(response.map(|inner| GuardedBody {
+                inner,
+                guard: Some(guard),
+            }))
+        }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    // The clock below bounds the head's time; hyper bounds its size and answers 431 past it.
+    builder
+        .header_read_timeout(None)
+        .max_header_size(config.max_header_bytes());
+    let connection = builder.serve_connection(io, service);
+    tokio::pin!(connection);
+    let mut stop_seen = false;
+    loop {
+        let deadline = clock.deadline(config.header_read_timeout(), config.keep_alive_timeout());
+        // While a request is answered, look again after a while: its end restarts the keep-alive wait.
+        let wake =
+            deadline.unwrap_or_else(|| tokio::time::Instant::now() + config.header_read_timeout());
+        tokio::select! {
+            _ = connection.as_mut() => return,
+            () = tokio::time::sleep_until(wake) => {
+                let still = clock.deadline(config.header_read_timeout(), config.keep_alive_timeout());
+                if deadline.is_some() && still == deadline {
+                    return;
+                }
+            }
+            changed = stopping.changed(), if !stop_seen => {
+                stop_seen = true;
+                if changed.is_ok() {
+                    connection.as_mut().graceful_shutdown();
+                }
+            }
+        }
+    }
+}
+
+/// The application's answer, or 400 for a request naming more than one host.
+async fn answer(
+    app: Router,
+    peer: SocketAddr,
+    request: hyper::Request<Incoming>,
+) -> axum::response::Response {
+    if request.headers().get_all(HOST).iter().nth(1).is_some() {
+        return Refusal::AmbiguousHost.into_response();
+    }
+    let mut request = request.map(axum::body::Body::new);
+    request.extensions_mut().insert(ConnectInfo(peer));
+    match app.oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}

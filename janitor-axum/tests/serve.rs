@@ -1,0 +1,293 @@
+//! The production entry point over real sockets: each limit of `ServeConfig` closes or refuses what it must,
+//! and leaves honest clients alone.
+#![cfg(feature = "serve")]
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use axum::routing;
+use axum::Router;
+use common::wire::{get, within, Connection, SETTLE};
+use janitor_axum::serve::{serve, ServeConfig};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// A served app answering `/` and `/peer` (the peer address the request carries), and the way to stop it.
+struct Served {
+    address: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl Served {
+    async fn start(config: ServeConfig) -> Served {
+        Served::with_app(config, app()).await
+    }
+
+    async fn with_app(config: ServeConfig, app: Router) -> Served {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(serve(listener, app, config, async {
+            let _ = stopped.await;
+        }));
+        Served {
+            address,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    async fn open(&self) -> Connection {
+        Connection::open(self.address).await.unwrap()
+    }
+
+    /// A fresh connection gets 200 from `/`.
+    async fn answers(&self) {
+        let mut connection = self.open().await;
+        let reply = within("an honest request", connection.exchange(&get("/"))).await;
+        assert_eq!(reply.unwrap().head.status, 200);
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        within("the server to stop", &mut self.task)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+}
+
+fn app() -> Router {
+    Router::new()
+        .route("/", routing::get(|| async { "ok" }))
+        .route(
+            "/peer",
+            routing::get(
+                |ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { peer.to_string() },
+            ),
+        )
+        .route(
+            "/slow",
+            routing::get(|| async {
+                tokio::time::sleep(Duration::from_millis(600)).await;
+                "slow"
+            }),
+        )
+}
+
+fn limits() -> janitor_axum::serve::ServeConfigBuilder {
+    ServeConfig::builder()
+        .header_read_timeout_ms(400)
+        .keep_alive_timeout_ms(800)
+}
+
+#[tokio::test]
+async fn a_head_sent_a_byte_at_a_time_is_cut_off() {
+    let served = Served::start(limits().build().unwrap()).await;
+    let mut slow = served.open().await;
+    let started = tokio::time::Instant::now();
+    let head = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    let mut closed = false;
+    for byte in head {
+        if slow.write(std::slice::from_ref(byte)).await.is_err() {
+            closed = true;
+            break;
+        }
+        if slow.closed_within(Duration::from_millis(50)).await {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "the trickled head kept its connection");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(350),
+        "closed too early: {waited:?}"
+    );
+    // Meanwhile and afterwards, others are served.
+    served.answers().await;
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn many_slow_heads_are_all_closed_and_honest_clients_still_served() {
+    let served = Served::start(limits().build().unwrap()).await;
+    let mut slow = Vec::new();
+    for _ in 0..200 {
+        let mut connection = served.open().await;
+        connection
+            .write(b"GET / HTTP/1.1\r\nHost: 127")
+            .await
+            .unwrap();
+        slow.push(connection);
+    }
+    served.answers().await;
+    for connection in &mut slow {
+        assert!(
+            connection.closed_within(SETTLE).await,
+            "a slow head stayed open"
+        );
+    }
+    served.answers().await;
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_closed_after_the_keep_alive_wait() {
+    let served = Served::start(limits().build().unwrap()).await;
+    // One that never sends anything, and one that goes quiet after an answer.
+    let mut silent = served.open().await;
+    let mut quiet = served.open().await;
+    let reply = within("a first request", quiet.exchange(&get("/")))
+        .await
+        .unwrap();
+    assert_eq!(reply.head.status, 200);
+    // Within the wait, the connection still carries a second request.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let again = within("a second request", quiet.exchange(&get("/")))
+        .await
+        .unwrap();
+    assert_eq!(again.head.status, 200);
+    let started = tokio::time::Instant::now();
+    assert!(
+        quiet.closed_within(SETTLE).await,
+        "the idle connection stayed open"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(700),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        silent.closed_within(SETTLE).await,
+        "the silent connection stayed open"
+    );
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn a_slow_answer_is_not_an_idle_connection() {
+    // The request takes longer than the header and keep-alive waits; neither applies while it is answered.
+    let config = ServeConfig::builder()
+        .header_read_timeout_ms(200)
+        .keep_alive_timeout_ms(200)
+        .build()
+        .unwrap();
+    let served = Served::start(config).await;
+    let mut connection = served.open().await;
+    let reply = within("a slow answer", connection.exchange(&get("/slow")))
+        .await
+        .unwrap();
+    assert_eq!(reply.head.status, 200);
+    assert_eq!(reply.body, b"slow");
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn a_head_past_the_limit_is_431() {
+    let served = Served::start(limits().max_header_bytes(8_192).build().unwrap()).await;
+    let request = |pad: usize| {
+        format!(
+            "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: {}\r\n\r\n",
+            "p".repeat(pad)
+        )
+    };
+    let mut fits = served.open().await;
+    let reply = within(
+        "a head under the limit",
+        fits.exchange(request(7_000).as_bytes()),
+    )
+    .await;
+    assert_eq!(reply.unwrap().head.status, 200);
+    let mut large = served.open().await;
+    let reply = within(
+        "a head over the limit",
+        large.exchange(request(9_000).as_bytes()),
+    )
+    .await;
+    assert_eq!(reply.unwrap().head.status, 431);
+    assert!(large.closed_within(SETTLE).await);
+    served.answers().await;
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn past_the_connection_limit_a_client_waits_for_a_free_one() {
+    let config = ServeConfig::builder()
+        .max_connections(2)
+        .keep_alive_timeout_ms(60_000)
+        .build()
+        .unwrap();
+    let served = Served::start(config).await;
+    let mut first = served.open().await;
+    let mut second = served.open().await;
+    for connection in [&mut first, &mut second] {
+        let reply = within("a request", connection.exchange(&get("/")))
+            .await
+            .unwrap();
+        assert_eq!(reply.head.status, 200);
+    }
+    // The kernel accepts the third, but the server does not serve it while two are open.
+    let mut third = served.open().await;
+    third.write(&get("/")).await.unwrap();
+    let early = tokio::time::timeout(Duration::from_millis(400), third.read_reply()).await;
+    assert!(
+        early.is_err(),
+        "a third connection was served past the limit"
+    );
+    drop(first);
+    let reply = within("the third, once one closed", third.read_reply())
+        .await
+        .unwrap();
+    assert_eq!(reply.head.status, 200);
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn two_host_headers_are_400_and_the_peer_address_is_known() {
+    let served = Served::start(ServeConfig::default()).await;
+    let mut connection = served.open().await;
+    let reply = within(
+        "two hosts",
+        connection.exchange(b"GET / HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.head.status, 400);
+    assert!(
+        reply.text().contains("Exactly one Host header"),
+        "{}",
+        reply.text()
+    );
+    // The connection goes on: the refusal read the whole (bodiless) request.
+    let reply = within("the peer", connection.exchange(&get("/peer")))
+        .await
+        .unwrap();
+    assert_eq!(reply.head.status, 200);
+    assert!(reply.text().starts_with("127.0.0.1:"), "{}", reply.text());
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn a_shutdown_lets_the_request_in_flight_finish() {
+    let served = Served::start(ServeConfig::default()).await;
+    let mut busy = served.open().await;
+    let idle = served.open().await;
+    busy.write(&get("/slow")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let address = served.address;
+    let stopping = tokio::spawn(served.stop());
+    let reply = within("the slow answer", busy.read_reply()).await.unwrap();
+    assert_eq!(reply.head.status, 200);
+    within("serve to return", stopping).await.unwrap();
+    drop(idle);
+    assert!(
+        Connection::open(address).await.is_err(),
+        "the listener is closed after a shutdown"
+    );
+}

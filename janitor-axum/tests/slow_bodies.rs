@@ -1,0 +1,120 @@
+//! Clients that trickle their bodies cannot hold the admission slots: past the body grace a request waits for
+//! its body with its slot lent back, so honest requests keep being served. Over a real TCP socket, at the
+//! scale of the attack that found it: as many tricklers as slots (64).
+
+mod common;
+
+use std::time::Duration;
+
+use common::wire::{post_with_length, serve, wait_until_free, within, Connection};
+use janitor_axum::{AdmissionConfig, Janitor, MemoryStores};
+
+const BODY: &[u8] = br#"{"signals":{"userAgent":"Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36","timezone":"Europe/Paris"}}"#;
+
+fn janitor(slots: usize) -> Janitor<MemoryStores> {
+    let admission = AdmissionConfig::builder()
+        .max_in_flight_requests(slots)
+        .build()
+        .unwrap();
+    let config = common::config("slow-bodies")
+        .admission(admission)
+        .build()
+        .unwrap();
+    Janitor::new(config, MemoryStores::new())
+}
+
+/// Opens `count` connections that each send a head declaring a body of 1,000 bytes and its first byte.
+async fn tricklers(address: std::net::SocketAddr, count: usize) -> Vec<Connection> {
+    let mut open = Vec::new();
+    for _ in 0..count {
+        let mut connection = Connection::open(address).await.unwrap();
+        connection
+            .write(&post_with_length("/api/visitor", 1_000, b"{"))
+            .await
+            .unwrap();
+        open.push(connection);
+    }
+    open
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tricklers_on_every_slot_leave_honest_requests_served() {
+    let slots = 64;
+    let janitor = janitor(slots);
+    let address = serve(janitor.router()).await;
+    let mut slow = tricklers(address, slots).await;
+    // Keep them trickling, a byte every 100 ms, for the whole run.
+    let trickle = tokio::spawn(async move {
+        for _ in 0..30 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            for connection in &mut slow {
+                let _ = connection.write(b" ").await;
+            }
+        }
+        slow
+    });
+    // Past the grace (250 ms) every trickler has lent its slot back.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (mut served, mut busy) = (0, 0);
+    for _ in 0..200 {
+        let mut connection = within("connect", Connection::open(address)).await.unwrap();
+        let request = post_with_length("/api/visitor", BODY.len(), BODY);
+        let reply = within("an honest request", connection.exchange(&request))
+            .await
+            .unwrap();
+        match reply.head.status {
+            200 => served += 1,
+            503 => busy += 1,
+            other => panic!("unexpected {other}: {}", reply.text()),
+        }
+    }
+    println!("honest requests with {slots} tricklers on {slots} slots: {served} of 200 answered 200, {busy} busy");
+    assert_eq!(served, 200, "{busy} honest requests were refused as busy");
+    // The tricklers themselves end as the request timeout says (408), holding nothing meanwhile.
+    let slow = trickle.await.unwrap();
+    drop(slow);
+    wait_until_free(janitor.admission()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_arrives_late_still_gets_its_answer_or_a_clean_busy() {
+    let janitor = janitor(1);
+    let address = serve(janitor.router()).await;
+    // A late body, after the grace, with the slot free when it arrives: identified.
+    let mut late = Connection::open(address).await.unwrap();
+    let (head, rest) = BODY.split_at(1);
+    late.write(&post_with_length("/api/visitor", BODY.len(), head))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        janitor.admission().in_flight(),
+        0,
+        "the waiting request lent its slot"
+    );
+    late.write(rest).await.unwrap();
+    let reply = within("the late body", late.read_reply()).await.unwrap();
+    assert_eq!(reply.head.status, 200, "{}", reply.text());
+
+    // A late body whose slot was taken meanwhile: 503 busy, and the connection carries the next request.
+    let mut waiting = Connection::open(address).await.unwrap();
+    waiting
+        .write(&post_with_length("/api/visitor", BODY.len(), head))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let held = janitor.admission().try_admit().unwrap();
+    waiting.write(rest).await.unwrap();
+    let reply = within("the refused late body", waiting.read_reply())
+        .await
+        .unwrap();
+    assert_eq!(reply.head.status, 503);
+    assert_eq!(reply.head.header("retry-after"), Some("1"));
+    drop(held);
+    let next = post_with_length("/api/visitor", BODY.len(), BODY);
+    let reply = within("the next request", waiting.exchange(&next))
+        .await
+        .unwrap();
+    assert_eq!(reply.head.status, 200);
+    wait_until_free(janitor.admission()).await;
+}
