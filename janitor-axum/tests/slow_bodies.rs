@@ -12,8 +12,13 @@ use janitor_axum::{AdmissionConfig, Janitor, MemoryStores};
 const BODY: &[u8] = br#"{"signals":{"userAgent":"Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36","timezone":"Europe/Paris"}}"#;
 
 fn janitor(slots: usize) -> Janitor<MemoryStores> {
+    janitor_with_grace(slots, janitor_axum::admission::BODY_GRACE_MS.default)
+}
+
+fn janitor_with_grace(slots: usize, grace_ms: u64) -> Janitor<MemoryStores> {
     let admission = AdmissionConfig::builder()
         .max_in_flight_requests(slots)
+        .body_grace_ms(grace_ms)
         .build()
         .unwrap();
     let config = common::config("slow-bodies")
@@ -37,13 +42,11 @@ async fn tricklers(address: std::net::SocketAddr, count: usize) -> Vec<Connectio
     open
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tricklers_on_every_slot_leave_honest_requests_served() {
-    let slots = 64;
-    let janitor = janitor(slots);
+/// Honest identifications, one per connection, while `slots` tricklers send a byte every 100 ms for 3 s:
+/// (answered 200, refused busy).
+async fn attack(janitor: &Janitor<MemoryStores>, slots: usize, honest: usize) -> (usize, usize) {
     let address = serve(janitor.router()).await;
     let mut slow = tricklers(address, slots).await;
-    // Keep them trickling, a byte every 100 ms, for the whole run.
     let trickle = tokio::spawn(async move {
         for _ in 0..30 {
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -53,10 +56,10 @@ async fn tricklers_on_every_slot_leave_honest_requests_served() {
         }
         slow
     });
-    // Past the grace (250 ms) every trickler has lent its slot back.
+    // Past the default grace (250 ms) every trickler has lent its slot back.
     tokio::time::sleep(Duration::from_millis(400)).await;
     let (mut served, mut busy) = (0, 0);
-    for _ in 0..200 {
+    for _ in 0..honest {
         let mut connection = within("connect", Connection::open(address)).await.unwrap();
         let request = post_with_length("/api/visitor", BODY.len(), BODY);
         let reply = within("an honest request", connection.exchange(&request))
@@ -68,12 +71,31 @@ async fn tricklers_on_every_slot_leave_honest_requests_served() {
             other => panic!("unexpected {other}: {}", reply.text()),
         }
     }
-    println!("honest requests with {slots} tricklers on {slots} slots: {served} of 200 answered 200, {busy} busy");
-    assert_eq!(served, 200, "{busy} honest requests were refused as busy");
-    // The tricklers themselves end as the request timeout says (408), holding nothing meanwhile.
-    let slow = trickle.await.unwrap();
-    drop(slow);
+    // The tricklers end as the request timeout says (408), or when dropped.
+    drop(trickle.await.unwrap());
     wait_until_free(janitor.admission()).await;
+    (served, busy)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tricklers_on_every_slot_leave_honest_requests_served() {
+    let janitor = janitor(64);
+    let (served, busy) = attack(&janitor, 64, 200).await;
+    println!("64 tricklers on 64 slots, default grace: {served} of 200 honest requests answered 200, {busy} busy");
+    assert_eq!(served, 200, "{busy} honest requests were refused as busy");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_grace_longer_than_the_attack_the_tricklers_hold_every_slot() {
+    // The same attack with the slot held for the whole body wait, as before the grace existed: the
+    // measurement that the grace is what keeps the slots free.
+    let janitor = janitor_with_grace(64, 30_000);
+    let (served, busy) = attack(&janitor, 64, 50).await;
+    println!("64 tricklers on 64 slots, slots held: {served} of 50 honest requests answered 200, {busy} busy");
+    assert_eq!(
+        busy, 50,
+        "{served} honest requests found a slot the tricklers held"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
