@@ -6,8 +6,11 @@ use std::process::ExitCode;
 use xtask::conformance::{check_file, Report};
 use xtask::{capacity, test};
 
+mod fuzz;
+
 const USAGE: &str = "usage: cargo xtask test
        cargo xtask conformance FILE...
+       cargo xtask fuzz [--seconds N]   (every fuzz target of fuzz/, N seconds each, default 60)
        cargo xtask benchmark-capacity [--docker]
        cargo xtask benchmark-security | benchmark-connections | benchmark-throughput | seed
        (harness settings come from JANITOR_BENCHMARK_* variables; see docs/CAPACITY.md)";
@@ -23,6 +26,13 @@ fn main() -> ExitCode {
             }
         },
         Some("conformance") => conformance(args.map(PathBuf::from).collect()),
+        Some("fuzz") => match fuzz::parse_args(&args.collect::<Vec<String>>()) {
+            Ok(seconds) => report("fuzz", fuzz::run(seconds)),
+            Err(problem) => {
+                eprintln!("{problem}\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
         Some(name) if capacity::COMMANDS.iter().any(|(n, _)| *n == name) => {
             let workload = capacity::COMMANDS
                 .iter()
