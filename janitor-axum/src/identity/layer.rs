@@ -13,6 +13,7 @@ use janitor_core::{Evaluator, Stores, VisitorPayload};
 use tower::{Layer, Service};
 
 use super::VisitorIdentity;
+use crate::admission::AdmissionSlot;
 use crate::config::MAX_BODY_BYTES;
 use crate::refusal::Refusal;
 use crate::Janitor;
@@ -142,8 +143,13 @@ async fn take_payload<S: Stores, E: Evaluator + 'static>(
         return Ok((body, None));
     }
     let timeout = janitor.config().endpoint().request_timeout();
-    let bytes: Bytes = match tokio::time::timeout(timeout, to_bytes(body, MAX_BODY_BYTES.max)).await
-    {
+    let read = tokio::time::timeout(timeout, to_bytes(body, MAX_BODY_BYTES.max));
+    // Behind the admission layer a slow body is awaited with the slot lent back, as on the endpoint.
+    let read = match parts.extensions.get::<AdmissionSlot>() {
+        Some(slot) => slot.lend_while(read).await.map_err(|_| Refusal::Busy)?,
+        None => read.await,
+    };
+    let bytes: Bytes = match read {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(_)) => return Err(Refusal::TooLarge),
         Err(_) => return Err(Refusal::TimedOut),
