@@ -1,7 +1,8 @@
 //! The capacity harness. Start it with `cargo xtask benchmark-capacity` (or one of the single workloads:
 //! `benchmark-security`, `benchmark-connections`, `benchmark-throughput`, `seed`); see docs/CAPACITY.md.
 //!
-//! `janitor-capacity capacity|security|connections|throughput|seed` runs a workload;
+//! `janitor-capacity capacity|security|connections|throughput|seed` runs a workload, `janitor-capacity soak
+//! --minutes N --rate R` the soak (`cargo xtask soak`);
 //! `janitor-capacity serve …` and `janitor-capacity load …` are the server and load processes a run starts; the
 //! server also runs by hand for HTTP load tools (docs/benchmarks/http.md).
 
@@ -10,6 +11,7 @@ use std::process::ExitCode;
 use janitor_benchmarks::capacity::{self, load, server};
 
 const USAGE: &str = "usage: janitor-capacity capacity|security|connections|throughput|seed \
+                     | soak --minutes N --rate R \
                      (settings from JANITOR_BENCHMARK_* variables; see docs/CAPACITY.md)";
 
 fn main() -> ExitCode {
@@ -20,6 +22,7 @@ fn main() -> ExitCode {
         "serve" => server::main(rest),
         "serve-fleet" => server::serve_fleet(rest),
         "load" => load::main(rest),
+        "soak" => capacity::soak::main(rest),
         "capacity" | "security" | "connections" | "throughput" | "seed" => {
             capacity::run::main(&command)
         }

@@ -1,6 +1,7 @@
 //! The capacity harness behind `cargo xtask benchmark-capacity`: a disposable database, the million-event
-//! fixture, the security SQL run, 200,000 live connections and the rate sweep. Each workload lives in its own
-//! module; this one holds what they share (the database target) and the order of a whole run.
+//! fixture, the security SQL run, 200,000 live connections and the rate sweep; and the soak behind
+//! `cargo xtask soak`. Each workload lives in its own module; this one holds what they share (the database
+//! target) and the order of a whole run.
 //!
 //! The harness is one binary, `janitor-capacity`, that also plays the server (`serve`) and load (`load`)
 //! processes it starts, so every process of a run is the same build.
@@ -14,6 +15,7 @@ pub mod run;
 pub mod security;
 pub mod seed;
 pub mod server;
+pub mod soak;
 pub mod throughput;
 
 use janitor_sql::{Database, DatabaseConfig};
