@@ -1,5 +1,5 @@
-//! `cargo xtask benchmark-*` and `cargo xtask seed`: build the capacity harness in release mode and run it, or
-//! hand the whole run to Docker Compose with the reference's resource limits (`--docker`).
+//! `cargo xtask benchmark-*`, `cargo xtask seed` and `cargo xtask soak`: build the capacity harness in release
+//! mode and run it, or hand the whole run to Docker Compose with the reference's resource limits (`--docker`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,6 +40,65 @@ pub fn run(workload: &str, docker: bool) -> Result<(), String> {
     status(
         Command::new(binary).arg(workload).current_dir(&root),
         "the harness",
+    )
+}
+
+/// The soak's minutes, lowest and highest (the harness checks them again).
+pub const SOAK_MINUTES: (u64, u64) = (1, 1_440);
+
+/// The soak's offered rate in requests per second, lowest and highest.
+pub const SOAK_RATE: (u64, u64) = (1, 50_000);
+
+/// Checks `--minutes N --rate R` (both, once each, in either order) before the harness is built, and gives
+/// the harness's arguments.
+pub fn soak_args(args: &[String]) -> Result<Vec<String>, String> {
+    let (mut minutes, mut rate) = (None, None);
+    let mut rest = args.iter();
+    while let Some(flag) = rest.next() {
+        let (slot, name, (low, high)) = match flag.as_str() {
+            "--minutes" => (&mut minutes, "minutes", SOAK_MINUTES),
+            "--rate" => (&mut rate, "rate", SOAK_RATE),
+            other => return Err(format!("soak: unexpected argument {other:?}")),
+        };
+        let value = rest
+            .next()
+            .ok_or_else(|| format!("soak: --{name} needs a value"))?;
+        if slot.is_some() {
+            return Err(format!("soak: --{name} is given twice"));
+        }
+        let n: u64 = value
+            .parse()
+            .map_err(|_| format!("soak: --{name} must be a whole number, got {value:?}"))?;
+        if !(low..=high).contains(&n) {
+            return Err(format!(
+                "soak: --{name} must be from {low} to {high}, got {n}"
+            ));
+        }
+        *slot = Some(n);
+    }
+    let required = |value: Option<u64>, name: &str, (low, high): (u64, u64)| {
+        value.ok_or_else(|| format!("soak: --{name} is required (from {low} to {high})"))
+    };
+    let minutes = required(minutes, "minutes", SOAK_MINUTES)?;
+    let rate = required(rate, "rate", SOAK_RATE)?;
+    Ok(vec![
+        "--minutes".to_owned(),
+        minutes.to_string(),
+        "--rate".to_owned(),
+        rate.to_string(),
+    ])
+}
+
+/// Builds the harness and runs its soak with `args` (from [`soak_args`]).
+pub fn soak(args: &[String]) -> Result<(), String> {
+    let root = workspace_root();
+    let binary = build_harness(&root)?;
+    status(
+        Command::new(binary)
+            .arg("soak")
+            .args(args)
+            .current_dir(&root),
+        "the soak",
     )
 }
 
@@ -138,6 +197,55 @@ mod tests {
             .map(|line| format!("{line}\n"))
             .collect();
         serde_json::from_str(&json).unwrap()
+    }
+
+    fn soak(text: &str) -> Result<Vec<String>, String> {
+        soak_args(
+            &text
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    #[test]
+    fn the_soak_flags_are_checked_at_every_bound() {
+        for (name, (low, high), other) in [
+            ("minutes", SOAK_MINUTES, "--rate 100"),
+            ("rate", SOAK_RATE, "--minutes 1"),
+        ] {
+            for ok in [low, low + 1, high - 1, high] {
+                assert!(
+                    soak(&format!("--{name} {ok} {other}")).is_ok(),
+                    "{name}={ok}"
+                );
+            }
+            for bad in [low - 1, high + 1] {
+                let problem = soak(&format!("--{name} {bad} {other}")).unwrap_err();
+                assert!(
+                    problem.contains(&format!("--{name} must be from {low} to {high}, got {bad}")),
+                    "{problem}"
+                );
+            }
+        }
+        assert_eq!(
+            soak("--rate 300 --minutes 30").unwrap(),
+            ["--minutes", "30", "--rate", "300"]
+        );
+        for (text, expected) in [
+            ("", "--minutes is required (from 1 to 1440)"),
+            ("--minutes 30", "--rate is required (from 1 to 50000)"),
+            ("--minutes 30 --rate 3 --rate 4", "--rate is given twice"),
+            ("--minutes 30 --rate", "--rate needs a value"),
+            ("--minutes thirty --rate 3", "whole number"),
+            (
+                "--minutes 30 --rate 3 --docker",
+                "unexpected argument \"--docker\"",
+            ),
+        ] {
+            let problem = soak(text).unwrap_err();
+            assert!(problem.contains(expected), "{text:?}: {problem}");
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ const USAGE: &str = "usage: cargo xtask test
        cargo xtask fuzz [--seconds N]   (every fuzz target of fuzz/, N seconds each, default 60)
        cargo xtask benchmark-capacity [--docker]
        cargo xtask benchmark-security | benchmark-connections | benchmark-throughput | seed
+       cargo xtask soak --minutes N --rate R   (one server process, R requests/s for N minutes; 1-1440, 1-50000)
        (harness settings come from JANITOR_BENCHMARK_* variables; see docs/CAPACITY.md)";
 
 fn main() -> ExitCode {
@@ -28,6 +29,13 @@ fn main() -> ExitCode {
         Some("conformance") => conformance(args.map(PathBuf::from).collect()),
         Some("fuzz") => match fuzz::parse_args(&args.collect::<Vec<String>>()) {
             Ok(seconds) => report("fuzz", fuzz::run(seconds)),
+            Err(problem) => {
+                eprintln!("{problem}\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
+        Some("soak") => match capacity::soak_args(&args.collect::<Vec<String>>()) {
+            Ok(flags) => report("soak", capacity::soak(&flags)),
             Err(problem) => {
                 eprintln!("{problem}\n{USAGE}");
                 ExitCode::from(2)
