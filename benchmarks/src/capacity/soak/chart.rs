@@ -51,7 +51,7 @@ const PANELS: [Panel; 3] = [
         "connections",
         &[
             ("open", "#7570b3", "", |s| s.connections.open as f64),
-            ("peak in interval", "#7570b3", "6 4", |s| {
+            ("peak in interval", "#e7298a", "6 4", |s| {
                 s.connections.peak_open as f64
             }),
         ],
@@ -109,17 +109,25 @@ pub fn svg(title: &str, samples: &[SoakSample], marks: Marks) -> String {
                 r##"<rect class="warmup" x="{LEFT}" y="{top}" width="{:.1}" height="{PANEL}" fill="#eee"/>"##,
                 x(marks.warmup_seconds as f64) - LEFT
             );
-            for (class, value, colour, label) in [
-                ("baseline", marks.baseline_bytes, "#1f77b4", "baseline"),
-                ("limit", marks.limit_bytes, "#e7298a", "limit (+10 %)"),
+            // Labelled inside the plot, the limit's above its line and the baseline's below, so that the
+            // two stay apart when they are close.
+            for (class, value, colour, label, dy) in [
+                (
+                    "baseline",
+                    marks.baseline_bytes,
+                    "#1f77b4",
+                    "baseline",
+                    13.0,
+                ),
+                ("limit", marks.limit_bytes, "#e7298a", "limit (+10 %)", -4.0),
             ] {
                 if let Some(bytes) = value {
                     let level = y(bytes as f64 / MIB);
                     let _ = writeln!(
                         s,
-                        r#"<path class="{class}" d="M{LEFT} {level:.1} H{RIGHT}" stroke="{colour}" stroke-dasharray="2 3"/><text x="{}" y="{:.1}" fill="{colour}">{label}</text>"#,
-                        RIGHT + 6.0,
-                        level + 4.0
+                        r#"<path class="{class}" d="M{LEFT} {level:.1} H{RIGHT}" stroke="{colour}" stroke-dasharray="2 3"/><text x="{}" y="{:.1}" text-anchor="end" fill="{colour}">{label}</text>"#,
+                        RIGHT - 4.0,
+                        level + dy
                     );
                 }
             }
@@ -183,13 +191,10 @@ pub fn svg(title: &str, samples: &[SoakSample], marks: Marks) -> String {
     s
 }
 
-/// An axis label: whole numbers plain, others to one decimal.
+/// An axis label: to two decimals at most, without trailing zeros (2, 2.5, 0.25).
 fn label(v: f64) -> String {
-    if (v - v.round()).abs() < 1e-9 {
-        format!("{}", v.round())
-    } else {
-        format!("{v:.1}")
-    }
+    let text = format!("{v:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 fn escape(text: &str) -> String {
@@ -285,6 +290,7 @@ mod tests {
         assert!(!chart.contains("class=\"baseline\"") && !chart.contains("class=\"limit\""));
         assert_eq!(chart.matches("<polyline").count(), 5);
         assert_eq!(svg("empty", &[], marks).matches("points=\"\"").count(), 5);
-        assert_eq!((label(2.0), label(2.5)), ("2".to_owned(), "2.5".to_owned()));
+        let labels: Vec<String> = [0.0, 2.0, 2.5, 0.25, 37.5, 1_500.0].map(label).into();
+        assert_eq!(labels, ["0", "2", "2.5", "0.25", "37.5", "1500"]);
     }
 }
