@@ -891,4 +891,40 @@ mod tests {
         assert_eq!(back, report);
         assert_eq!(serde_json::to_value(&back).unwrap(), j);
     }
+
+    #[test]
+    fn the_committed_report_reads_back_unchanged_and_its_verdict_follows_from_its_samples() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../docs/benchmarks")
+            .join(REPORT);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let committed: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let report: SoakReport = serde_json::from_value(committed.clone())
+            .unwrap_or_else(|e| panic!("{REPORT} does not read as its report type: {e}"));
+        assert_eq!(serde_json::to_value(&report).unwrap(), committed);
+        let rss: Vec<(u64, u64)> = report
+            .samples
+            .iter()
+            .map(|s| (s.at_seconds, s.rss_bytes))
+            .collect();
+        let run_seconds = report.settings.minutes * 60;
+        assert_eq!(drift::evaluate(&rss, run_seconds), report.memory);
+        let last = report.samples.last().map(|s| s.answers);
+        let again = verdict(
+            last,
+            report.verdict.stopped_early.clone(),
+            &[],
+            &report.memory,
+        );
+        assert_eq!(again.passed, report.verdict.passed);
+        let marks = chart::Marks {
+            run_seconds,
+            warmup_seconds: report.memory.warmup_seconds,
+            baseline_bytes: report.memory.baseline_rss_bytes,
+            limit_bytes: report.memory.limit_rss_bytes,
+        };
+        let svg = chart::svg("committed", &report.samples, marks);
+        assert_eq!(svg.matches("<polyline").count(), 5);
+    }
 }
