@@ -1,6 +1,11 @@
 //! The soak's requests: four in five are cookie-path identifications of known visitors (their cookie and the
-//! payload of their seeded observation, going round the fixture), one in five a new browser without a cookie
-//! (a browser of the test population far beyond the fixture's, a new one each time).
+//! payload of their seeded observation, going round the fixture), one in five a browser without a cookie (one
+//! of [`COOKIELESS_BROWSERS`] browsers of the test population far beyond the fixture's, going round).
+//!
+//! The cookieless browsers go round so that the workload reaches a steady state: the first round creates them,
+//! later rounds are returns without a cookie that the matcher restores, and once every visitor holds its
+//! retention's observations the tables stop growing. A soak must tell a leak from a workload that keeps
+//! growing; with a new browser every time, every lookup meets more candidates than the one before.
 
 use std::sync::Arc;
 
@@ -13,6 +18,9 @@ use crate::capacity::throughput::generator::Requests;
 /// The first browser of the test population sent as a new browser: beyond any fixture of the harness (the
 /// lookup test seeds at most 3,000,000).
 pub const NEW_BROWSERS_FROM: u64 = 1_000_000_000;
+
+/// How many distinct cookieless browsers the soak goes round.
+pub const COOKIELESS_BROWSERS: u64 = 10_000;
 
 /// The most requests built for one interval (about 50 MB); an interval with more repeats them.
 pub const MAX_PER_INTERVAL: u64 = 50_000;
@@ -70,7 +78,7 @@ impl Mix {
         let n = self.made;
         self.made += 1;
         if n % COOKIELESS_EVERY == COOKIELESS_EVERY - 1 {
-            let browser = NEW_BROWSERS_FROM + self.new;
+            let browser = NEW_BROWSERS_FROM + self.new % COOKIELESS_BROWSERS;
             self.new += 1;
             cookieless_request(&population::payload_json(browser).to_string())
         } else {
@@ -80,7 +88,7 @@ impl Mix {
         }
     }
 
-    /// New browsers made so far.
+    /// Cookieless requests made so far (the first [`COOKIELESS_BROWSERS`] of them new browsers).
     pub fn new_browsers(&self) -> u64 {
         self.new
     }
@@ -134,6 +142,19 @@ mod tests {
             serde_json::from_str(cookieless[0].split_once("\r\n\r\n").unwrap().1).unwrap();
         assert_eq!(first_new, population::payload_json(NEW_BROWSERS_FROM));
         assert_eq!(mix.new_browsers(), 4);
+    }
+
+    #[test]
+    fn the_cookieless_browsers_go_round() {
+        let mut mix = Mix::new([("vis_a", "{}")]).unwrap();
+        let every = COOKIELESS_EVERY as usize;
+        let round = (COOKIELESS_BROWSERS as usize + 1) * every;
+        let requests: Vec<Vec<u8>> = (0..round).map(|_| mix.next_request()).collect();
+        let first = &requests[every - 1];
+        let again = &requests[(COOKIELESS_BROWSERS as usize + 1) * every - 1];
+        assert!(!text(first).contains("Cookie:"));
+        assert_eq!(first, again, "browser 0 comes round again");
+        assert_ne!(first, &requests[2 * every - 1]);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The soak behind `cargo xtask soak --minutes N --rate R`: one server process of the quick-start stack on the
 //! harness's database, an open loop at `R` requests per second for `N` minutes (four in five on known cookies,
-//! one in five new browsers), and a sample every 10 seconds of the server's memory and connections, its answers
+//! one in five without a cookie, going round 10,000 browsers), and a sample every 10 seconds of the server's memory and connections, its answers
 //! and the identification tables.
 //!
 //! - [`settings`]: the flags and the harness variables that apply;
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
 use self::histogram::Histogram;
-use self::mix::{Mix, MAX_PER_INTERVAL, NEW_BROWSERS_FROM};
+use self::mix::{Mix, COOKIELESS_BROWSERS, MAX_PER_INTERVAL, NEW_BROWSERS_FROM};
 use self::report::{
     Answers, ConnectionCounts, RssRange, RunLatencies, RunLatency, SoakFixtureReport, SoakReport,
     SoakSample, SoakSettingsReport, TableSize, TableSizes, TablesReport, Totals, Verdict,
@@ -615,8 +615,9 @@ fn assemble(
             requests: format!(
                 "POST /api/visitor; {} in {COOKIELESS_EVERY} with a known visitor's __visitor cookie and the \
                  payload of its seeded observation (the cookie path, going round the known visitors), one in \
-                 {COOKIELESS_EVERY} without a cookie, the payload of a browser of the test population never \
-                 seen before (a new browser each time)",
+                 {COOKIELESS_EVERY} without a cookie, the payload of one of {COOKIELESS_BROWSERS} browsers of \
+                 the test population beyond the fixture, going round (the first round new browsers, later \
+                 rounds returns without a cookie)",
                 COOKIELESS_EVERY - 1
             ),
             new_browsers_from: NEW_BROWSERS_FROM,
@@ -658,9 +659,10 @@ fn limitations(plan: &Plan, per_interval: u64) -> Vec<String> {
             .to_owned(),
         "Every identification adds an observation to its visitor's history, which keeps the newest 10 (the \
          library's default): the known visitors' histories fill up in the first minutes and are pruned from \
-         then on (each prune leaves a dead row version until vacuum), so afterwards the tables grow by the new \
-         browsers, a visitor and an observation each (fewer visitors when the engine restores a new browser to \
-         a known one). The server runs no background maintenance, so nothing expires during the run."
+         then on (each prune leaves a dead row version until vacuum). The cookieless browsers go round a fixed \
+         set, so once each has been created and its history has filled, the tables stop growing: the steady \
+         state a soak needs to tell a leak from a growing workload. The server runs no background \
+         maintenance, so nothing expires during the run."
             .to_owned(),
         "Rows are counted exactly at every sample (a scan of both tables every 10 s, part of the database's \
          load); dead row versions come from PostgreSQL's statistics, which trail the writes by a second or so."

@@ -522,7 +522,15 @@ mod tests {
         )
         .unwrap();
         assert!(s.contains(&format!("{history};\n")));
-        assert!(s.contains("UPDATE visitors SET last_seen_at = GREATEST(last_seen_at, :now_ms) WHERE id = :visitor_id"));
+        // The save is one call of the function of migration 0005, touch included.
+        assert!(s.contains("\\set touch 1\n"), "{s}");
+        assert!(
+            s.contains(
+                "janitor_save_observation(:visitor_id, :now_ms, :platform, :browser, :timezone, \
+                 :webgl_renderer, :signals_json, :cutoff, :keep, :touch)"
+            ),
+            "{s}"
+        );
         assert_eq!(s.matches(";\n").count(), 2);
     }
 
