@@ -8,7 +8,7 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdListener};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::wire::Connection;
 use janitor_axum::serve::{serve, ServeConfig};
 use janitor_axum::{Janitor, PgStores};
-use janitor_sql::testing::cluster::{Cluster, ClusterSpec};
+use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
 use janitor_sql::{Database, DatabaseConfig};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
@@ -32,11 +32,6 @@ struct Answer {
     sent: Instant,
     answered: Instant,
     visitor_id: Option<String>,
-}
-
-fn free_port() -> u16 {
-    let listener = StdListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 /// Client `n`'s identification number `round`: each client its own screen, each round its own timezone, so
@@ -108,7 +103,7 @@ fn admin(url: &str) -> Database {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_500_no_hang_and_no_lost_visitor_through_database_faults() {
     let dir = std::env::temp_dir().join(format!("janitor-fault-test-{}", std::process::id()));
-    let spec = ClusterSpec::new("janitor-fault-test", dir, free_port());
+    let spec = ClusterSpec::new("janitor-fault-test", dir, free_port().unwrap());
     let cluster = Arc::new(Mutex::new(
         tokio::task::spawn_blocking(move || Cluster::start(spec))
             .await

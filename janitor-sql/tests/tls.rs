@@ -3,11 +3,10 @@
 //! must say why in words an operator can act on.
 #![cfg(feature = "tls")]
 
-use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 
 use janitor_core::{Retention, StoreError, VisitorStore};
-use janitor_sql::testing::cluster::{Cluster, ClusterSpec};
+use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
 use janitor_sql::{Database, DatabaseConfig, PgVisitorStore, SetupError};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair, KeyUsagePurpose};
 
@@ -48,11 +47,6 @@ fn pki() -> Pki {
     }
 }
 
-fn free_port() -> u16 {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 /// The cluster: TLS on, and a `pg_hba.conf` that refuses every connection without it.
 fn tls_only_cluster(dir: &Path, pki: &Pki) -> Cluster {
     let spec = ClusterSpec {
@@ -69,7 +63,7 @@ fn tls_only_cluster(dir: &Path, pki: &Pki) -> Cluster {
             ("server.crt".into(), pki.server_certificate.clone().into_bytes()),
             ("server.key".into(), pki.server_key.clone().into_bytes()),
         ],
-        ..ClusterSpec::new("janitor-tls-test", dir.to_path_buf(), free_port())
+        ..ClusterSpec::new("janitor-tls-test", dir.to_path_buf(), free_port().unwrap())
     };
     Cluster::start(spec).unwrap()
 }

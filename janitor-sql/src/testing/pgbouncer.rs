@@ -9,7 +9,7 @@
 //! directory when dropped.
 
 use std::fs;
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpStream};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -42,10 +42,7 @@ impl PgBouncer {
             ));
         }
         let (host, port) = server_of(upstream)?;
-        let listen = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .and_then(|l| l.local_addr())
-            .map_err(|e| format!("a free port: {e}"))?
-            .port();
+        let listen = super::cluster::free_port()?;
         let dir =
             std::env::temp_dir().join(format!("janitor-pgbouncer-{}-{listen}", std::process::id()));
         fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;

@@ -33,6 +33,16 @@ const DEADLINE: Duration = Duration::from_secs(60);
 /// The settings file the cluster's postgresql.conf includes, rewritten at every start.
 const SETTINGS_FILE: &str = "janitor-cluster.conf";
 
+/// A port on 127.0.0.1 that nothing listens on right now, chosen by the kernel: for a cluster, a bouncer or a
+/// server a test starts. Another process may take it before the caller binds it; the cluster's start refuses a
+/// taken port with a message rather than adopting it.
+pub fn free_port() -> Result<u16, String> {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .map_err(|e| format!("a free port on 127.0.0.1: {e}"))
+}
+
 /// What cluster to make, and for whom.
 #[derive(Debug, Clone)]
 pub struct ClusterSpec {

@@ -22,12 +22,6 @@ fn spec(dir: &Path, port: u16, reuse: bool) -> ClusterSpec {
     }
 }
 
-/// A port nothing listens on right now, chosen by the kernel.
-fn free_port() -> u16 {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 /// Runs `sql` and returns the first column of each row.
 fn query(url: &str, sql: &str) -> Result<Vec<String>, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -59,7 +53,7 @@ fn port_is_bindable(port: u16) -> bool {
 
 #[test]
 fn a_cluster_starts_answers_refuses_a_second_start_and_is_removed() {
-    let (dir, port) = (test_dir("fresh"), free_port());
+    let (dir, port) = (test_dir("fresh"), free_port().unwrap());
     let cluster = Cluster::start(spec(&dir, port, false)).unwrap();
     assert_eq!(
         cluster.url(),
@@ -111,7 +105,7 @@ fn a_cluster_starts_answers_refuses_a_second_start_and_is_removed() {
 
 #[test]
 fn a_reused_cluster_keeps_its_data_and_a_foreign_directory_is_refused() {
-    let (dir, port) = (test_dir("reuse"), free_port());
+    let (dir, port) = (test_dir("reuse"), free_port().unwrap());
     let first = Cluster::start(spec(&dir, port, true)).unwrap();
     query(
         &first.url(),
@@ -171,7 +165,7 @@ fn a_taken_port_is_refused_before_anything_is_created() {
 fn a_server_that_cannot_start_shows_its_log_and_leaves_nothing() {
     // A socket path past the 107-byte limit of Unix sockets: initdb succeeds, the server refuses to start.
     let dir = test_dir(&"long".repeat(28));
-    let port = free_port();
+    let port = free_port().unwrap();
     let message = Cluster::start(spec(&dir, port, false)).unwrap_err();
     assert!(message.contains("pg_ctl start failed"), "{message}");
     assert!(message.contains("last lines of"), "{message}");
