@@ -359,6 +359,7 @@ mod tests {
             ),
             ("JANITOR_TRUSTED_PROXIES", "10.0.0.0/8"),
             ("JANITOR_MAX_IN_FLIGHT", "8"),
+            ("JANITOR_BODY_GRACE_MS", "100"),
             ("JANITOR_QUOTA_ACCOUNT", "5"),
             ("JANITOR_EVENT_RETENTION_DAYS", "3"),
         ]);
@@ -371,6 +372,10 @@ mod tests {
         assert_eq!(config.origin().allowed_origins().len(), 2);
         assert_eq!(config.origin().trusted_proxies().len(), 1);
         assert_eq!(config.admission().max_in_flight_requests(), 8);
+        assert_eq!(
+            config.admission().body_grace(),
+            std::time::Duration::from_millis(100)
+        );
         assert_eq!(config.quotas().map(|q| q.account()), Some(5));
         assert_eq!(config.cookie_max_age_secs(), 30 * 86_400);
     }
@@ -389,6 +394,9 @@ mod tests {
         assert!(with("JANITOR_MAX_IN_FLIGHT", "many")
             .contains("JANITOR_MAX_IN_FLIGHT must be a number"));
         assert!(with("JANITOR_MAX_IN_FLIGHT", "1025").contains("from 1 to 1024"));
+        assert!(
+            with("JANITOR_BODY_GRACE_MS", "0").contains("body_grace_ms must be from 1 to 30000")
+        );
         assert!(with("JANITOR_ENVIRONMENT", "staging").contains("production or development"));
         assert!(
             with("JANITOR_COOKIE_SECURE", "false").contains("production cookies must be Secure")
