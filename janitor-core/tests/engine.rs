@@ -41,6 +41,13 @@ async fn first_visit<S: VisitorStore, E: Evaluator>(
     first.identity
 }
 
+/// The Mac fixture with its window resized to `width`: the same device, a different observation.
+fn resized_mac(width: u32) -> VisitorPayload {
+    let mut doc = mac_document();
+    doc["signals"]["viewport"]["width"] = json!(width);
+    payload(doc)
+}
+
 async fn history_len<S: VisitorStore>(store: &S, id: &VisitorId, now: i64) -> usize {
     store.recent_observations(id, 100, now).await.unwrap().len()
 }
@@ -68,7 +75,7 @@ async fn cookie_path_is_certain_and_refuses_to_learn_a_contradiction() {
         1
     );
 
-    // The same device again is learned.
+    // The same device again is learned: identical to the newest observation, it refreshes that one.
     let again = engine
         .identify_at(&mac_payload(), Some(&first.visitor_id), T0 + 2)
         .await
@@ -80,6 +87,18 @@ async fn cookie_path_is_certain_and_refuses_to_learn_a_contradiction() {
     );
     assert_eq!(
         history_len(engine.store(), &first.visitor_id, T0 + 2).await,
+        1,
+        "an identical observation is refreshed, not copied"
+    );
+
+    // Resized, it is a new observation of the same device: saved beside the first.
+    let resized = engine
+        .identify_at(&resized_mac(1000), Some(&first.visitor_id), T0 + 3)
+        .await
+        .unwrap();
+    assert!(resized.metrics.observation_saved);
+    assert_eq!(
+        history_len(engine.store(), &first.visitor_id, T0 + 3).await,
         2
     );
 }
@@ -255,12 +274,18 @@ async fn malformed_duplicated_or_unknown_cookies_are_ignored() {
 async fn retention_cutoff_and_pruning() {
     let engine = engine(Retention::new(1, 3).unwrap());
     let first = first_visit(&engine).await;
+    // Five different observations of the same device (identical ones would refresh one row).
     for i in 1..=5 {
         let r = engine
-            .identify_at(&mac_payload(), Some(&first.visitor_id), T0 + i)
+            .identify_at(
+                &resized_mac(1000 + i as u32),
+                Some(&first.visitor_id),
+                T0 + i,
+            )
             .await
             .unwrap();
         assert!(r.identity.is_returning);
+        assert!(r.metrics.observation_saved);
     }
     assert_eq!(
         history_len(engine.store(), &first.visitor_id, T0 + 5).await,

@@ -1,7 +1,6 @@
 //! The engine: one identification over a [`VisitorStore`] and an optional [`Evaluator`].
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Serialize, Serializer};
@@ -15,8 +14,8 @@ use crate::identification::decision::{blend, decide, score_candidate, ScoredCand
 use crate::identification::evaluator::{Evaluation, EvaluationInput, Evaluator, NoEvaluator};
 use crate::identification::observation::Observation;
 use crate::identification::payload::VisitorPayload;
-use crate::identification::similarity::compare;
-use crate::identification::store::{VisitWrite, VisitorStore};
+use crate::identification::similarity::{compare, Comparison};
+use crate::identification::store::{ReturningHistory, ReturningVisit, VisitWrite, VisitorStore};
 use crate::js::js_f64;
 use crate::visitor::VisitorId;
 
@@ -206,13 +205,19 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
     ) -> Result<Identification, IdentifyError> {
         let current = Observation::normalize(&payload.signals, payload.behavior.as_ref());
         if let Some(visitor) = cookie {
+            // An identical newest observation would teach the history exactly when `current` itself is
+            // learnable, so the store may refresh it in the same call as the read.
+            let visit = ReturningVisit {
+                visitor,
+                observation: &current,
+                refresh: learnable(&compare(&current, &current)),
+                limit: HISTORY_LIMIT,
+                now_ms,
+            };
+            let found = self.store.returning_visit(visit).await?;
             // A cookie counts only while its visitor still has retained observations.
-            let history = self
-                .store
-                .recent_observations(visitor, HISTORY_LIMIT, now_ms)
-                .await?;
-            if !history.is_empty() {
-                return self.returning(visitor, &history, current, now_ms).await;
+            if !found.history.is_empty() {
+                return self.returning(visitor, found, current, now_ms).await;
             }
         }
         self.cookieless(current, now_ms).await
@@ -238,10 +243,11 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
     async fn returning(
         &self,
         visitor: &VisitorId,
-        history: &[Arc<Observation>],
+        found: ReturningHistory,
         current: Observation,
         now_ms: i64,
     ) -> Result<Identification, IdentifyError> {
+        let history = &found.history[..];
         let comparisons: Vec<_> = history
             .iter()
             .map(|previous| compare(previous, &current))
@@ -251,9 +257,11 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
             .map(|c| c.score)
             .fold(f64::NEG_INFINITY, f64::max);
         // A copied cookie must not teach the history a different or sparsely described device.
-        let learn = comparisons
-            .iter()
-            .any(|c| !c.contradiction && c.score >= CANDIDATE_FLOOR && c.cap >= LEARNING_CAP);
+        let learn = comparisons.iter().any(learnable);
+        debug_assert!(
+            learn || !found.recorded,
+            "a recorded visit is a learned one"
+        );
         let evaluation = self
             .evaluate_one(EvaluationInput {
                 history,
@@ -261,14 +269,16 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
                 deterministic_similarity: score,
             })
             .await;
-        self.store
-            .record_visit(VisitWrite {
-                visitor,
-                create: false,
-                observation: learn.then_some(&current),
-                now_ms,
-            })
-            .await?;
+        if !found.recorded {
+            self.store
+                .record_visit(VisitWrite {
+                    visitor,
+                    create: false,
+                    observation: learn.then_some(&current),
+                    now_ms,
+                })
+                .await?;
+        }
         let (risk, risk_status) = risk_of(evaluation, self.initial_status());
         Ok(Identification {
             identity: Identity {
@@ -397,6 +407,11 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
             },
         })
     }
+}
+
+/// Whether a stored snapshot compared this way lets a cookie teach the history the visit's observation.
+fn learnable(c: &Comparison) -> bool {
+    !c.contradiction && c.score >= CANDIDATE_FLOOR && c.cap >= LEARNING_CAP
 }
 
 fn risk_of(evaluation: Option<Evaluation>, otherwise: RiskStatus) -> (Risk, RiskStatus) {

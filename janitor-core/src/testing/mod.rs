@@ -24,6 +24,7 @@
 pub mod budget_store;
 pub mod evidence_store;
 pub mod quota_store;
+mod returning_visit;
 pub mod visitor_store;
 
 use std::future::Future;

@@ -16,6 +16,11 @@ use crate::identification::observation::{Graphics, Hardware, Observation, Screen
 use crate::identification::store::{VisitWrite, VisitorStore};
 use crate::visitor::VisitorId;
 
+pub use super::returning_visit::{
+    concurrent_returning_visits_add_no_rows, returning_visit_records_only_an_identical_newest,
+    returning_visit_refreshes_an_identical_newest, returning_visit_touches_a_stale_visitor,
+};
+
 /// A complete observation (every probe family applies); `tag` varies the timezone so observations differ.
 pub fn observation(tag: &str) -> Observation {
     Observation {
@@ -607,6 +612,10 @@ macro_rules! visitor_store_tests {
             cleanup_is_bounded_and_resumable,
             delete_cascades,
             concurrent_saves_keep_the_bound,
+            returning_visit_refreshes_an_identical_newest,
+            returning_visit_records_only_an_identical_newest,
+            returning_visit_touches_a_stale_visitor,
+            concurrent_returning_visits_add_no_rows,
             ]
             $($setup)+
         );

@@ -8,7 +8,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{batch_visitors, history_limit, CleanupReport, StoreError, VisitorStore};
+use super::{
+    batch_visitors, history_limit, CleanupReport, ReturningHistory, ReturningVisit, StoreError,
+    VisitorStore, REFRESH_INTERVAL_MS,
+};
 use crate::config::clamp_cleanup_batch;
 use crate::identification::candidates::{probes_for, LookupRow, Probe, ROWS_PER_PROBE};
 use crate::identification::config::Retention;
@@ -174,6 +177,28 @@ impl Inner {
             .map(|(_, id)| Arc::clone(&self.observations[id].observation))
             .collect()
     }
+
+    /// Moves observation `id`, at `slot`, to `seen_at` in every index that holds it.
+    fn refresh(&mut self, slot: Slot, seen_at: i64) {
+        let id = slot.1;
+        let Some(stored) = self.observations.get_mut(&id) else {
+            return;
+        };
+        stored.seen_at = seen_at;
+        let moved = (seen_at, id);
+        self.by_time.remove(&slot);
+        self.by_time.insert(moved);
+        if let Some(visitor) = self.visitors.get_mut(stored.visitor.as_str()) {
+            visitor.history.remove(&slot);
+            visitor.history.insert(moved);
+        }
+        for probe in &stored.probes {
+            if let Some(bucket) = self.buckets.get_mut(probe) {
+                bucket.remove(&slot);
+                bucket.insert(moved);
+            }
+        }
+    }
 }
 
 impl VisitorStore for MemoryVisitorStore {
@@ -220,6 +245,33 @@ impl VisitorStore for MemoryVisitorStore {
         Ok(self
             .lock()
             .history(visitor.as_str(), history_limit(limit), cutoff))
+    }
+
+    async fn returning_visit(
+        &self,
+        visit: ReturningVisit<'_>,
+    ) -> Result<ReturningHistory, StoreError> {
+        let cutoff = self.retention.cutoff(visit.now_ms);
+        let mut inner = self.lock();
+        let key = visit.visitor.as_str();
+        let history = inner.history(key, history_limit(visit.limit), cutoff);
+        let recorded = visit.refresh && history.first().is_some_and(|o| **o == *visit.observation);
+        if recorded {
+            let stale = visit.now_ms - REFRESH_INTERVAL_MS;
+            let newest = inner
+                .visitors
+                .get(key)
+                .and_then(|v| v.history.last().copied());
+            if let Some(slot) = newest.filter(|(seen_at, _)| *seen_at < stale) {
+                inner.refresh(slot, visit.now_ms);
+            }
+            if let Some(entry) = inner.visitors.get_mut(key) {
+                if entry.last_seen_at < stale {
+                    entry.last_seen_at = visit.now_ms;
+                }
+            }
+        }
+        Ok(ReturningHistory { history, recorded })
     }
 
     async fn recent_observations_batch(

@@ -72,6 +72,38 @@ pub struct VisitWrite<'a> {
     pub now_ms: i64,
 }
 
+/// How far behind a visit a returning visitor's `last_seen_at`, and the `seen_at` of an observation refreshed by
+/// [`VisitorStore::returning_visit`], may stay: one minute. Within it a repeat visit writes nothing, so a browser
+/// polling the endpoint costs reads only; retention (days) and candidate recency never need finer times.
+pub const REFRESH_INTERVAL_MS: i64 = 60_000;
+
+/// The first store call of a visit carrying a cookie: its history read, which may also record the visit.
+#[derive(Debug, Clone, Copy)]
+pub struct ReturningVisit<'a> {
+    /// The visitor the cookie names.
+    pub visitor: &'a VisitorId,
+    /// This visit's observation.
+    pub observation: &'a Observation,
+    /// The engine would learn `observation` if the newest retained observation were identical to it (it is
+    /// not sparse: see [`compare`](crate::identification::similarity::compare)); only then may the store
+    /// record the visit itself.
+    pub refresh: bool,
+    /// Most observations to return (see [`history_limit`]).
+    pub limit: usize,
+    /// Now, epoch milliseconds.
+    pub now_ms: i64,
+}
+
+/// What [`VisitorStore::returning_visit`] found, and whether it recorded the visit.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReturningHistory {
+    /// The retained observations as they were before the call, newest first.
+    pub history: Vec<Arc<Observation>>,
+    /// The newest observation was identical to the visit's and `refresh` was set: the visit is recorded (the
+    /// observation refreshed, the visitor touched) and needs no [`record_visit`](VisitorStore::record_visit).
+    pub recorded: bool,
+}
+
 /// Storage of visitors and observations. All times are epoch milliseconds.
 ///
 /// Futures are `Send` so that a store can be shared by a multi-threaded server.
@@ -92,6 +124,30 @@ pub trait VisitorStore: Send + Sync {
         limit: usize,
         now_ms: i64,
     ) -> impl Future<Output = Result<Vec<Arc<Observation>>, StoreError>> + Send;
+
+    /// A cookie visit's history read, which records the visit in the same call when it can: when
+    /// `visit.refresh` is set and the newest retained observation equals `visit.observation`, the store moves
+    /// that observation's `seen_at` and the visitor's `last_seen_at` forward to `now_ms` — each only when it is
+    /// older than [`REFRESH_INTERVAL_MS`] — instead of saving a copy, and returns `recorded: true`. Otherwise it
+    /// writes nothing. A returning browser usually sends what it sent last time, so its visit costs one call,
+    /// and its history keeps distinct observations rather than copies of one.
+    ///
+    /// The default reads the history and records nothing; the engine then calls `record_visit` as it would
+    /// without this method.
+    fn returning_visit(
+        &self,
+        visit: ReturningVisit<'_>,
+    ) -> impl Future<Output = Result<ReturningHistory, StoreError>> + Send {
+        async move {
+            let history = self
+                .recent_observations(visit.visitor, visit.limit, visit.now_ms)
+                .await?;
+            Ok(ReturningHistory {
+                history,
+                recorded: false,
+            })
+        }
+    }
 
     /// The same for up to [`MAX_BATCH_VISITORS`] visitors at once (duplicates ignored, extra ids dropped).
     /// Visitors with no retained observation are absent from the map.
