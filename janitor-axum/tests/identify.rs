@@ -541,3 +541,40 @@ async fn storage_failure_is_503_without_internals() {
         assert_eq!(janitor.admission().in_flight(), 0, "the slot is released");
     }
 }
+
+/// The statement counts of a returning browser's steady state through the whole endpoint: the history read
+/// that refreshes its unchanged observation, plus the global quota's claim when quotas are on.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_returning_browser_costs_one_statement_and_two_with_quotas() {
+    use janitor_axum::PgStores;
+
+    janitor_sql::testing::with_schemas(|schemas| async move {
+        let database = schemas.fresh().await;
+        let plain = Janitor::new(config().build().unwrap(), PgStores::new(database.clone()));
+        let with_quotas = Janitor::new(
+            config().quotas(QuotaConfig::default()).build().unwrap(),
+            PgStores::new(database.clone()),
+        );
+        for (janitor, expected) in [(plain, 1), (with_quotas, 2)] {
+            let first = send(&janitor, json_request(&payload())).await;
+            let id = first.body["visitorId"].as_str().unwrap().to_owned();
+            for visit in 0..3 {
+                let request = post()
+                    .header("cookie", format!("__visitor={id}"))
+                    .body(Body::from(payload().to_string()))
+                    .unwrap();
+                let before = database.statements_executed();
+                let again = send(&janitor, request).await;
+                assert_eq!(again.body, json!({"visitorId": id, "isReturning": true}));
+                assert_eq!(
+                    database.statements_executed() - before,
+                    expected,
+                    "visit {visit}, quotas: {}",
+                    expected == 2
+                );
+            }
+        }
+    })
+    .await;
+}

@@ -27,6 +27,13 @@ fn laptop() -> Value {
     }})
 }
 
+/// The laptop with its window resized to `width`: the same device, a different observation.
+fn resized(width: u32) -> Value {
+    let mut doc = laptop();
+    doc["signals"]["viewport"]["width"] = json!(width);
+    doc
+}
+
 fn payload(doc: &Value) -> VisitorPayload {
     VisitorPayload::from_value(doc).expect("valid payload")
 }
@@ -71,7 +78,7 @@ async fn stored_rows(database: &Database, visitor: &VisitorId) -> i64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cookie_path_in_two_round_trips() {
+async fn cookie_path_in_one_round_trip() {
     with_schemas(|schemas| async move {
         let database = schemas.fresh().await;
         let engine = engine(&database, Retention::default());
@@ -87,7 +94,29 @@ async fn cookie_path_in_two_round_trips() {
         assert!(again.identity.is_returning);
         assert_eq!(again.identity.confidence, 1.0);
         assert!(again.metrics.observation_saved);
+        assert_eq!(trips, 1, "history + refresh + touch, in one statement");
+        assert_eq!(stored_rows(&database, &first.identity.visitor_id).await, 1);
+
+        // A different observation of the same device is saved: two round trips, then one again.
+        let (resized_visit, trips) = identify(
+            &engine,
+            &resized(1100),
+            Some(&first.identity.visitor_id),
+            T0 + 2,
+        )
+        .await;
+        assert!(resized_visit.metrics.observation_saved);
         assert_eq!(trips, 2, "history + save/prune/touch");
+        assert_eq!(stored_rows(&database, &first.identity.visitor_id).await, 2);
+        let (repeated, trips) = identify(
+            &engine,
+            &resized(1100),
+            Some(&first.identity.visitor_id),
+            T0 + 3,
+        )
+        .await;
+        assert!(repeated.metrics.observation_saved);
+        assert_eq!(trips, 1, "identical to the newest again");
         assert_eq!(stored_rows(&database, &first.identity.visitor_id).await, 2);
 
         // A copied cookie on another device is recognised but teaches nothing.
@@ -95,7 +124,7 @@ async fn cookie_path_in_two_round_trips() {
             &engine,
             &population::payload_json(1),
             Some(&first.identity.visitor_id),
-            T0 + 2,
+            T0 + 4,
         )
         .await;
         assert_eq!(copied.metrics.path, IdentifyPath::Cookie);
@@ -160,8 +189,9 @@ async fn retention_and_pruning() {
         let engine = engine(&database, Retention::new(1, 3).unwrap());
         let (first, _) = identify(&engine, &laptop(), None, T0).await;
         let id = first.identity.visitor_id;
+        // Five different observations (identical ones would refresh one row).
         for i in 1..=5 {
-            let (visit, _) = identify(&engine, &laptop(), Some(&id), T0 + i).await;
+            let (visit, _) = identify(&engine, &resized(1000 + i as u32), Some(&id), T0 + i).await;
             assert!(visit.metrics.observation_saved);
         }
         assert_eq!(

@@ -47,7 +47,7 @@ janitor_sql::pg_store_suites!(
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cookie_visit_is_two_round_trips_and_nothing_is_prepared() {
+async fn a_cookie_visit_is_one_round_trip_and_nothing_is_prepared() {
     behind_bouncer(|pooled| async move {
         let database = pooled.fresh().await;
         let engine = Engine::new(
@@ -62,7 +62,25 @@ async fn a_cookie_visit_is_two_round_trips_and_nothing_is_prepared() {
             .await
             .expect("cookie visit");
         assert!(again.identity.is_returning);
-        assert_eq!(database.statements_executed() - before, 2);
+        assert_eq!(
+            database.statements_executed() - before,
+            1,
+            "identical to the newest observation: history + refresh + touch"
+        );
+        let mut document = janitor_core::testing::mac_document();
+        document["signals"]["viewport"]["width"] = serde_json::json!(1000);
+        let resized = janitor_core::VisitorPayload::from_value(&document).expect("payload");
+        let before = database.statements_executed();
+        let changed = engine
+            .identify(&resized, Some(&first.identity.visitor_id))
+            .await
+            .expect("cookie visit");
+        assert!(changed.metrics.observation_saved);
+        assert_eq!(
+            database.statements_executed() - before,
+            2,
+            "history, then save + prune + touch"
+        );
         assert_eq!(database.statements_prepared(), 0, "unnamed statements only");
     })
     .await;

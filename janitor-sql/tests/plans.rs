@@ -171,6 +171,30 @@ async fn lookup_history_and_writes_are_index_scans() {
             )
             .await;
             assert_indexed(&plan, "history", &["idx_observation_visitor_seen"]);
+            let now = NOW;
+            let refresh = true;
+            let observation = Json(&current);
+            let interval = janitor_core::identification::store::REFRESH_INTERVAL_MS;
+            let plan = explain(
+                &client,
+                statement("visitors.returning_visit"),
+                &[
+                    &visitor_id,
+                    &now,
+                    &cutoff,
+                    &limit,
+                    &refresh,
+                    &observation,
+                    &interval,
+                ],
+            )
+            .await;
+            // The history by its index, the refresh by the primary key: no scan, whatever the table holds.
+            assert_indexed(
+                &plan,
+                "returning visit",
+                &["idx_observation_visitor_seen", "observations_pkey"],
+            );
             let plan = explain(
                 &client,
                 statement("visitors.history_batch"),

@@ -18,6 +18,10 @@ pub const STATEMENTS: &[(&str, &str)] = &[
     ("visitors.save", visitor_store::statements::SAVE),
     ("visitors.history", visitor_store::statements::HISTORY),
     (
+        "visitors.returning_visit",
+        visitor_store::statements::RETURNING_VISIT,
+    ),
+    (
         "visitors.history_batch",
         visitor_store::statements::HISTORY_BATCH,
     ),

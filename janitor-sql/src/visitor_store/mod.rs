@@ -1,9 +1,10 @@
 //! The PostgreSQL visitor store.
 //!
-//! Round trips per call: the candidate lookup, a history read (one visitor or up to ten) and every
-//! [`record_visit`](VisitorStore::record_visit) are one statement each. So a cookie-path identification costs two
-//! round trips (history, then save + prune + touch) and a cookieless one three (lookup, histories, then create +
-//! save), or two when no candidate survives ranking.
+//! Round trips per call: the candidate lookup, a history read (one visitor or up to ten), a
+//! [`returning_visit`](VisitorStore::returning_visit) and every [`record_visit`](VisitorStore::record_visit) are
+//! one statement each. So a cookie-path identification whose browser sends what it sent last time costs one round
+//! trip (history read + refresh + touch), any other cookie visit two (history, then save + prune + touch), and a
+//! cookieless one three (lookup, histories, then create + save), or two when no candidate survives ranking.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,7 +12,8 @@ use std::sync::Arc;
 use janitor_core::config::clamp_cleanup_batch;
 use janitor_core::identification::candidates::{LookupRow, Probe};
 use janitor_core::identification::store::{
-    batch_visitors, history_limit, CleanupReport, VisitWrite, VisitorStore,
+    batch_visitors, history_limit, CleanupReport, ReturningHistory, ReturningVisit, VisitWrite,
+    VisitorStore, REFRESH_INTERVAL_MS,
 };
 use janitor_core::Retention;
 use janitor_core::StoreError;
@@ -176,6 +178,39 @@ impl VisitorStore for PgVisitorStore {
             )
             .await?;
         rows.iter().map(|row| observation(row, 0)).collect()
+    }
+
+    async fn returning_visit(
+        &self,
+        visit: ReturningVisit<'_>,
+    ) -> Result<ReturningHistory, StoreError> {
+        let cutoff = self.retention.cutoff(visit.now_ms);
+        let mut connection = self.database.connection().await?;
+        let rows = connection
+            .query(
+                statements::RETURNING_VISIT,
+                &[
+                    &visit.visitor.as_str(),
+                    &visit.now_ms,
+                    &cutoff,
+                    &limit_parameter(visit.limit),
+                    &visit.refresh,
+                    &Json(visit.observation),
+                    &REFRESH_INTERVAL_MS,
+                ],
+            )
+            .await?;
+        let recorded = match rows.first() {
+            Some(row) => row
+                .try_get(1)
+                .map_err(|e| unreadable("a recorded flag", e))?,
+            None => false,
+        };
+        let history = rows
+            .iter()
+            .map(|row| observation(row, 0))
+            .collect::<Result<_, _>>()?;
+        Ok(ReturningHistory { history, recorded })
     }
 
     async fn recent_observations_batch(
