@@ -16,6 +16,10 @@ use crate::identification::observation::{Graphics, Hardware, Observation, Screen
 use crate::identification::store::{VisitWrite, VisitorStore};
 use crate::visitor::VisitorId;
 
+mod lookup;
+
+pub use lookup::lookup_rows_rank_as_observations;
+
 /// A complete observation (every probe family applies); `tag` varies the timezone so observations differ.
 pub fn observation(tag: &str) -> Observation {
     Observation {
@@ -598,6 +602,7 @@ macro_rules! visitor_store_tests {
             history_is_newest_first,
             unknown_and_duplicate_visitors,
             round_trip_keeps_the_observation,
+            lookup_rows_rank_as_observations,
             retention_hides_expired,
             save_prunes_to_the_limit,
             batch_reads_at_most_ten,
