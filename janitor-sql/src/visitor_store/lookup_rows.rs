@@ -64,7 +64,11 @@ impl LookupRead {
     }
 
     /// The observation of `row`'s column `column`, read as this way selected it.
-    pub(crate) fn observation(self, row: &Row, column: usize) -> Result<Arc<Observation>, StoreError> {
+    pub(crate) fn observation(
+        self,
+        row: &Row,
+        column: usize,
+    ) -> Result<Arc<Observation>, StoreError> {
         match self {
             LookupRead::SignalsJson => row
                 .try_get::<_, Json<Observation>>(column)
@@ -166,7 +170,10 @@ mod tests {
             .replace("ARRAY[ ", "ARRAY[")
             .replace(" ]", "]");
         assert!(
-            squeezed.contains(&format!("GENERATED ALWAYS AS ({}) STORED", features_expression())),
+            squeezed.contains(&format!(
+                "GENERATED ALWAYS AS ({}) STORED",
+                features_expression()
+            )),
             "{squeezed}"
         );
     }
@@ -174,7 +181,10 @@ mod tests {
     #[test]
     fn fields_decode_into_the_compared_part() {
         let mut fields: Vec<Option<&str>> = vec![None; 14];
-        assert_eq!(compared_observation(&fields).unwrap(), Observation::default());
+        assert_eq!(
+            compared_observation(&fields).unwrap(),
+            Observation::default()
+        );
         fields[0] = Some("a,\"b\"");
         fields[3] = Some(r#"["en,", "\u00e9"]"#);
         fields[4] = Some("0.30000000000000004");
@@ -197,7 +207,13 @@ mod tests {
     fn malformed_fields_are_unreadable_not_a_panic() {
         let base: Vec<Option<&str>> = vec![None; 14];
         assert!(compared_observation(&base[..13]).is_err());
-        for (at, bad) in [(4, "wide"), (4, "NaN"), (8, "inf"), (3, "{\"en\":1}"), (13, "yes")] {
+        for (at, bad) in [
+            (4, "wide"),
+            (4, "NaN"),
+            (8, "inf"),
+            (3, "{\"en\":1}"),
+            (13, "yes"),
+        ] {
             let mut fields = base.clone();
             fields[at] = Some(bad);
             assert!(compared_observation(&fields).is_err(), "{at} {bad}");

@@ -158,9 +158,12 @@ mod tests {
              WHERE webgl_renderer = $4 AND seen_at >= $1 ORDER BY seen_at DESC LIMIT 101)"
         );
         let previous = lookup(&probes, LookupRead::SignalsJson).unwrap();
-        assert!(previous.starts_with("(SELECT visitor_id, seen_at, signals_json, 0::int4 AS probe "));
+        assert!(
+            previous.starts_with("(SELECT visitor_id, seen_at, signals_json, 0::int4 AS probe ")
+        );
         let computed = lookup(&probes, LookupRead::ComputedFeatures).unwrap();
-        assert!(computed.starts_with("(SELECT visitor_id, seen_at, ARRAY[signals_json #>> '{platform}', "));
+        assert!(computed
+            .starts_with("(SELECT visitor_id, seen_at, ARRAY[signals_json #>> '{platform}', "));
         let wrong = [Probe {
             family: ProbeFamily::Renderer,
             keys: vec![],

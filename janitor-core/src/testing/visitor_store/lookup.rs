@@ -6,7 +6,9 @@ use std::sync::Arc;
 use super::super::{visitor, Fresh, T0};
 use crate::identification::candidates::{probes_for, rank_lookup_rows, LookupRow};
 use crate::identification::config::Retention;
-use crate::identification::observation::{Automation, Graphics, Hardware, Observation, Screen, Size};
+use crate::identification::observation::{
+    Automation, Graphics, Hardware, Observation, Screen, Size,
+};
 use crate::identification::similarity::compare;
 use crate::identification::store::VisitorStore;
 
@@ -102,7 +104,10 @@ pub async fn lookup_rows_rank_as_observations(fresh: impl Fresh<Retention, Store
     for (i, o) in saved.iter().enumerate() {
         let v = visitor(i as u64 + 1);
         store.create_visitor(&v, T0).await.expect("create");
-        store.save_observation(&v, o, T0 + i as i64).await.expect("save");
+        store
+            .save_observation(&v, o, T0 + i as i64)
+            .await
+            .expect("save");
     }
     let current = current();
     let rows = store
