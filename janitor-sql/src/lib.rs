@@ -31,4 +31,4 @@ pub use evidence_store::PgEvidenceStore;
 pub use migrate::{migrate, MigrateError, MigrationReport};
 pub use quota_store::PgQuotaStore;
 pub use stores::PgStores;
-pub use visitor_store::PgVisitorStore;
+pub use visitor_store::{LookupRead, PgVisitorStore};

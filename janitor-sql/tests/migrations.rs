@@ -256,6 +256,28 @@ async fn tables_created_by_another_implementation_are_adopted() {
             .unwrap()
             .get(0);
         assert_eq!(kept, 1, "existing rows are kept");
+        // The compared features of a row written before the migration are filled in by PostgreSQL.
+        let features: Vec<Option<String>> = client
+            .query_one("SELECT lookup_features FROM observations", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(features, vec![None; 14]);
+        client
+            .batch_execute(&format!(
+                "INSERT INTO observations (visitor_id, seen_at, signals_json) \
+                 VALUES ('vis_{hex}', 2, '{{\"platform\": \"a,b\", \"screen\": {{\"width\": 1.5}}}}')",
+                hex = "ab".repeat(24)
+            ))
+            .await
+            .unwrap();
+        let features: Vec<Option<String>> = client
+            .query_one("SELECT lookup_features FROM observations WHERE seen_at = 2", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(features[0].as_deref(), Some("a,b"), "a later insert gets them too");
+        assert_eq!(features[4].as_deref(), Some("1.5"));
     })
     .await;
 }

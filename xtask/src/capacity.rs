@@ -8,6 +8,7 @@ use std::process::Command;
 pub const COMMANDS: &[(&str, &str)] = &[
     ("benchmark-capacity", "capacity"),
     ("benchmark-security", "security"),
+    ("benchmark-lookup", "lookup"),
     ("benchmark-connections", "connections"),
     ("benchmark-throughput", "throughput"),
     ("seed", "seed"),

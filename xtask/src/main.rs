@@ -12,7 +12,7 @@ const USAGE: &str = "usage: cargo xtask test
        cargo xtask conformance FILE...
        cargo xtask fuzz [--seconds N]   (every fuzz target of fuzz/, N seconds each, default 60)
        cargo xtask benchmark-capacity [--docker]
-       cargo xtask benchmark-security | benchmark-connections | benchmark-throughput | seed
+       cargo xtask benchmark-security | benchmark-lookup | benchmark-connections | benchmark-throughput | seed
        cargo xtask soak --minutes N --rate R   (one server process, R requests/s for N minutes; 1-1440, 1-50000)
        (harness settings come from JANITOR_BENCHMARK_* variables; see docs/CAPACITY.md)";
 

@@ -18,6 +18,7 @@ fn xtask(args: &[&str]) -> (Option<i32>, String) {
 fn unknown_arguments_are_refused_with_the_usage() {
     for args in [
         &["benchmark-security", "--bogus"][..],
+        &["benchmark-lookup", "--bogus"],
         &["benchmark-capacity", "--docker", "--docker"],
         &["benchmark-capacity", "extra"],
     ] {
@@ -31,6 +32,7 @@ fn unknown_arguments_are_refused_with_the_usage() {
 fn docker_runs_only_the_whole_sequence() {
     for workload in [
         "benchmark-security",
+        "benchmark-lookup",
         "benchmark-connections",
         "benchmark-throughput",
         "seed",

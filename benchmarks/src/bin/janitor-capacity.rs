@@ -1,7 +1,8 @@
 //! The capacity harness. Start it with `cargo xtask benchmark-capacity` (or one of the single workloads:
-//! `benchmark-security`, `benchmark-connections`, `benchmark-throughput`, `seed`); see docs/CAPACITY.md.
+//! `benchmark-security`, `benchmark-lookup`, `benchmark-connections`, `benchmark-throughput`, `seed`); see
+//! docs/CAPACITY.md.
 //!
-//! `janitor-capacity capacity|security|connections|throughput|seed` runs a workload, `janitor-capacity soak
+//! `janitor-capacity capacity|security|lookup|connections|throughput|seed` runs a workload, `janitor-capacity soak
 //! --minutes N --rate R` the soak (`cargo xtask soak`);
 //! `janitor-capacity serve …` and `janitor-capacity load …` are the server and load processes a run starts; the
 //! server also runs by hand for HTTP load tools (docs/benchmarks/http.md).
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 
 use janitor_benchmarks::capacity::{self, load, server};
 
-const USAGE: &str = "usage: janitor-capacity capacity|security|connections|throughput|seed \
+const USAGE: &str = "usage: janitor-capacity capacity|security|lookup|connections|throughput|seed \
                      | soak --minutes N --rate R \
                      (settings from JANITOR_BENCHMARK_* variables; see docs/CAPACITY.md)";
 
@@ -23,7 +24,7 @@ fn main() -> ExitCode {
         "serve-fleet" => server::serve_fleet(rest),
         "load" => load::main(rest),
         "soak" => capacity::soak::main(rest),
-        "capacity" | "security" | "connections" | "throughput" | "seed" => {
+        "capacity" | "security" | "lookup" | "connections" | "throughput" | "seed" => {
             capacity::run::main(&command)
         }
         _ => Err(USAGE.to_owned()),

@@ -82,7 +82,7 @@ async fn workloads(command: &str, env: &CapacityEnv, target: &Target) -> Result<
         if let Some(dataset) = &dataset {
             security::run(target, env, dataset).await?;
         }
-        if wants(&["capacity", "security"]) {
+        if wants(&["capacity", "security", "lookup"]) {
             lookup(target, env).await?;
         }
         if wants(&["capacity", "connections"]) {

@@ -114,7 +114,8 @@ pub struct LookupRow {
     pub seen_at: i64,
     /// Position of the probe that returned it in the slice given to the store.
     pub probe: usize,
-    /// The stored observation.
+    /// The stored observation, or only its [`compared_part`](crate::identification::similarity::compared_part):
+    /// ranking reads no more, so a store may leave out the rest to ship fewer bytes.
     pub observation: Arc<Observation>,
 }
 

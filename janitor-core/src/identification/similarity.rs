@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::identification::observation::{Observation, Size};
+use crate::identification::observation::{Observation, Screen, Size};
 
 /// Below this much available weight a score is scaled down: sparse evidence cannot reach 1.
 pub const MIN_EVIDENCE_WEIGHT: f64 = 0.55;
@@ -232,10 +232,36 @@ pub fn compare(previous: &Observation, current: &Observation) -> Comparison {
     }
 }
 
+/// The part of `observation` that [`compare`] reads, and nothing else: platform, browser, timezone, languages,
+/// screen and viewport sizes, the three hardware numbers, the WebGL strings and the webdriver flag. Without
+/// the user agent, colour depth, pixel ratio and behaviour, which no score or contradiction depends on.
+///
+/// `compare(&compared_part(a), b)` equals `compare(a, b)` for every pair, so a store may hand the candidate
+/// lookup only this part of its rows (the PostgreSQL store does, to ship fewer bytes).
+pub fn compared_part(observation: &Observation) -> Observation {
+    let screen = observation.screen.as_ref().map(|s| Screen {
+        width: s.width,
+        height: s.height,
+        ..Screen::default()
+    });
+    Observation {
+        platform: observation.platform.clone(),
+        browser: observation.browser.clone(),
+        languages: observation.languages.clone(),
+        timezone: observation.timezone.clone(),
+        screen,
+        viewport: observation.viewport.clone(),
+        hardware: observation.hardware.clone(),
+        automation: observation.automation.clone(),
+        graphics: observation.graphics.clone(),
+        ..Observation::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::identification::observation::{Graphics, Hardware, Screen};
+    use crate::identification::observation::{Graphics, Hardware};
 
     fn obs(platform: &str, screen: (f64, f64), touch: f64, vendor: &str) -> Observation {
         Observation {
@@ -318,5 +344,25 @@ mod tests {
         let c = compare(&Observation::default(), &Observation::default());
         assert_eq!((c.score, c.cap, c.contradiction), (0.0, 0.0, false));
         assert_eq!(serde_json::to_string(&c.features).unwrap(), "{}");
+    }
+
+    #[test]
+    fn compared_part_compares_as_the_whole() {
+        let mut whole = obs("linux", (1000.0, 1000.0), 0.0, "x");
+        whole.user_agent = Some("UA".into());
+        whole.screen.as_mut().unwrap().pixel_ratio = Some(2.0);
+        whole.languages = Some(vec!["en".into(), "he".into()]);
+        let part = compared_part(&whole);
+        assert_eq!(part.user_agent, None);
+        assert_eq!(part.screen.as_ref().unwrap().pixel_ratio, None);
+        for other in [
+            whole.clone(),
+            obs("linux", (549.0, 549.0), 5.0, "y"),
+            obs("windows", (1000.0, 1000.0), 0.0, "x"),
+            Observation::default(),
+        ] {
+            assert_eq!(compare(&part, &other), compare(&whole, &other));
+            assert_eq!(compare(&other, &part), compare(&other, &whole));
+        }
     }
 }

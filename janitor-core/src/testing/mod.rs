@@ -24,7 +24,6 @@
 pub mod budget_store;
 pub mod evidence_store;
 pub mod quota_store;
-mod returning_visit;
 pub mod visitor_store;
 
 use std::future::Future;

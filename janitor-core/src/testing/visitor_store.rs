@@ -16,7 +16,11 @@ use crate::identification::observation::{Graphics, Hardware, Observation, Screen
 use crate::identification::store::{VisitWrite, VisitorStore};
 use crate::visitor::VisitorId;
 
-pub use super::returning_visit::{
+mod lookup;
+mod returning_visit;
+
+pub use lookup::lookup_rows_rank_as_observations;
+pub use returning_visit::{
     concurrent_returning_visits_add_no_rows, returning_visit_records_only_an_identical_newest,
     returning_visit_refreshes_an_identical_newest, returning_visit_touches_a_stale_visitor,
 };
@@ -603,6 +607,7 @@ macro_rules! visitor_store_tests {
             history_is_newest_first,
             unknown_and_duplicate_visitors,
             round_trip_keeps_the_observation,
+            lookup_rows_rank_as_observations,
             retention_hides_expired,
             save_prunes_to_the_limit,
             batch_reads_at_most_ten,

@@ -97,9 +97,15 @@ pub fn statement(name: &str) -> &'static str {
         })
 }
 
-/// The candidate lookup the visitor store runs for `probes` (`None` when there is nothing to look up).
+/// The candidate lookup the visitor store runs for `probes` by default (`None` when there is nothing to look
+/// up).
 pub fn candidate_lookup(probes: &[Probe]) -> Option<String> {
-    visitor_store::statements::lookup(probes)
+    candidate_lookup_reading(probes, crate::LookupRead::default())
+}
+
+/// The candidate lookup for `probes` that reads rows the way `read` says.
+pub fn candidate_lookup_reading(probes: &[Probe], read: crate::LookupRead) -> Option<String> {
+    visitor_store::statements::lookup(probes, read)
 }
 
 /// The activity read the evidence store runs for a key column, with or without an action filter.

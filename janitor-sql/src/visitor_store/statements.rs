@@ -9,6 +9,8 @@ use std::fmt::Write;
 
 use janitor_core::identification::candidates::{Probe, ProbeFamily, ROWS_PER_PROBE};
 
+use super::lookup_rows::LookupRead;
+
 macro_rules! insert_observation {
     () => {
         "INSERT INTO observations \
@@ -125,10 +127,11 @@ fn terms(family: ProbeFamily) -> &'static [&'static str] {
 }
 
 /// The candidate lookup for `probes` as one statement: a `UNION ALL` of one bounded index read per probe,
-/// each tagged with its position. `$1` is the cutoff; the keys follow, probe after probe. Returns `None` when
-/// a probe's key count does not fit its family.
-pub(crate) fn lookup(probes: &[Probe]) -> Option<String> {
-    let mut sql = String::with_capacity(300 * probes.len());
+/// each tagged with its position, selecting what `read` reads of a row. `$1` is the cutoff; the keys follow,
+/// probe after probe. Returns `None` when a probe's key count does not fit its family.
+pub(crate) fn lookup(probes: &[Probe], read: LookupRead) -> Option<String> {
+    let column = read.column();
+    let mut sql = String::with_capacity((250 + column.len()) * probes.len());
     let mut parameter = 1;
     for (position, probe) in probes.iter().enumerate() {
         let terms = terms(probe.family);
@@ -138,7 +141,7 @@ pub(crate) fn lookup(probes: &[Probe]) -> Option<String> {
         if position > 0 {
             sql.push_str(" UNION ALL ");
         }
-        sql.push_str("(SELECT visitor_id, seen_at, signals_json, ");
+        let _ = write!(sql, "(SELECT visitor_id, seen_at, {column}, ");
         let _ = write!(sql, "{position}::int4 AS probe FROM observations WHERE ");
         for term in terms {
             parameter += 1;
@@ -170,16 +173,23 @@ mod tests {
             },
         ];
         assert_eq!(
-            lookup(&probes).unwrap(),
-            "(SELECT visitor_id, seen_at, signals_json, 0::int4 AS probe FROM observations \
+            lookup(&probes, LookupRead::StoredFeatures).unwrap(),
+            "(SELECT visitor_id, seen_at, lookup_features, 0::int4 AS probe FROM observations \
              WHERE platform = $2 AND browser = $3 AND seen_at >= $1 ORDER BY seen_at DESC LIMIT 101) \
-             UNION ALL (SELECT visitor_id, seen_at, signals_json, 1::int4 AS probe FROM observations \
+             UNION ALL (SELECT visitor_id, seen_at, lookup_features, 1::int4 AS probe FROM observations \
              WHERE webgl_renderer = $4 AND seen_at >= $1 ORDER BY seen_at DESC LIMIT 101)"
         );
+        let previous = lookup(&probes, LookupRead::SignalsJson).unwrap();
+        assert!(
+            previous.starts_with("(SELECT visitor_id, seen_at, signals_json, 0::int4 AS probe ")
+        );
+        let computed = lookup(&probes, LookupRead::ComputedFeatures).unwrap();
+        assert!(computed
+            .starts_with("(SELECT visitor_id, seen_at, ARRAY[signals_json #>> '{platform}', "));
         let wrong = [Probe {
             family: ProbeFamily::Renderer,
             keys: vec![],
         }];
-        assert_eq!(lookup(&wrong), None);
+        assert_eq!(lookup(&wrong, LookupRead::StoredFeatures), None);
     }
 }

@@ -1,16 +1,21 @@
 //! The missing-cookie lookup at scale: `JANITOR_BENCHMARK_LOOKUP_VISITORS` browsers of the library's test
 //! population (one observation each) in a schema of their own, then, one after the other, the indexed candidate
 //! lookup alone, a whole missing-cookie identification of a returning browser, and a cookie identification.
+//!
+//! The lookup and the missing-cookie identification are measured for every way the store can read candidate
+//! rows ([`LookupRead`]): the stored compact features (the default), the same computed at each lookup, and the
+//! whole `signals_json` of the design before. The ways take turns sample by sample, in a rotating order, so
+//! that they share the machine's state and their ratios come from one run.
 
 use std::time::{Duration, Instant};
 
 use janitor_core::identification::candidates::probes_for;
 use janitor_core::{Engine, EngineConfig, Retention, VisitorStore};
 use janitor_sql::testing::population;
-use janitor_sql::PgVisitorStore;
+use janitor_sql::{LookupRead, PgVisitorStore};
 use serde::{Deserialize, Serialize};
 
-use super::{connect, drop_named, guarded, now_ms, schema_exists};
+use super::{connect, drop_named, guarded, now_ms, pg, schema_exists, SEED_DEADLINE};
 use crate::capacity::env::CapacityEnv;
 use crate::capacity::Target;
 use crate::{Percentiles, Summary};
@@ -47,6 +52,110 @@ pub struct LookupFigures {
     pub restored_without_cookie: u64,
     /// Browsers identified as themselves with their cookie.
     pub kept_with_cookie: u64,
+    /// How the figures above read candidate rows (the store's default).
+    pub lookup_read: String,
+    /// Missing-cookie identifications per second of one sequential client, the default way.
+    pub missing_cookie_per_second: f64,
+    /// The same measurements with the whole `signals_json` read, as before the compact rows.
+    pub previous_design: DesignFigures,
+    /// The same measurements with the compact features computed by each lookup instead of stored.
+    pub computed_design: DesignFigures,
+    /// Missing-cookie identifications per second, the default way over the previous design, to two decimals.
+    pub throughput_ratio_to_previous: f64,
+    /// The previous design's candidate lookup p95 over the default way's, to two decimals.
+    pub lookup_p95_speedup: f64,
+    /// Seconds that adding the `lookup_features` column (migration 0006) took on the seeded table, after the
+    /// measurements: the rewrite an existing installation's migration does, to two decimals.
+    pub add_column_seconds: f64,
+}
+
+/// The migration that adds `lookup_features`, whose cost on a big table is measured.
+const FEATURES_MIGRATION: &str = "0006_lookup_features.sql";
+
+/// Drops `lookup_features` (which only marks it dropped) and adds it again with the migration's own SQL,
+/// which rewrites the seeded table and its indexes as the migration of an existing installation does.
+async fn add_column_seconds(lookup: &Target) -> Result<f64, String> {
+    let migration = janitor_sql::migrate::MIGRATIONS
+        .iter()
+        .find(|m| m.name == FEATURES_MIGRATION)
+        .ok_or_else(|| format!("no migration {FEATURES_MIGRATION}"))?;
+    let client = connect(&lookup.url, &lookup.schema, SEED_DEADLINE).await?;
+    client
+        .batch_execute("ALTER TABLE observations DROP COLUMN lookup_features")
+        .await
+        .map_err(|e| format!("dropping lookup_features: {}", pg(&e)))?;
+    let started = Instant::now();
+    client
+        .batch_execute(migration.sql)
+        .await
+        .map_err(|e| format!("adding lookup_features again: {}", pg(&e)))?;
+    Ok((started.elapsed().as_secs_f64() * 100.0).round() / 100.0)
+}
+
+/// The measurements of one way of reading candidate rows, taken in the same run as the default's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DesignFigures {
+    /// The way: `stored-features`, `computed-features` or `signals-json`.
+    pub lookup_read: String,
+    /// The store's indexed candidate lookup alone.
+    pub candidate_lookup: Timed,
+    /// A whole identification of a known browser without its cookie.
+    pub missing_cookie_identify: Timed,
+    /// Missing-cookie identifications per second of one sequential client, to one decimal.
+    pub missing_cookie_per_second: f64,
+}
+
+/// The ways measured, the default first.
+const DESIGNS: [LookupRead; 3] = [
+    LookupRead::StoredFeatures,
+    LookupRead::ComputedFeatures,
+    LookupRead::SignalsJson,
+];
+
+fn design_name(read: LookupRead) -> &'static str {
+    match read {
+        LookupRead::StoredFeatures => "stored-features",
+        LookupRead::ComputedFeatures => "computed-features",
+        LookupRead::SignalsJson => "signals-json",
+    }
+}
+
+/// The latencies of one way.
+#[derive(Default)]
+struct Samples {
+    lookups: Vec<Duration>,
+    missing: Vec<Duration>,
+}
+
+impl Samples {
+    fn figures(mut self, read: LookupRead) -> DesignFigures {
+        let total: f64 = self.missing.iter().map(Duration::as_secs_f64).sum();
+        let per_second = if total > 0.0 {
+            self.missing.len() as f64 / total
+        } else {
+            0.0
+        };
+        DesignFigures {
+            lookup_read: design_name(read).to_owned(),
+            candidate_lookup: summary(
+                "the store's indexed candidate lookup alone",
+                &mut self.lookups,
+            ),
+            missing_cookie_identify: summary(
+                "a whole identification of a known browser without its cookie",
+                &mut self.missing,
+            ),
+            missing_cookie_per_second: (per_second * 10.0).round() / 10.0,
+        }
+    }
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        (a / b * 100.0).round() / 100.0
+    } else {
+        0.0
+    }
 }
 
 /// The latency of one measurement, named.
@@ -117,12 +226,51 @@ async fn measure(lookup: &Target, env: &CapacityEnv) -> Result<LookupFigures, St
         "lookup: {visitors} visitors seeded in {seed_seconds:.1} s in schema {}",
         lookup.schema
     );
-    let engine = Engine::new(
-        PgVisitorStore::new(database.clone(), Retention::default()),
-        EngineConfig::default(),
+    let sampled = sample(&database, env).await?;
+    let add_column_seconds = add_column_seconds(lookup).await?;
+    println!("lookup: adding lookup_features to the seeded table took {add_column_seconds} s");
+    let report = sampled.figures(env, seed_seconds, add_column_seconds)?;
+    let p95 = |t: &Timed| t.latency.map_or(0.0, |l| l.p95_ms);
+    println!(
+        "lookup: candidate lookup p95 {} ms (computed {} ms, signals_json {} ms), missing-cookie identify p95 \
+         {} ms (computed {} ms, signals_json {} ms), {}× the previous design's missing-cookie rate; cookie \
+         identify p95 {} ms; {}/{} restored without their cookie",
+        p95(&report.candidate_lookup),
+        p95(&report.computed_design.candidate_lookup),
+        p95(&report.previous_design.candidate_lookup),
+        p95(&report.missing_cookie_identify),
+        p95(&report.computed_design.missing_cookie_identify),
+        p95(&report.previous_design.missing_cookie_identify),
+        report.throughput_ratio_to_previous,
+        p95(&report.cookie_identify),
+        report.restored_without_cookie,
+        report.samples
     );
-    let identify = |n: u64, cookie: bool| {
-        let engine = &engine;
+    Ok(report)
+}
+
+/// What the samples of every way measured.
+struct Sampled {
+    designs: Vec<Samples>,
+    cookies: Vec<Duration>,
+    candidates: u64,
+    restored: u64,
+    kept: u64,
+}
+
+/// Identifies `env.samples` browsers of the seeded population, each way in turn (a rotating order, so no
+/// way always runs first or right after another), then once with the cookie.
+async fn sample(database: &janitor_sql::Database, env: &CapacityEnv) -> Result<Sampled, String> {
+    let visitors = env.lookup_visitors;
+    let engines: Vec<_> = DESIGNS
+        .iter()
+        .map(|&read| {
+            let store = PgVisitorStore::new(database.clone(), Retention::default());
+            Engine::new(store.with_lookup_read(read), EngineConfig::default())
+        })
+        .collect();
+    let identify = |n: u64, cookie: bool, design: usize| {
+        let engine = &engines[design];
         async move {
             let payload = population::payload(n);
             let visitor = population::visitor(n);
@@ -133,60 +281,98 @@ async fn measure(lookup: &Target, env: &CapacityEnv) -> Result<LookupFigures, St
                 .map_err(|e| format!("identification of browser {n}: {e}"))
         }
     };
-    // Warm-up: every statement prepared, the upper index pages in memory.
+    // Warm-up: every statement of every way prepared, the upper index pages in memory.
     for i in 0..100 {
         let n = browser(env.samples + i, visitors);
-        identify(n, true).await?;
-        identify(n, false).await?;
+        identify(n, true, 0).await?;
+        for design in 0..DESIGNS.len() {
+            identify(n, false, design).await?;
+        }
     }
-    let (mut lookups, mut missing, mut cookies) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut candidates, mut restored, mut kept) = (0u64, 0u64, 0u64);
+    let mut sampled = Sampled {
+        designs: DESIGNS.iter().map(|_| Samples::default()).collect(),
+        cookies: Vec::new(),
+        candidates: 0,
+        restored: 0,
+        kept: 0,
+    };
     for i in 0..env.samples {
         let n = browser(i, visitors);
         let probes = probes_for(&population::observation(n));
-        let began = Instant::now();
-        let rows = engine
-            .store()
-            .find_candidate_rows(&probes, now_ms())
-            .await
-            .map_err(|e| format!("candidate lookup of browser {n}: {e}"))?;
-        lookups.push(began.elapsed());
-        candidates += rows.len() as u64;
+        for turn in 0..DESIGNS.len() {
+            let design = (turn + i as usize) % DESIGNS.len();
+            let began = Instant::now();
+            let rows = engines[design]
+                .store()
+                .find_candidate_rows(&probes, now_ms())
+                .await
+                .map_err(|e| format!("candidate lookup of browser {n}: {e}"))?;
+            sampled.designs[design].lookups.push(began.elapsed());
 
+            let began = Instant::now();
+            let found = identify(n, false, design).await?;
+            sampled.designs[design].missing.push(began.elapsed());
+            // The browser's own rows are as seeded only before this sample's first identification (each one
+            // saves a row), so restoration and the row count are taken from whichever way ran first.
+            if turn == 0 {
+                sampled.candidates += rows.len() as u64;
+                sampled.restored += u64::from(found);
+            }
+        }
         let began = Instant::now();
-        restored += u64::from(identify(n, false).await?);
-        missing.push(began.elapsed());
-
-        let began = Instant::now();
-        kept += u64::from(identify(n, true).await?);
-        cookies.push(began.elapsed());
+        sampled.kept += u64::from(identify(n, true, 0).await?);
+        sampled.cookies.push(began.elapsed());
     }
-    let samples = env.samples;
-    let report = LookupFigures {
-        visitors,
-        observations_per_visitor: OBSERVATIONS_PER_VISITOR,
-        seed_seconds: (seed_seconds * 100.0).round() / 100.0,
-        samples,
-        candidate_lookup: summary("the store's indexed candidate lookup alone", &mut lookups),
-        missing_cookie_identify: summary(
-            "a whole identification of a known browser without its cookie",
-            &mut missing,
-        ),
-        cookie_identify: summary(
-            "a whole identification with the browser's cookie",
-            &mut cookies,
-        ),
-        candidate_rows_per_lookup: (candidates as f64 / samples as f64 * 100.0).round() / 100.0,
-        restored_without_cookie: restored,
-        kept_with_cookie: kept,
-    };
-    let p95 = |t: &Timed| t.latency.map_or(0.0, |l| l.p95_ms);
-    println!(
-        "lookup: candidate lookup p95 {} ms, missing-cookie identify p95 {} ms, cookie identify p95 {} ms; \
-         {restored}/{samples} restored without their cookie",
-        p95(&report.candidate_lookup),
-        p95(&report.missing_cookie_identify),
-        p95(&report.cookie_identify)
-    );
-    Ok(report)
+    Ok(sampled)
+}
+
+impl Sampled {
+    fn figures(
+        mut self,
+        env: &CapacityEnv,
+        seed_seconds: f64,
+        add_column_seconds: f64,
+    ) -> Result<LookupFigures, String> {
+        let samples = env.samples;
+        let mut figures = self
+            .designs
+            .into_iter()
+            .zip(DESIGNS)
+            .map(|(taken, read)| taken.figures(read));
+        let (Some(default), Some(computed), Some(previous)) =
+            (figures.next(), figures.next(), figures.next())
+        else {
+            return Err("a way of reading candidate rows was not measured".to_owned());
+        };
+        let p95 = |t: &Timed| t.latency.map_or(0.0, |l| l.p95_ms);
+        Ok(LookupFigures {
+            visitors: env.lookup_visitors,
+            observations_per_visitor: OBSERVATIONS_PER_VISITOR,
+            seed_seconds: (seed_seconds * 100.0).round() / 100.0,
+            samples,
+            candidate_lookup: default.candidate_lookup.clone(),
+            missing_cookie_identify: default.missing_cookie_identify.clone(),
+            cookie_identify: summary(
+                "a whole identification with the browser's cookie",
+                &mut self.cookies,
+            ),
+            candidate_rows_per_lookup: (self.candidates as f64 / samples as f64 * 100.0).round()
+                / 100.0,
+            restored_without_cookie: self.restored,
+            kept_with_cookie: self.kept,
+            lookup_read: default.lookup_read.clone(),
+            missing_cookie_per_second: default.missing_cookie_per_second,
+            throughput_ratio_to_previous: ratio(
+                default.missing_cookie_per_second,
+                previous.missing_cookie_per_second,
+            ),
+            lookup_p95_speedup: ratio(
+                p95(&previous.candidate_lookup),
+                p95(&default.candidate_lookup),
+            ),
+            previous_design: previous,
+            computed_design: computed,
+            add_column_seconds,
+        })
+    }
 }

@@ -110,7 +110,9 @@ pub struct ReturningHistory {
 pub trait VisitorStore: Send + Sync {
     /// Runs the probes in one go and returns their rows (each probe: observations matching its keys with
     /// `seen_at >= cutoff`, newest first, at most [`ROWS_PER_PROBE`](crate::identification::candidates::ROWS_PER_PROBE) + 1 rows),
-    /// each tagged with the probe's position in `probes`. An empty `probes` must not touch storage.
+    /// each tagged with the probe's position in `probes`. An empty `probes` must not touch storage. A row may
+    /// carry the whole observation or only its
+    /// [`compared_part`](crate::identification::similarity::compared_part); either ranks the same.
     fn find_candidate_rows(
         &self,
         probes: &[Probe],

@@ -4,14 +4,14 @@
 
 use std::sync::Arc;
 
-use super::visitor_store::observation;
-use super::{join_all, visitor, Fresh, T0};
+use super::observation;
 use crate::identification::candidates::probes_for;
 use crate::identification::config::Retention;
 use crate::identification::observation::Observation;
 use crate::identification::store::{
     ReturningHistory, ReturningVisit, VisitorStore, REFRESH_INTERVAL_MS,
 };
+use crate::testing::{join_all, visitor, Fresh, T0};
 use crate::visitor::VisitorId;
 
 async fn visit<S: VisitorStore>(
