@@ -1,6 +1,7 @@
 //! The identify rate beside the database's own limit for the same statements: a closed loop of identify
 //! requests with every database connection of the fleet busy, and pgbench replaying the statements at the same
-//! concurrency, in alternating rounds so that changes in the machine's load fall on both alike.
+//! concurrency — the current design's and the previous design's — in rotating rounds so that changes in the
+//! machine's load fall on all three alike.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::generator::{self, Requests};
-use super::pgbench::{self, PgbenchReport, Replay, Visitor};
+use super::pgbench::{self, Design, PgbenchReport, Replay, Visitor};
 use super::samples::{round1, Sample, Tally, TallyReport};
 use crate::capacity::run::HttpRun;
 use crate::capacity::server::FleetSettings;
@@ -22,8 +23,10 @@ pub const ROUNDS: usize = 3;
 pub struct Limits {
     /// The closed-loop identify figures.
     pub identify: IdentifyLimit,
-    /// pgbench's figures.
+    /// pgbench's figures on the current design's statements.
     pub database: PgbenchReport,
+    /// pgbench's figures on the previous design's statements.
+    pub database_previous: PgbenchReport,
     /// Identify successes per second over all rounds.
     pub identify_per_second: f64,
 }
@@ -52,10 +55,14 @@ pub struct IdentifyLimit {
 pub struct LimitRound {
     /// Identify successes per second.
     pub identify_per_second: f64,
-    /// pgbench transactions per second.
+    /// pgbench transactions per second on the current design's statements.
     pub pgbench_tps: f64,
     /// The first ÷ the second.
     pub ratio: Option<f64>,
+    /// pgbench transactions per second on the previous design's statements.
+    pub pgbench_previous_tps: f64,
+    /// The current design's pgbench tps ÷ the previous design's.
+    pub design_ratio: Option<f64>,
 }
 
 /// Runs [`ROUNDS`] rounds of `seconds / ROUNDS` (at least 1 s) per side: identify on one connection per
@@ -73,30 +80,39 @@ pub async fn measure(
     let database_connections = fleet.workers as usize * fleet.pool;
     let target = &run.target;
     let round_seconds = (seconds / ROUNDS as u64).max(1);
-    let replay = Replay::new(
-        visitors.len(),
-        database_connections,
-        round_seconds,
-        &run.scratch,
-    )
-    .await?;
+    let replay = |design| {
+        Replay::new(
+            design,
+            visitors.len(),
+            database_connections,
+            round_seconds,
+            &run.scratch,
+        )
+    };
+    let replays = [
+        replay(Design::Refreshing).await?,
+        replay(Design::Previous).await?,
+    ];
     pgbench::create_helper(target, visitors).await?;
-    let outcome = rounds(target, servers, slots, round_seconds, &replay, requests).await;
+    let outcome = rounds(target, servers, slots, round_seconds, &replays, requests).await;
     let dropped = pgbench::drop_helper(target).await;
-    let (samples, identify_rounds, database_rounds) = outcome?;
+    let (samples, identify_rounds, [database_rounds, previous_rounds]) = outcome?;
     dropped?;
 
     let run_time = Duration::from_secs(round_seconds * ROUNDS as u64);
     let tally = Tally::of(&samples, samples.len() as u64, None);
     let identify_per_second = tally.ok as f64 / run_time.as_secs_f64();
-    let database = replay.report(target, &database_rounds);
+    let database = replays[0].report(target, &database_rounds);
+    let database_previous = replays[1].report(target, &previous_rounds);
     let per_round = identify_rounds
         .iter()
-        .zip(&database_rounds)
-        .map(|(identify, database)| LimitRound {
+        .zip(database_rounds.iter().zip(&previous_rounds))
+        .map(|(identify, (database, previous))| LimitRound {
             identify_per_second: round1(*identify),
             pgbench_tps: round1(database.output.tps),
             ratio: ratio(*identify, database.output.tps),
+            pgbench_previous_tps: round1(previous.output.tps),
+            design_ratio: ratio(database.output.tps, previous.output.tps),
         })
         .collect();
     let mut result = tally.report();
@@ -115,6 +131,7 @@ pub async fn measure(
             per_round,
         },
         database,
+        database_previous,
         identify_per_second,
     })
 }
@@ -124,23 +141,24 @@ pub fn ratio(a: f64, b: f64) -> Option<f64> {
     (b > 0.0).then(|| (a / b * 1000.0).round() / 1000.0)
 }
 
-type Rounds = (Vec<Sample>, Vec<f64>, Vec<pgbench::Round>);
+type Rounds = (Vec<Sample>, Vec<f64>, [Vec<pgbench::Round>; 2]);
 
 async fn rounds(
     target: &Target,
     servers: &[SocketAddr],
     slots: usize,
     round_seconds: u64,
-    replay: &Replay,
+    replays: &[Replay; 2],
     requests: Requests,
 ) -> Result<Rounds, String> {
     let mut connections = generator::open(servers, slots).await?;
     let mut samples = Vec::new();
     let mut identify = Vec::new();
-    let mut database = Vec::new();
+    let mut database: [Vec<pgbench::Round>; 2] = [Vec::new(), Vec::new()];
     for round in 0..ROUNDS {
-        // Alternate which side goes first.
-        for side in if round % 2 == 0 { [0, 1] } else { [1, 0] } {
+        // Rotate which side goes first.
+        for step in 0..3 {
+            let side = (round + step) % 3;
             if side == 0 {
                 let time = Duration::from_secs(round_seconds);
                 let (back, mut got) =
@@ -150,14 +168,15 @@ async fn rounds(
                 identify.push(ok as f64 / time.as_secs_f64());
                 samples.append(&mut got);
             } else {
-                database.push(replay.run(target).await?);
+                database[side - 1].push(replays[side - 1].run(target).await?);
             }
         }
         println!(
-            "throughput: limits round {}: identify {:.0}/s, pgbench {:.0} tps",
+            "throughput: limits round {}: identify {:.0}/s, pgbench {:.0} tps (previous design {:.0} tps)",
             round + 1,
             identify[round],
-            database[round].output.tps
+            database[0][round].output.tps,
+            database[1][round].output.tps
         );
     }
     Ok((samples, identify, database))

@@ -273,8 +273,9 @@ async fn sweep(
         fixture: FixtureReport {
             visitors: fixture.visitors.len(),
             schema: run.target.schema.clone(),
-            requests: "POST /api/visitor with the visitor's own __visitor cookie and payload (the cookie path: \
-                 history read, then save + prune + touch); request n uses visitor n mod visitors"
+            requests: "POST /api/visitor with the visitor's own __visitor cookie and the payload it sent \
+                 before (the cookie path: one history read that refreshes the identical newest observation \
+                 and touches the visitor at most once a minute); request n uses visitor n mod visitors"
                 .to_owned(),
         },
         points,
@@ -282,7 +283,9 @@ async fn sweep(
         burst,
         search,
         identify_limit: limits.identify,
+        design_ratio: limits::ratio(limits.database.tps, limits.database_previous.tps),
         pgbench: limits.database,
+        pgbench_previous: limits.database_previous,
         identify_to_database,
         admission_overhead,
         limitations: limitations(settings, run.env.external_servers),
@@ -402,7 +405,7 @@ fn identify_to_database(limits: &Limits, points: &[RatePoint]) -> IdentifyToData
              database seeing the fleet's pool size in connections, measured in alternating rounds. \
              The closed-loop ratio is the main one: the sweep's rates are chosen in advance, so its \
              best clean rate is a lower bound. pgbench's transactions carry one extra indexed lookup \
-             (see its statement averages), so its tps understates the two statements' own limit; \
+             (see its statement averages), so its tps understates the statements' own limit; \
              pgbench's client also takes a share of the same cores."
             .to_owned(),
     }

@@ -1,6 +1,8 @@
 //! The database's own limit for the cookie path: `pgbench` running the statements of one cookie-path
-//! identification (the history read, then the save + prune + touch), prepared, at the concurrency the
-//! database sees from the fleet, against the same schema and visitors.
+//! identification, prepared, at the concurrency the database sees from the fleet, against the same schema and
+//! visitors. Two scripts, run side by side: the current design's one statement (the history read that refreshes
+//! an identical newest observation and touches the visitor) and the previous design's two (the history read, then
+//! save + prune + touch), so the report can say what the change bought on the database alone.
 //!
 //! pgbench cannot read the cookie file, so the run's schema gets a helper table `capacity_cookies` (the
 //! fixture's visitors and their observation columns); each transaction first picks a visitor there, which adds
@@ -11,7 +13,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use janitor_core::identification::config::HISTORY_LIMIT;
-use janitor_core::identification::store::history_limit;
+use janitor_core::identification::store::{history_limit, REFRESH_INTERVAL_MS};
 use janitor_core::{Observation, Retention, VisitorPayload};
 use janitor_sql::testing::statements::statement;
 use serde::{Deserialize, Serialize};
@@ -30,10 +32,30 @@ const HELPER_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What each transaction does besides the identification's statements, said in the report.
 pub const NOTE: &str = "one transaction = a primary-key lookup in capacity_cookies (a random fixture visitor, its \
-     observation columns and the clock, which pgbench cannot provide) + the cookie path's two statements \
-     (history read; save + prune + touch) with the values the server would bind. pgbench gives each occurrence \
-     of a variable its own parameter number, so a statement using $1 three times is prepared with three \
-     parameters of equal value.";
+     observation columns and the clock, which pgbench cannot provide) + the cookie path's statements with the \
+     values the server would bind. pgbench gives each occurrence of a variable its own parameter number, so a \
+     statement using $1 three times is prepared with three parameters of equal value.";
+
+/// Which cookie-path statements a replay runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Design {
+    /// One statement: the history read that refreshes an identical newest observation and touches the visitor
+    /// at most once per refresh interval (the fixture's browsers send what they sent last time).
+    Refreshing,
+    /// The design before it: the history read, then save + prune + touch on every visit.
+    Previous,
+}
+
+impl Design {
+    /// The name used in file names and the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Design::Refreshing => "refreshing",
+            Design::Previous => "previous",
+        }
+    }
+}
 
 /// The visitors of the cookie file, with the columns an identification of each would bind.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,8 +172,35 @@ pub fn with_variables(sql: &str, names: &[&str]) -> Result<String, String> {
 }
 
 /// The pgbench script of one cookie-path identification over `visitors` fixture visitors.
-pub fn script(visitors: usize) -> Result<String, String> {
+pub fn script(visitors: usize, design: Design) -> Result<String, String> {
     let retention = Retention::default();
+    let pick = format!(
+        "\\set n random(1, {visitors})\n\
+         SELECT visitor_id, platform, browser, timezone, webgl_renderer, signals_json, \
+         CAST(extract(epoch FROM clock_timestamp()) * 1000 AS bigint) AS now_ms \
+         FROM {HELPER_TABLE} WHERE n = :n \\gset\n\
+         \\set cutoff :now_ms - {retention_ms}\n\
+         \\set history_limit {limit}\n",
+        retention_ms = -retention.cutoff(0),
+        limit = history_limit(HISTORY_LIMIT),
+    );
+    if design == Design::Refreshing {
+        let visit = with_variables(
+            statement("visitors.returning_visit"),
+            &[
+                "visitor_id",
+                "now_ms",
+                "cutoff",
+                "history_limit",
+                "refresh",
+                "signals_json",
+                "refresh_interval",
+            ],
+        )?;
+        return Ok(format!(
+            "{pick}\\set refresh 1\n\\set refresh_interval {REFRESH_INTERVAL_MS}\n{visit};\n"
+        ));
+    }
     let history = with_variables(
         statement("visitors.history"),
         &["visitor_id", "cutoff", "history_limit"],
@@ -172,18 +221,7 @@ pub fn script(visitors: usize) -> Result<String, String> {
         ],
     )?;
     Ok(format!(
-        "\\set n random(1, {visitors})\n\
-         SELECT visitor_id, platform, browser, timezone, webgl_renderer, signals_json, \
-         CAST(extract(epoch FROM clock_timestamp()) * 1000 AS bigint) AS now_ms \
-         FROM {HELPER_TABLE} WHERE n = :n \\gset\n\
-         \\set cutoff :now_ms - {retention_ms}\n\
-         \\set history_limit {limit}\n\
-         \\set keep {keep}\n\
-         \\set touch 1\n\
-         {history};\n\
-         {save};\n",
-        retention_ms = -retention.cutoff(0),
-        limit = history_limit(HISTORY_LIMIT),
+        "{pick}\\set keep {keep}\n\\set touch 1\n{history};\n{save};\n",
         keep = retention.max_per_visitor(),
     ))
 }
@@ -302,6 +340,8 @@ pub struct Round {
 /// What the pgbench runs measured together, as the report gives it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PgbenchReport {
+    /// Which statements ran.
+    pub design: Design,
     /// pgbench's version line.
     pub version: String,
     /// The command, the URL left out.
@@ -346,6 +386,7 @@ pub struct StatementAverage {
 /// The replay set up for a run: the script written, the command chosen, pgbench's version known.
 #[derive(Debug, Clone)]
 pub struct Replay {
+    design: Design,
     version: String,
     script: String,
     args: Vec<String>,
@@ -359,17 +400,19 @@ impl Replay {
     /// Writes the script for `visitors` visitors to `scratch` and checks pgbench is there; each run lasts
     /// `seconds` on `clients` connections.
     pub async fn new(
+        design: Design,
         visitors: usize,
         clients: usize,
         seconds: u64,
         scratch: &Path,
     ) -> Result<Replay, String> {
         let version = version().await?;
-        let script = script(visitors)?;
-        let script_path = scratch.join("identify.pgbench");
+        let script = script(visitors, design)?;
+        let name = design.as_str();
+        let script_path = scratch.join(format!("identify-{name}.pgbench"));
         std::fs::write(&script_path, &script)
             .map_err(|e| format!("writing {}: {e}", script_path.display()))?;
-        let log_prefix = scratch.join("pgbench-identify");
+        let log_prefix = scratch.join(format!("pgbench-identify-{name}"));
         let threads = clients.min(crate::cores()).max(1);
         let args = vec![
             "-n".to_owned(),
@@ -388,6 +431,7 @@ impl Replay {
             script_path.display().to_string(),
         ];
         Ok(Replay {
+            design,
             version,
             script,
             args,
@@ -453,6 +497,7 @@ impl Replay {
         }
         let logged = rounds.iter().flat_map(|r| r.latencies.iter().copied());
         PgbenchReport {
+            design: self.design,
             version: self.version.clone(),
             command: format!(
                 "PGOPTIONS='-c search_path={}' pgbench {} <url>",
@@ -510,8 +555,25 @@ mod tests {
     }
 
     #[test]
-    fn the_script_replays_both_statements_with_every_parameter_named() {
-        let s = script(10_000).unwrap();
+    fn the_refreshing_script_replays_its_one_statement_with_every_parameter_named() {
+        let s = script(10_000, Design::Refreshing).unwrap();
+        assert!(s.starts_with("\\set n random(1, 10000)\n"));
+        assert!(
+            s.contains("\\set refresh 1\n\\set refresh_interval 60000\n"),
+            "{s}"
+        );
+        assert!(!s.contains('$'), "{s}");
+        assert!(s.contains("newest.signals_json = :signals_json"), "{s}");
+        assert!(
+            s.contains("last_seen_at < CAST(:now_ms AS int8) - CAST(:refresh_interval AS int8)"),
+            "{s}"
+        );
+        assert_eq!(s.matches(";\n").count(), 1, "{s}");
+    }
+
+    #[test]
+    fn the_previous_script_replays_both_statements_with_every_parameter_named() {
+        let s = script(10_000, Design::Previous).unwrap();
         assert!(s.starts_with("\\set n random(1, 10000)\n"));
         assert!(s.contains("\\set cutoff :now_ms - 7776000000\n"), "{s}");
         assert!(s.contains("\\set keep 10\n") && s.contains("\\set history_limit 5\n"));

@@ -46,6 +46,10 @@ pub struct SweepReport {
     pub identify_limit: IdentifyLimit,
     /// The database's limit for the same statements.
     pub pgbench: PgbenchReport,
+    /// The database's limit for the previous design's statements, in the same rounds.
+    pub pgbench_previous: PgbenchReport,
+    /// The current design's statements against the previous design's on pgbench: tps ÷ tps.
+    pub design_ratio: Option<f64>,
     /// Identify beside the database.
     pub identify_to_database: IdentifyToDatabase,
     /// The admission layer's own cost.
