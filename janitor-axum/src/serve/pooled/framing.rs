@@ -176,7 +176,9 @@ impl Decoder {
 fn line(input: &[u8]) -> Option<usize> {
     let window = &input[..input.len().min(MAX_LINE_BYTES + 2)];
     let end = window.iter().position(|b| *b == b'\n')?;
-    (end > 0 && window[end - 1] == b'\r').then_some(end - 1)
+    // A line that is a bare LF has no byte before it.
+    let before = end.checked_sub(1)?;
+    (window[before] == b'\r').then_some(before)
 }
 
 /// Whatever follows a chunk size: nothing, or `;` extensions (and the whitespace before them) of visible text.
@@ -240,6 +242,8 @@ mod tests {
             b"5 x\r\nhello\r\n",
             b"5;\x01\r\nhello\r\n",
             b"0\r\nbad\x00trailer\r\n\r\n",
+            b"\n",
+            b"5\r\nhello\r\n0\r\n\n",
         ] {
             let (_, ended, invalid) = decode(Decoder::chunked(), wire, 64);
             assert!(invalid && !ended, "{:?}", String::from_utf8_lossy(wire));
