@@ -52,15 +52,7 @@ pub(super) async fn write<Io: AsyncRead + AsyncWrite + Unpin>(
         .headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    let framing = if asked.head || status.is_informational() || status == 204 || status == 304 {
-        Framing::None
-    } else if let Some(length) = declared.or(body.size_hint().exact()) {
-        Framing::Length(length)
-    } else if asked.version == Version::HTTP_11 {
-        Framing::Chunked
-    } else {
-        Framing::UntilClose
-    };
+    let framing = framing_of(status, asked, declared.or(body.size_hint().exact()));
     let keep_alive = asked.keep_alive && !says_close && framing != Framing::UntilClose;
     let mut out = Vec::with_capacity(1024);
     write_head(
@@ -121,6 +113,19 @@ pub(super) async fn write<Io: AsyncRead + AsyncWrite + Unpin>(
     }
     link.write_all(&out).await?;
     Ok(keep_alive)
+}
+
+/// How an answer of `status` and known `length` (if any) goes on the wire.
+fn framing_of(status: StatusCode, asked: Asked, length: Option<u64>) -> Framing {
+    if asked.head || status.is_informational() || status == 204 || status == 304 {
+        Framing::None
+    } else if let Some(length) = length {
+        Framing::Length(length)
+    } else if asked.version == Version::HTTP_11 {
+        Framing::Chunked
+    } else {
+        Framing::UntilClose
+    }
 }
 
 /// The body's next frame if it is ready now; `None` when it is not (the gathered bytes go out first).
