@@ -14,7 +14,7 @@ use std::time::Duration;
 use axum::routing::any;
 use axum::Router;
 use common::stores::on_both_stores;
-use common::wire::{within, Connection};
+use common::wire::{driver, within, Connection};
 use janitor_axum::serve::{serve, ServeConfig};
 use janitor_axum::{Janitor, Stores};
 use tokio::net::TcpListener;
@@ -243,12 +243,8 @@ async fn start<S: Stores>(stores: S, smuggled: Arc<AtomicUsize>) -> SocketAddr {
     let app: Router = app;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    tokio::spawn(serve(
-        listener,
-        app,
-        ServeConfig::default(),
-        std::future::pending(),
-    ));
+    let config = ServeConfig::builder().driver(driver()).build().unwrap();
+    tokio::spawn(serve(listener, app, config, std::future::pending()));
     address
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::extract::ConnectInfo;
 use axum::routing;
 use axum::Router;
-use common::wire::{get, within, Connection, SETTLE};
+use common::wire::{driver, get, within, Connection, SETTLE};
 use janitor_axum::serve::{serve, ServeConfig};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -29,6 +29,7 @@ impl Served {
     }
 
     async fn with_app(config: ServeConfig, app: Router) -> Served {
+        let config = driven(config);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
@@ -78,6 +79,18 @@ fn app() -> Router {
                 "slow"
             }),
         )
+}
+
+/// `config` on the driver the run names (`JANITOR_SERVE_DRIVER`).
+fn driven(config: ServeConfig) -> ServeConfig {
+    ServeConfig::builder()
+        .driver(driver())
+        .header_read_timeout_ms(config.header_read_timeout().as_millis() as u64)
+        .keep_alive_timeout_ms(config.keep_alive_timeout().as_millis() as u64)
+        .max_header_bytes(config.max_header_bytes())
+        .max_connections(config.max_connections())
+        .build()
+        .unwrap()
 }
 
 fn limits() -> janitor_axum::serve::ServeConfigBuilder {

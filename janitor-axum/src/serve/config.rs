@@ -13,15 +13,39 @@ pub const HEADER_READ_TIMEOUT_MS: Limit<u64> =
 pub const KEEP_ALIVE_TIMEOUT_MS: Limit<u64> =
     Limit::new("keep_alive_timeout_ms", 60_000, 100, 3_600_000);
 /// Largest request head (request line and headers), in bytes (default 16 KiB). A larger one is answered 431
-/// and the connection closed. hyper reads nothing smaller than 8 KiB at once, hence the bottom of the range.
+/// and the connection closed. A pooled buffer holds 8 KiB and hyper reads nothing smaller at once, hence the
+/// bottom of the range.
 pub const MAX_HEADER_BYTES: Limit<usize> = Limit::new("max_header_bytes", 16_384, 8_192, 1_048_576);
 /// Connections served at once (default 10,000). Past it the server accepts no more until one closes: the
 /// rest wait in the kernel's backlog and cost the process nothing.
 pub const MAX_CONNECTIONS: Limit<usize> = Limit::new("max_connections", 10_000, 1, 1_000_000);
 
+/// What serves a connection's HTTP/1.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Driver {
+    /// Holds no buffer while a connection waits: one is borrowed from a pool when a request arrives and given
+    /// back once it is answered. Heads are parsed by `httparse`.
+    #[default]
+    Pooled,
+    /// hyper's HTTP/1 connection, which keeps an 8 KiB read buffer and an 8 KiB head buffer per connection
+    /// for the connection's whole life.
+    Hyper,
+}
+
+impl Driver {
+    /// The name `JANITOR_SERVE_DRIVER` takes: `pooled` or `hyper`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Driver::Pooled => "pooled",
+            Driver::Hyper => "hyper",
+        }
+    }
+}
+
 /// Validated limits of a served connection. See each constant for its meaning and range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServeConfig {
+    driver: Driver,
     header_read_timeout_ms: u64,
     keep_alive_timeout_ms: u64,
     max_header_bytes: usize,
@@ -31,6 +55,7 @@ pub struct ServeConfig {
 impl Default for ServeConfig {
     fn default() -> Self {
         ServeConfig {
+            driver: Driver::default(),
             header_read_timeout_ms: HEADER_READ_TIMEOUT_MS.default,
             keep_alive_timeout_ms: KEEP_ALIVE_TIMEOUT_MS.default,
             max_header_bytes: MAX_HEADER_BYTES.default,
@@ -46,9 +71,17 @@ impl ServeConfig {
     }
 
     /// The limits the process's `JANITOR_HEADER_READ_TIMEOUT_MS`, `JANITOR_KEEP_ALIVE_TIMEOUT_MS`,
-    /// `JANITOR_MAX_HEADER_BYTES` and `JANITOR_MAX_CONNECTIONS` set, the defaults for the others.
+    /// `JANITOR_MAX_HEADER_BYTES` and `JANITOR_MAX_CONNECTIONS` set, the driver `JANITOR_SERVE_DRIVER` names
+    /// (`pooled` or `hyper`), the defaults for the others.
     pub fn from_env(env: &EnvSource) -> Result<ServeConfig, ServeConfigError> {
         let mut builder = ServeConfig::builder();
+        if let Some(name) = env.choice("JANITOR_SERVE_DRIVER", "pooled or hyper")? {
+            builder = builder.driver(if name == "hyper" {
+                Driver::Hyper
+            } else {
+                Driver::Pooled
+            });
+        }
         if let Some(v) = env.number("JANITOR_HEADER_READ_TIMEOUT_MS")? {
             builder = builder.header_read_timeout_ms(v);
         }
@@ -62,6 +95,11 @@ impl ServeConfig {
             builder = builder.max_connections(v);
         }
         Ok(builder.build()?)
+    }
+
+    /// What serves each connection.
+    pub fn driver(&self) -> Driver {
+        self.driver
     }
 
     /// Longest wait for a request head to arrive in full, from its first byte.
@@ -100,6 +138,7 @@ pub enum ServeConfigError {
 #[derive(Debug, Clone, Copy, Default)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct ServeConfigBuilder {
+    driver: Option<Driver>,
     header_read_timeout_ms: Option<u64>,
     keep_alive_timeout_ms: Option<u64>,
     max_header_bytes: Option<usize>,
@@ -107,6 +146,12 @@ pub struct ServeConfigBuilder {
 }
 
 impl ServeConfigBuilder {
+    /// What serves each connection: [`Driver::Pooled`] by default.
+    pub fn driver(mut self, driver: Driver) -> Self {
+        self.driver = Some(driver);
+        self
+    }
+
     /// Longest wait for a whole request head from its first byte: 100–300,000 ms, default 10,000.
     pub fn header_read_timeout_ms(mut self, ms: u64) -> Self {
         self.header_read_timeout_ms = Some(ms);
@@ -134,6 +179,7 @@ impl ServeConfigBuilder {
     /// Checks every value against its range.
     pub fn build(self) -> Result<ServeConfig, ConfigError> {
         Ok(ServeConfig {
+            driver: self.driver.unwrap_or_default(),
             header_read_timeout_ms: HEADER_READ_TIMEOUT_MS
                 .or_default(self.header_read_timeout_ms)?,
             keep_alive_timeout_ms: KEEP_ALIVE_TIMEOUT_MS.or_default(self.keep_alive_timeout_ms)?,
@@ -192,8 +238,17 @@ mod tests {
             ("JANITOR_KEEP_ALIVE_TIMEOUT_MS", "5000"),
             ("JANITOR_MAX_HEADER_BYTES", "8192"),
             ("JANITOR_MAX_CONNECTIONS", "3"),
+            ("JANITOR_SERVE_DRIVER", "Hyper"),
         ]);
         let config = ServeConfig::from_env(&env).unwrap();
+        assert_eq!(config.driver(), Driver::Hyper);
+        let pooled = EnvSource::from_pairs([("JANITOR_SERVE_DRIVER", "pooled")]);
+        assert_eq!(
+            ServeConfig::from_env(&pooled).unwrap().driver(),
+            Driver::Pooled
+        );
+        let unknown = EnvSource::from_pairs([("JANITOR_SERVE_DRIVER", "h2")]);
+        assert!(ServeConfig::from_env(&unknown).is_err());
         assert_eq!(config.header_read_timeout(), Duration::from_secs(2));
         assert_eq!(config.keep_alive_timeout(), Duration::from_secs(5));
         assert_eq!(config.max_header_bytes(), 8192);

@@ -12,6 +12,12 @@
 //! - every request carries [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo), as the origin check of
 //!   trusted proxies needs.
 //!
+//! Two drivers serve a connection ([`Driver`]). The pooled one (the default) holds no buffer while a connection
+//! waits: it borrows one from a [`BufferPool`] when a request's first byte arrives and gives it back once the
+//! answer is written, so 200,000 idle keep-alive connections cost little more than their sockets. Its heads
+//! are parsed by `httparse`, hyper's own parser. The hyper driver keeps two 8 KiB buffers per connection for
+//! the connection's whole life.
+//!
 //! A request's body is the application's to bound (the identify endpoint bounds its own by size and time).
 //! TLS and HTTP/2 belong to the proxy in front (docs/deploying.md).
 //!
@@ -29,37 +35,40 @@
 
 mod config;
 mod connection;
+mod pool;
+mod pooled;
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use axum::response::IntoResponse;
+use axum::serve::{Listener, ListenerExt};
 use axum::Router;
 use http::header::HOST;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tower::ServiceExt;
 
 pub use config::{
-    ServeConfig, ServeConfigBuilder, ServeConfigError, HEADER_READ_TIMEOUT_MS,
+    Driver, ServeConfig, ServeConfigBuilder, ServeConfigError, HEADER_READ_TIMEOUT_MS,
     KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS, MAX_HEADER_BYTES,
 };
 use connection::{Clock, GuardedBody, Watched};
+pub use pool::{BufferPool, BUFFERS_KEPT, BUFFER_BYTES};
+#[doc(hidden)]
+pub use pooled::parse_request_bytes;
 
 use crate::refusal::Refusal;
 
-/// A pause after a failed accept (out of file descriptors, say), so the loop does not spin on the error.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
-
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting, lets every open connection
-/// finish the request it is on, and returns once all are closed.
+/// finish the request it is on, and returns once all are closed. Sockets are served with `TCP_NODELAY`.
 ///
 /// An error is returned only when the listener itself fails; a connection's error closes that connection.
 pub async fn serve(
@@ -68,6 +77,31 @@ pub async fn serve(
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send,
 ) -> io::Result<()> {
+    let listener = listener.tap_io(|stream| {
+        let _ = stream.set_nodelay(true);
+    });
+    serve_listener(
+        listener,
+        app,
+        config,
+        Arc::new(BufferPool::default()),
+        shutdown,
+    )
+    .await
+}
+
+/// [`serve`] on any listener giving peer addresses (one that counts its connections, say), with the pool the
+/// pooled driver borrows its read buffers from (its counters show buffers lent and given back).
+pub async fn serve_listener<L>(
+    mut listener: L,
+    app: Router,
+    config: ServeConfig,
+    pool: Arc<BufferPool>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> io::Result<()>
+where
+    L: Listener<Addr = SocketAddr>,
+{
     let slots = Arc::new(Semaphore::new(config.max_connections()));
     let (stop, stopping) = watch::channel(false);
     tokio::pin!(shutdown);
@@ -76,22 +110,21 @@ pub async fn serve(
             () = &mut shutdown => break,
             slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
         };
-        let accepted = tokio::select! {
+        // The listener retries failed accepts itself (after a pause, so the loop does not spin on them).
+        let (stream, peer) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => accepted,
         };
-        let (stream, peer) = match accepted {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                tracing::warn!(%error, "accepting a connection failed");
-                tokio::time::sleep(ACCEPT_BACKOFF).await;
-                continue;
-            }
-        };
         let app = app.clone();
         let stopping = stopping.clone();
+        let pool = Arc::clone(&pool);
         tokio::spawn(async move {
-            serve_connection(stream, peer, app, config, stopping).await;
+            match config.driver() {
+                Driver::Pooled => {
+                    pooled::serve_connection(stream, peer, app, config, pool, stopping).await;
+                }
+                Driver::Hyper => serve_connection(stream, peer, app, config, stopping).await,
+            }
             drop(slot);
         });
     }
@@ -103,15 +136,17 @@ pub async fn serve(
     Ok(())
 }
 
-/// One connection, until it closes, a deadline of its clock passes, or a shutdown has let its request end.
-async fn serve_connection(
-    stream: TcpStream,
+/// One connection on hyper, until it closes, a deadline of its clock passes, or a shutdown has let its
+/// request end.
+async fn serve_connection<Io>(
+    stream: Io,
     peer: SocketAddr,
     app: Router,
     config: ServeConfig,
     mut stopping: watch::Receiver<bool>,
-) {
-    let _ = stream.set_nodelay(true);
+) where
+    Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let clock = Clock::new();
     let io = TokioIo::new(Watched {
         inner: stream,
@@ -122,7 +157,9 @@ async fn serve_connection(
         let guard = service_clock.busy();
         let app = app.clone();
         async move {
-            let response = answer(app, peer, request).await;
+            let mut request = request.map(axum::body::Body::new);
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let response = answer(app, request).await;
             Ok::<_, Infallible>(response.map(|inner| GuardedBody {
                 inner,
                 guard: Some(guard),
@@ -161,16 +198,10 @@ async fn serve_connection(
 }
 
 /// The application's answer, or 400 for a request naming more than one host.
-async fn answer(
-    app: Router,
-    peer: SocketAddr,
-    request: hyper::Request<Incoming>,
-) -> axum::response::Response {
+async fn answer(app: Router, request: http::Request<axum::body::Body>) -> axum::response::Response {
     if request.headers().get_all(HOST).iter().nth(1).is_some() {
         return Refusal::AmbiguousHost.into_response();
     }
-    let mut request = request.map(axum::body::Body::new);
-    request.extensions_mut().insert(ConnectInfo(peer));
     match app.oneshot(request).await {
         Ok(response) => response,
         Err(never) => match never {},

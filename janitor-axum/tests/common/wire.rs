@@ -28,22 +28,51 @@ pub fn admission_with(limit: usize) -> Admission {
     )
 }
 
-/// Serves `router` with `axum::serve` on 127.0.0.1 and an ephemeral port.
+/// The driver the tests serve with: `JANITOR_SERVE_DRIVER` (`pooled`, the default, or `hyper`), so that the
+/// same tests run against either.
+#[cfg(feature = "serve")]
+#[allow(dead_code)]
+pub fn driver() -> janitor_axum::serve::Driver {
+    let env = janitor_core::config::EnvSource::process();
+    janitor_axum::serve::ServeConfig::from_env(&env)
+        .expect("JANITOR_SERVE_DRIVER is pooled or hyper")
+        .driver()
+}
+
+/// Serves `router` on 127.0.0.1 and an ephemeral port: with the production entry point
+/// (`janitor_axum::serve`, default limits, the driver of [`driver`]) when it is built, else `axum::serve`.
 pub async fn serve(router: Router) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
+    #[cfg(feature = "serve")]
+    {
+        use janitor_axum::serve::ServeConfig;
+        let config = ServeConfig::builder().driver(driver()).build().unwrap();
+        let stop = std::future::pending();
+        tokio::spawn(async move {
+            janitor_axum::serve::serve(listener, router, config, stop)
+                .await
+                .unwrap()
+        });
+    }
+    #[cfg(not(feature = "serve"))]
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     address
 }
 
 /// Serves `router` like [`serve`], with each request's peer address (`ConnectInfo<SocketAddr>`), as an
-/// application behind trusted proxies must.
+/// application behind trusted proxies must (the production entry point always gives it).
 pub async fn serve_with_peers(router: Router) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let service = router.into_make_service_with_connect_info::<SocketAddr>();
-    tokio::spawn(async move { axum::serve(listener, service).await.unwrap() });
-    address
+    #[cfg(feature = "serve")]
+    return serve(router).await;
+    #[cfg(not(feature = "serve"))]
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let service = router.into_make_service_with_connect_info::<SocketAddr>();
+        tokio::spawn(async move { axum::serve(listener, service).await.unwrap() });
+        address
+    }
 }
 
 /// Polls `condition` until it holds, failing the test after `within`.

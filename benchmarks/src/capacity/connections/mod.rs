@@ -1,4 +1,5 @@
-//! The connection workload (capacity.md §3): hundreds of thousands of live HTTP/1.1 keep-alive connections
+//! The connection workload (capacity.md §3), run on the pooled driver of `janitor_axum::serve` and then on
+//! hyper's, each figure of both side by side in the report: hundreds of thousands of live HTTP/1.1 keep-alive connections
 //! on the server fleet, opened in steps, then a steady trickle of identifications, a burst of one
 //! identification on every socket at once, and a recovery check.
 //!
@@ -22,6 +23,9 @@ mod stages;
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
+use std::time::Duration;
+
+use janitor_axum::serve::Driver;
 
 use super::env::SOCKETS_PER_PROCESS;
 use super::load::{self, Reply};
@@ -29,7 +33,9 @@ use super::report::{self as reports, Versions};
 use super::run::HttpRun;
 use super::server::{self, Fleet, FleetSettings};
 use loads::Loads;
-use report::{ConnectionSettings, ConnectionsReport, ConnectionsSummary, Kernel, Stages, Step};
+use report::{
+    ConnectionSettings, ConnectionsReport, ConnectionsSummary, DriverFigures, Kernel, Stages, Step,
+};
 
 /// Admission slots of each server process (the reference's 8).
 pub const MAX_IN_FLIGHT: usize = 8;
@@ -88,14 +94,60 @@ impl Layout {
     }
 }
 
-/// Runs the connection stages and writes `docs/benchmarks/connections-current.json`.
+/// The report of the run on hyper's driver, beside `connections-current.json` (the pooled driver's).
+pub const HYPER_REPORT: &str = "connections-hyper.json";
+
+/// How long a run waits for connection tracking to forget the sockets of the run before it.
+const CONNTRACK_SETTLE: Duration = Duration::from_secs(180);
+
+/// Runs the connection stages twice, on the pooled driver (`connections-current.json`) and then on hyper's
+/// (`connections-hyper.json`), and adds both drivers' figures side by side to the first report.
 pub async fn run(run: &HttpRun) -> Result<ConnectionsReport, String> {
-    run_with(run, &Plan::standard()).await
+    let pooled_plan = Plan::standard();
+    let hyper_plan = Plan {
+        report: pooled_plan.report.with_file_name(HYPER_REPORT),
+        ..pooled_plan.clone()
+    };
+    let pooled = run_on(run, &pooled_plan, Driver::Pooled).await?;
+    settle_conntrack(Layout::of(run).connections).await;
+    let hyper = run_on(run, &hyper_plan, Driver::Hyper).await?;
+    let mut report = pooled.0.clone();
+    report.drivers = vec![
+        DriverFigures::of(&pooled.0, pooled.1.as_ref().err()),
+        DriverFigures::of(&hyper.0, hyper.1.as_ref().err()),
+    ];
+    crate::write_report(&pooled_plan.report, &report)?;
+    pooled.1.and(hyper.1).map(|()| report)
 }
 
-/// Runs the connection stages with the ports, sources and report file of `plan`, writes the report (also
-/// when the run fails) and returns it; a failed run returns the reason.
+/// Runs the connection stages on the pooled driver with the ports, sources and report file of `plan`,
+/// writes the report (also when the run fails) and returns it; a failed run returns the reason.
 pub async fn run_with(run: &HttpRun, plan: &Plan) -> Result<ConnectionsReport, String> {
+    let (report, outcome) = run_on(run, plan, Driver::Pooled).await?;
+    outcome.map(|()| report)
+}
+
+/// Waits (a while at most) until connection tracking has room for `connections` more entries.
+async fn settle_conntrack(connections: u64) {
+    let started = std::time::Instant::now();
+    while started.elapsed() < CONNTRACK_SETTLE {
+        let kernel = kernel();
+        match (kernel.nf_conntrack_max, kernel.nf_conntrack_count_before) {
+            (Some(max), Some(count)) if count + connections > max => {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            _ => return,
+        }
+    }
+}
+
+/// Runs the stages with the servers on `driver`: the report, written (also when the run failed), and the
+/// run's outcome; `Err` only when the report could not be written or the run could not start.
+async fn run_on(
+    run: &HttpRun,
+    plan: &Plan,
+    driver: Driver,
+) -> Result<(ConnectionsReport, Result<(), String>), String> {
     let layout = Layout::of(run);
     let kernel = kernel();
     refuse_what_cannot_fit(&layout, &kernel)?;
@@ -123,11 +175,15 @@ pub async fn run_with(run: &HttpRun, plan: &Plan) -> Result<ConnectionsReport, S
     };
     let mut record = Record::new(layout, settings);
     println!(
-        "connections: {} sockets over {} server processes and {} load processes",
-        layout.connections, layout.workers, layout.loads
+        "connections: {} sockets over {} server processes ({} driver) and {} load processes",
+        layout.connections,
+        layout.workers,
+        driver.name(),
+        layout.loads
     );
-    let outcome = processes(run, plan, layout, &mut record).await;
-    let report = record.report(versions, outcome.as_ref().err());
+    let outcome = processes(run, plan, layout, driver, &mut record).await;
+    let mut report = record.report(versions, outcome.as_ref().err());
+    report.driver = driver.name().to_owned();
     let written = match plan.report.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => {
             std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))
@@ -142,10 +198,9 @@ pub async fn run_with(run: &HttpRun, plan: &Plan) -> Result<ConnectionsReport, S
         std::fs::write(&path, chart).map_err(|e| format!("writing {}: {e}", path.display()))
     });
     match (outcome, written) {
-        (Err(failure), Ok(())) => Err(failure),
+        (outcome, Ok(())) => Ok((report, outcome)),
         (Err(failure), Err(unwritten)) => Err(format!("{failure} (and the report: {unwritten})")),
         (Ok(()), Err(unwritten)) => Err(unwritten),
-        (Ok(()), Ok(())) => Ok(report),
     }
 }
 
@@ -154,18 +209,16 @@ async fn processes(
     run: &HttpRun,
     plan: &Plan,
     layout: Layout,
+    driver: Driver,
     record: &mut Record,
 ) -> Result<(), String> {
-    let fleet = Fleet::start(
-        run,
-        FleetSettings {
-            workers: layout.workers,
-            max_in_flight: MAX_IN_FLIGHT,
-            pool: layout.pool,
-            base_port: plan.base_port,
-        },
-    )
-    .await?;
+    let settings = FleetSettings {
+        workers: layout.workers,
+        max_in_flight: MAX_IN_FLIGHT,
+        pool: layout.pool,
+        base_port: plan.base_port,
+    };
+    let fleet = Fleet::start_on(run, settings, Some(driver)).await?;
     let started = Loads::start(
         &run.binary,
         &run.cookies,
@@ -228,6 +281,8 @@ impl Record {
             steps: self.steps,
             stages: self.stages,
             summary: self.summary,
+            driver: String::new(),
+            drivers: Vec::new(),
             passed: failure.is_none(),
             failure: failure.cloned(),
             limitations: limitations(&self.layout),

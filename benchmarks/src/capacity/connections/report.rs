@@ -24,6 +24,13 @@ pub struct ConnectionsReport {
     pub stages: Stages,
     /// The figures the run is judged by.
     pub summary: ConnectionsSummary,
+    /// The driver of `janitor_axum::serve` the servers ran on (`pooled` or `hyper`; empty in reports from
+    /// before the choice, which were on `axum::serve`).
+    #[serde(default)]
+    pub driver: String,
+    /// Each driver's figures side by side, when the run measured both.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drivers: Vec<DriverFigures>,
     /// Whether every stage passed.
     pub passed: bool,
     /// Why the run failed (`null` when it passed).
@@ -252,4 +259,60 @@ pub struct ConnectionsSummary {
     pub unexpected_closes: u64,
     /// Socket errors, over the whole run.
     pub socket_errors: u64,
+}
+
+/// One driver's figures, for the side-by-side table of a run that measured both.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriverFigures {
+    /// `pooled` or `hyper`.
+    pub driver: String,
+    /// Whether its run passed.
+    pub passed: bool,
+    /// Why its run failed.
+    pub failure: Option<String>,
+    /// Server memory before the ramp, summed.
+    pub server_rss_before_bytes: Option<u64>,
+    /// Server memory after the ramp, summed.
+    pub server_rss_after_ramp_bytes: Option<u64>,
+    /// Server memory after the burst, summed.
+    pub server_rss_after_burst_bytes: Option<u64>,
+    /// Server memory growth over the ramp, per connection.
+    pub bytes_per_connection: Option<f64>,
+    /// Sockets held at the end.
+    pub held: Option<u64>,
+    /// Sockets the servers closed.
+    pub unexpected_closes: u64,
+    /// Socket errors.
+    pub socket_errors: u64,
+    /// Burst requests answered 200 or 503.
+    pub burst_answered: Option<u64>,
+    /// Burst requests answered 200.
+    pub burst_successes: Option<u64>,
+    /// Seconds of the burst.
+    pub burst_seconds: Option<f64>,
+    /// Recovery requests answered 200, as `ok/requests`.
+    pub recovery: Option<String>,
+}
+
+impl DriverFigures {
+    /// The figures of `report`, and its run's failure if it failed.
+    pub fn of(report: &ConnectionsReport, failure: Option<&String>) -> DriverFigures {
+        let s = &report.summary;
+        DriverFigures {
+            driver: report.driver.clone(),
+            passed: failure.is_none(),
+            failure: failure.cloned(),
+            server_rss_before_bytes: s.server_rss_before_bytes,
+            server_rss_after_ramp_bytes: s.server_rss_after_ramp_bytes,
+            server_rss_after_burst_bytes: s.server_rss_after_burst_bytes,
+            bytes_per_connection: s.bytes_per_connection,
+            held: s.held,
+            unexpected_closes: s.unexpected_closes,
+            socket_errors: s.socket_errors,
+            burst_answered: s.burst_answered,
+            burst_successes: s.burst_successes,
+            burst_seconds: s.burst_seconds,
+            recovery: s.recovery.clone(),
+        }
+    }
 }

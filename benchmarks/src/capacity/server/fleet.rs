@@ -11,6 +11,7 @@ use super::{ServerStats, BASE_PORT, CONTROL_OFFSET};
 use crate::capacity::run::HttpRun;
 use crate::capacity::Target;
 use crate::number;
+use janitor_axum::serve::Driver;
 use janitor_axum::testing::http1::{self, Connection};
 
 /// How long the processes get to start answering their control ports.
@@ -40,6 +41,16 @@ impl Fleet {
     /// Starts the fleet for `run` (or finds it, when the run's servers are external) and waits until every
     /// process answers on its control port.
     pub async fn start(run: &HttpRun, settings: FleetSettings) -> Result<Fleet, String> {
+        Fleet::start_on(run, settings, None).await
+    }
+
+    /// [`start`](Self::start), each process serving with `driver` (`janitor_axum::serve`) instead of
+    /// `axum::serve` when one is given.
+    pub async fn start_on(
+        run: &HttpRun,
+        settings: FleetSettings,
+        driver: Option<Driver>,
+    ) -> Result<Fleet, String> {
         let ports: Vec<u16> = (0..settings.workers as u16)
             .map(|i| settings.base_port + i)
             .collect();
@@ -49,7 +60,7 @@ impl Fleet {
         };
         if !run.env.external_servers {
             for &port in &fleet.ports {
-                let child = spawn(&run.binary, &run.target, port, settings, true)?;
+                let child = spawn(&run.binary, &run.target, port, settings, driver, true)?;
                 fleet.children.push(child);
             }
         }
@@ -127,10 +138,15 @@ fn spawn(
     target: &Target,
     port: u16,
     settings: FleetSettings,
+    driver: Option<Driver>,
     watch_stdin: bool,
 ) -> Result<(Child, ChildStdin), String> {
-    let mut child = Command::new(binary)
-        .arg("serve")
+    let mut command = Command::new(binary);
+    command.arg("serve");
+    if let Some(driver) = driver {
+        command.args(["--driver", driver.name()]);
+    }
+    let mut child = command
         .args(["--port", &port.to_string()])
         .args(["--url", &target.url])
         .args(["--schema", &target.schema])
@@ -202,7 +218,14 @@ pub fn serve_fleet(args: Vec<String>) -> Result<(), String> {
         .block_on(async {
             let mut children = Vec::new();
             for i in 0..settings.workers as u16 {
-                children.push(spawn(&binary, &target, BASE_PORT + i, settings, false)?);
+                children.push(spawn(
+                    &binary,
+                    &target,
+                    BASE_PORT + i,
+                    settings,
+                    None,
+                    false,
+                )?);
             }
             println!(
                 "serving on 127.0.0.1:{BASE_PORT}..{}",

@@ -1,5 +1,5 @@
 //! One server process: `janitor-capacity serve --port P [--url URL] [--schema S] [--max-in-flight N] [--pool N]
-//! [--watch-stdin 1] [--visitors N --cookies FILE]`. It serves the quick-start stack plus `GET /ready` and the
+//! [--watch-stdin 1] [--driver pooled|hyper] [--visitors N --cookies FILE]`. It serves the quick-start stack plus `GET /ready` and the
 //! trivial routes `/plain` and `/admitted`, and answers `GET /stats` on its control port (`P + 100`).
 //!
 //! A run passes `--url` and never `--visitors`: it migrated and seeded first. Started by hand for an HTTP load
@@ -20,6 +20,9 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use janitor_axum::admission::{Admission, AdmissionConfig};
+use janitor_axum::serve::{
+    serve_listener, BufferPool, Driver, ServeConfig, KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS,
+};
 use janitor_axum::{
     CookieConfig, Environment, Janitor, JanitorConfig, MemoryStores, PgStores, Stores,
 };
@@ -73,6 +76,8 @@ struct Settings {
     max_in_flight: usize,
     pool: usize,
     watch_stdin: bool,
+    /// Serve with `janitor_axum::serve` on this driver; `axum::serve` when none is named.
+    driver: Option<Driver>,
     /// Known visitors seeded before serving, and the cookie file written for them.
     seed: Option<(u64, PathBuf)>,
 }
@@ -85,6 +90,7 @@ fn settings(args: Vec<String>) -> Result<Settings, String> {
         max_in_flight: 8,
         pool: 2,
         watch_stdin: false,
+        driver: None,
         seed: None,
     };
     let (mut visitors, mut cookies) = (None, None);
@@ -96,6 +102,13 @@ fn settings(args: Vec<String>) -> Result<Settings, String> {
             "max-in-flight" => s.max_in_flight = number(&name, &value, 1, 1_024)? as usize,
             "pool" => s.pool = number(&name, &value, 1, 64)? as usize,
             "watch-stdin" => s.watch_stdin = number(&name, &value, 0, 1)? == 1,
+            "driver" => {
+                s.driver = Some(match value.as_str() {
+                    "pooled" => Driver::Pooled,
+                    "hyper" => Driver::Hyper,
+                    _ => return Err(format!("--driver {value}: pooled or hyper")),
+                })
+            }
             "visitors" => visitors = Some(number(&name, &value, 1, 100_000)?),
             "cookies" => cookies = Some(PathBuf::from(value)),
             other => return Err(format!("unknown option --{other}")),
@@ -216,7 +229,25 @@ async fn serve_with<S: Stores>(janitor: Janitor<S>, s: Settings) -> Result<(), S
             cookies.display()
         );
     }
-    axum::serve(Counting { listener, counters }, app)
+    let listener = Counting { listener, counters };
+    let Some(driver) = s.driver else {
+        return axum::serve(listener, app)
+            .await
+            .map_err(|e| format!("serving: {e}"));
+    };
+    // Every socket of a run stays open from its ramp step to the end: no idle limit may close one, and one
+    // process holds some 17,000 of them.
+    let config = ServeConfig::builder()
+        .driver(driver)
+        .keep_alive_timeout_ms(KEEP_ALIVE_TIMEOUT_MS.range().end().to_owned())
+        .max_connections(MAX_CONNECTIONS.range().end().to_owned())
+        .build()
+        .map_err(|e| format!("serve settings: {e}"))?;
+    let listener = axum::serve::ListenerExt::tap_io(listener, |counted: &mut Counted| {
+        let _ = counted.stream.set_nodelay(true);
+    });
+    let pool = Arc::new(BufferPool::default());
+    serve_listener(listener, app, config, pool, std::future::pending())
         .await
         .map_err(|e| format!("serving: {e}"))
 }
@@ -369,6 +400,13 @@ mod tests {
         let run = parsed("--port 30500 --url postgres://x --pool 4").unwrap();
         assert_eq!((run.url.as_deref(), run.pool), (Some("postgres://x"), 4));
         assert!(run.seed.is_none());
+        assert_eq!(run.driver, None);
+        let pooled = parsed("--port 30500 --driver pooled").unwrap();
+        assert_eq!(pooled.driver, Some(Driver::Pooled));
+        assert_eq!(
+            parsed("--port 1 --driver hyper").unwrap().driver,
+            Some(Driver::Hyper)
+        );
         let by_hand = parsed("--port 3000 --visitors 1000 --cookies /tmp/c.tsv").unwrap();
         assert!(by_hand.url.is_none());
         assert_eq!(by_hand.seed, Some((1_000, PathBuf::from("/tmp/c.tsv"))));
@@ -378,6 +416,7 @@ mod tests {
             "--port 3000 --cookies /tmp/c.tsv",
             "--port 3000 --visitors 0 --cookies /tmp/c.tsv",
             "--port 65500",
+            "--port 3000 --driver h2",
         ] {
             assert!(parsed(bad).is_err(), "{bad}");
         }

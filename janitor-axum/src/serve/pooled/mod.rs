@@ -1,0 +1,197 @@
+//! The pooled driver: an HTTP/1.1 connection that holds no buffer while it waits. It waits for the first byte
+//! of a request on a one-byte read, borrows a buffer from the pool to read the head (parsed by `httparse`),
+//! hands the request to the application with a body read lazily from the same buffer, writes the answer, and
+//! gives the buffer back once nothing more is buffered. Pipelined bytes stay in the buffer as the next request.
+
+mod framing;
+mod head;
+mod response;
+mod wire;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use http::StatusCode;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::config::ServeConfig;
+use super::pool::BufferPool;
+use head::HeadError;
+use response::Asked;
+use wire::{Link, RequestBody};
+
+/// How long a closing connection reads and drops what its client still sends, and how much at most.
+const LINGER: Duration = Duration::from_millis(500);
+const LINGER_BYTES: usize = 256 * 1024;
+
+/// What a connection does after a request.
+enum Next {
+    KeepAlive,
+    /// Close, after letting the client read the answer.
+    Linger,
+    /// Close at once (a timeout, an error, the peer gone).
+    Close,
+}
+
+/// Serves one connection until it closes, a wait of the config passes, or a shutdown has let its request end.
+pub(super) async fn serve_connection<Io>(
+    io: Io,
+    peer: SocketAddr,
+    app: Router,
+    config: ServeConfig,
+    pool: Arc<BufferPool>,
+    mut stopping: watch::Receiver<bool>,
+) where
+    Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let link = Link::new(io, pool);
+    loop {
+        if *stopping.borrow() {
+            break;
+        }
+        let buffered = link.lock().has_buffered();
+        if !buffered {
+            let first = tokio::select! {
+                first = link.first_byte() => first,
+                () = tokio::time::sleep(config.keep_alive_timeout()) => break,
+                _ = stopping.changed() => break,
+            };
+            if !matches!(first, Ok(true)) {
+                break;
+            }
+        }
+        let deadline = Instant::now() + config.header_read_timeout();
+        // Boxed: the state of an exchange exists only while one runs, so a waiting connection stays small.
+        let next = Box::pin(exchange(&link, peer, &app, config, deadline, &stopping)).await;
+        match next {
+            Next::KeepAlive => link.lock().release_if_empty(),
+            Next::Linger => {
+                link.linger(LINGER, LINGER_BYTES).await;
+                break;
+            }
+            Next::Close => break,
+        }
+    }
+}
+
+/// Reads one request, has the application answer it and writes the answer.
+async fn exchange<Io>(
+    link: &Link<Io>,
+    peer: SocketAddr,
+    app: &Router,
+    config: ServeConfig,
+    deadline: Instant,
+    stopping: &watch::Receiver<bool>,
+) -> Next
+where
+    Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let head =
+        match tokio::time::timeout_at(deadline, read_head(link, config.max_header_bytes())).await {
+            Err(_elapsed) => return Next::Close,
+            Ok(Err(None)) => return Next::Close,
+            Ok(Err(Some(status))) => {
+                return match link.write_all(&response::refusal(status)).await {
+                    Ok(()) => Next::Linger,
+                    Err(_) => Next::Close,
+                };
+            }
+            Ok(Ok(head)) => head,
+        };
+    let asked = Asked {
+        head: head.request.method() == http::Method::HEAD,
+        version: head.request.version(),
+        keep_alive: head.keep_alive,
+    };
+    link.lock().start_body(head.body, head.expects_continue);
+    let body = if head.body.is_done() {
+        axum::body::Body::empty()
+    } else {
+        axum::body::Body::new(RequestBody { link: link.clone() })
+    };
+    let mut request = head.request.map(|()| body);
+    request.extensions_mut().insert(ConnectInfo(peer));
+    let answer = tokio::select! {
+        answer = super::answer(app.clone(), request) => answer,
+        () = link.peer_gone() => return Next::Close,
+    };
+    // The answer says whether the connection closes after it: when shutting down, or when the body's end
+    // is not known (the next request would start inside it).
+    let asked = Asked {
+        keep_alive: asked.keep_alive && !*stopping.borrow() && link.body_settled(),
+        ..asked
+    };
+    let written = tokio::select! {
+        written = response::write(link, answer, asked) => written,
+        () = link.peer_gone() => return Next::Close,
+    };
+    let body_done = link.lock().finish_body();
+    match written {
+        Ok(true) if body_done => Next::KeepAlive,
+        Ok(_) => Next::Linger,
+        Err(_) => Next::Close,
+    }
+}
+
+/// Reads a head into the buffer: the head, or the status to refuse it with (`None`: close without a word).
+async fn read_head<Io>(link: &Link<Io>, max_bytes: usize) -> Result<head::Head, Option<StatusCode>>
+where
+    Io: AsyncRead + AsyncWrite + Unpin,
+{
+    loop {
+        {
+            let mut wire = link.lock();
+            let buffer = wire.buffer();
+            match head::parse(buffer.filled(), max_bytes) {
+                Ok(head) => {
+                    buffer.consume(head.length);
+                    return Ok(head);
+                }
+                Err(HeadError::Partial) => {}
+                Err(HeadError::TooLarge) => {
+                    return Err(Some(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE))
+                }
+                Err(HeadError::Malformed) => return Err(Some(StatusCode::BAD_REQUEST)),
+            }
+        }
+        match link.fill(max_bytes).await {
+            Ok(0) | Err(_) => return Err(None),
+            Ok(_) => {}
+        }
+    }
+}
+
+/// The head and body parsing of the pooled driver over a byte string, for the fuzz target: parses a head at
+/// the start of `bytes`, then decodes the body after it, handing the decoder at most `piece` new bytes at a
+/// time (as a socket might). `Some(body)` when both are whole and valid. Panics only when a decoding step is
+/// out of bounds (a finding); it cannot loop, since every step consumes bytes or ends.
+#[doc(hidden)]
+pub fn parse_request_bytes(bytes: &[u8], piece: usize) -> Option<Vec<u8>> {
+    let head = head::parse(bytes, bytes.len().max(1)).ok()?;
+    let input = &bytes[head.length..];
+    let mut decoder = head.body;
+    let (mut body, mut start, mut end) = (Vec::new(), 0, 0);
+    loop {
+        let window = &input[start..end];
+        match decoder.step(window) {
+            framing::Step::Data(n) => {
+                assert!(n > 0 && n <= window.len(), "a data step out of bounds");
+                body.extend_from_slice(&window[..n]);
+                start += n;
+            }
+            framing::Step::Skip(n) => {
+                assert!(n > 0 && n <= window.len(), "a skip step out of bounds");
+                start += n;
+            }
+            framing::Step::End => return Some(body),
+            framing::Step::Invalid => return None,
+            framing::Step::NeedMore if end == input.len() => return None,
+            framing::Step::NeedMore => end = (end + piece.max(1)).min(input.len()),
+        }
+    }
+}
