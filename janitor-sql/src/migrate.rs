@@ -44,6 +44,7 @@ pub const MIGRATIONS: &[Migration] = migrations![
     3 => "0003_evidence.sql",
     4 => "0004_key_checks.sql",
     5 => "0005_save_observation.sql",
+    6 => "0006_evidence_index_only.sql",
 ];
 
 /// The table recording applied migrations, in the migrated schema.
