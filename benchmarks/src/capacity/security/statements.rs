@@ -34,10 +34,10 @@ use crate::closed_loop::Point;
 /// The helper table the scripts pick subjects from.
 pub const HELPER_TABLE: &str = "capacity_subjects";
 
-/// Seconds of each pgbench run: one per 200 operations of a library point (`JANITOR_BENCHMARK_SAMPLES`), from 1
-/// to 5 (5 at the default 1,000), so a small run stays small.
+/// Seconds of each pgbench run (each side runs twice per point, A B B A): 3 per 1,000 operations of a library
+/// point (`JANITOR_BENCHMARK_SAMPLES`), from 1 to 3 (3 at the default 1,000), so a small run stays small.
 pub fn seconds(samples: u64) -> u64 {
-    (samples / 200).clamp(1, 5)
+    (samples * 3 / 1_000).clamp(1, 3)
 }
 
 /// The reference's event insert (its `putEvent`): `$1` id … `$11` record, as ours without the subject rows.
@@ -91,13 +91,30 @@ pub struct PgbenchPoint {
 }
 
 impl PgbenchPoint {
-    fn of(round: Round) -> PgbenchPoint {
+    /// The runs of one side together: tps averaged over them, latency over every logged transaction, each
+    /// script line's latency averaged.
+    fn of(rounds: Vec<Round>) -> PgbenchPoint {
+        let count = rounds.len().max(1) as f64;
+        let mut statement_ms: Vec<(f64, String)> = Vec::new();
+        for round in &rounds {
+            for (i, (ms, line)) in round.output.statements.iter().enumerate() {
+                match statement_ms.get_mut(i) {
+                    Some(total) => total.0 += ms / count,
+                    None => statement_ms.push((ms / count, line.clone())),
+                }
+            }
+        }
+        let statement_ms = statement_ms
+            .into_iter()
+            .map(|(ms, line)| ((ms * 1000.0).round() / 1000.0, line))
+            .collect();
         PgbenchPoint {
-            tps: round1(round.output.tps),
-            transactions: round.output.transactions,
-            failed: round.output.failed,
-            latency: Latency::of(round.latencies).map(Latency::report),
-            statement_ms: round.output.statements,
+            tps: round1(rounds.iter().map(|r| r.output.tps).sum::<f64>() / count),
+            transactions: rounds.iter().map(|r| r.output.transactions).sum(),
+            failed: rounds.iter().map(|r| r.output.failed).sum(),
+            latency: Latency::of(rounds.into_iter().flat_map(|r| r.latencies).collect())
+                .map(Latency::report),
+            statement_ms,
         }
     }
 }
@@ -145,8 +162,8 @@ const NOTE: &str = "pgbench clients = min(concurrency, 8): the connections the d
      library runs that many callers over its pool of 8. The sparse and insert scripts first pick a random \
      fixture subject in capacity_subjects (a primary-key lookup, which also reads the clock), the same in \
      both scripts; the hot script binds constants only. Inserted events carry one representative record and \
-     digest; ids are random integers. Ours and the reference's alternate, the first of each pair changing \
-     from one concurrency to the next.";
+     digest; ids are random integers. Each side runs twice per point, in the order A B B A, A changing \
+     from one concurrency to the next; tps is the mean of a side's two runs.";
 
 /// The scripts, written, and what each run binds.
 pub struct Replay {
@@ -195,8 +212,8 @@ impl Replay {
         args
     }
 
-    /// The three workloads at `concurrency`, ours and the reference's alternating (which goes first is
-    /// `reference_first`), beside the library's `points` of the same concurrency.
+    /// The three workloads at `concurrency`, ours and the reference's twice each in the order A B B A (A is the
+    /// reference when `reference_first`), beside the library's `points` of the same concurrency.
     pub async fn compare(
         &self,
         target: &Target,
@@ -207,18 +224,24 @@ impl Replay {
         let clients = (concurrency as usize).clamp(1, POOL);
         let mut out = Vec::new();
         for name in WORKLOADS {
-            let mut sides = [Side::Ours, Side::Reference];
-            if reference_first {
-                sides.reverse();
-            }
-            let mut figures = BTreeMap::new();
-            for side in sides {
+            // A B B A: a drift of the machine during the four runs weighs on both sides alike.
+            let (a, b) = if reference_first {
+                (Side::Reference, Side::Ours)
+            } else {
+                (Side::Ours, Side::Reference)
+            };
+            let mut rounds: BTreeMap<&str, Vec<Round>> = BTreeMap::new();
+            for side in [a, b, b, a] {
                 let (path, _) = &self.scripts[&format!("{name}/{}", side.name())];
                 let args = self.args(path, clients);
                 let round =
                     pgbench::run(&args, target, &self.scratch.join("pgbench-evidence")).await?;
-                figures.insert(side.name(), PgbenchPoint::of(round));
+                rounds.entry(side.name()).or_default().push(round);
             }
+            let mut figures: BTreeMap<&str, PgbenchPoint> = rounds
+                .into_iter()
+                .map(|(side, r)| (side, PgbenchPoint::of(r)))
+                .collect();
             let (Some(ours_pg), Some(reference)) =
                 (figures.remove("ours"), figures.remove("reference"))
             else {
@@ -521,7 +544,14 @@ mod tests {
         assert_eq!(command(1, 5)[4], "1");
         assert_eq!(command(8, 5)[6], crate::cores().min(8).to_string());
         assert_eq!(command(8, 3)[8], "3");
-        for (samples, expected) in [(100, 1), (256, 1), (400, 2), (1_000, 5), (10_000, 5)] {
+        for (samples, expected) in [
+            (100, 1),
+            (256, 1),
+            (666, 1),
+            (667, 2),
+            (1_000, 3),
+            (10_000, 3),
+        ] {
             assert_eq!(seconds(samples), expected, "{samples}");
         }
     }
