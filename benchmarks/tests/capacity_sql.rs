@@ -167,12 +167,44 @@ async fn the_security_run_passes_on_a_small_fixture() {
     let assertions = report["plans"]["assertions"]
         .as_array()
         .expect("assertions");
-    assert_eq!(assertions.len(), 12, "four per plan, three plans");
+    assert_eq!(
+        assertions.len(),
+        13,
+        "four per plan, three plans, and the hot read's index-only scan"
+    );
     assert!(
         assertions.iter().all(|a| a["passed"] == true),
         "{assertions:?}"
     );
     assert_eq!(report["plans"]["hot"][0]["Plan"]["Actual Rows"], 1001);
+
+    // pgbench on both sides' statements at every concurrency, beside the library's rate.
+    let comparisons = report["statements"]["comparisons"]
+        .as_array()
+        .expect("statement comparisons");
+    assert_eq!(
+        comparisons.len(),
+        12,
+        "three workloads at four concurrencies"
+    );
+    for c in comparisons {
+        let clients = c["concurrency"].as_u64().map(|n| n.min(8));
+        assert_eq!(c["pgbench_clients"].as_u64(), clients, "{c}");
+        for side in ["pgbench_ours", "pgbench_reference"] {
+            assert_eq!(c[side]["failed"], 0, "{c}");
+            assert!(c[side]["tps"].as_f64().unwrap_or(0.0) > 0.0, "{c}");
+        }
+        for key in ["ours", "statements_ratio", "library_ratio"] {
+            assert!(c[key].as_f64().unwrap_or(0.0) > 0.0, "{key} in {c}");
+        }
+    }
+    let scripts = report["statements"]["scripts"]
+        .as_object()
+        .expect("scripts");
+    assert_eq!(scripts.len(), 6);
+    assert!(scripts["velocity-hot/reference"]
+        .as_str()
+        .is_some_and(|s| s.contains("record->>'type'")));
 
     let points = report["points"].as_array().expect("points");
     let names: Vec<&str> = points.iter().filter_map(|p| p["name"].as_str()).collect();

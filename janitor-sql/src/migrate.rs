@@ -45,6 +45,7 @@ pub const MIGRATIONS: &[Migration] = migrations![
     4 => "0004_key_checks.sql",
     5 => "0005_save_observation.sql",
     6 => "0006_lookup_features.sql",
+    7 => "0007_evidence_index_only.sql",
 ];
 
 /// The table recording applied migrations, in the migrated schema.

@@ -209,7 +209,7 @@ async fn no_raw_account_session_or_event_id_is_stored_anywhere() {
         let columns: Vec<(String, String)> = columns.iter().map(|r| (r.get(0), r.get(1))).collect();
         assert_eq!(
             columns.len(),
-            18,
+            19,
             "every text and jsonb column: {columns:?}"
         );
         let hits = |needle: &'static str| {
@@ -435,6 +435,71 @@ async fn links_store_retirement_and_refuse_unknown_visitors() {
             if a.is_ok() { b } else { a },
             Err(EvidenceError::VerificationReused)
         ));
+    })
+    .await;
+}
+
+/// An event written as another implementation writes it (one plain `INSERT` naming its columns, no
+/// `event_type`): PostgreSQL fills the type column from the record, and the velocity read counts the event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_written_by_other_implementations_are_counted() {
+    use janitor_core::evidence::{ActivityKey, VelocityQuery};
+    with_evidence(|database, e| async move {
+        let subject = e.subject_id("acct-shared");
+        let ours = EventInput::builder("ours", EventType::LoginAttempt)
+            .action(Action::SignIn)
+            .subject(subject.clone())
+            .build()
+            .expect("valid");
+        assert!(e.record(&ours, T0 - 2_000).await.expect("record").recorded);
+        let client = database.pool().get().await.expect("connection");
+        let id = format!("sub_{}", "e".repeat(64));
+        let record = json!({
+            "id": id, "scope": e.scope(), "digest": id, "type": "login-failure", "action": "sign-in",
+            "subjectId": subject.as_str(), "occurredAt": T0 - 1_000, "expiresAt": T0 + DAY_MS,
+        });
+        client
+            .execute(
+                "INSERT INTO application_events (id, scope, digest, subject_id, session_id, actor_id, \
+                 visitor_id, action, occurred_at, expires_at, record) \
+                 VALUES ($1, $2, $3, $4, NULL, NULL, NULL, 'sign-in', $5, $6, $7::text::jsonb) \
+                 ON CONFLICT (id) DO NOTHING RETURNING id",
+                &[
+                    &id,
+                    &e.scope(),
+                    &id,
+                    &subject.as_str(),
+                    &(T0 - 1_000),
+                    &(T0 + DAY_MS),
+                    &record.to_string(),
+                ],
+            )
+            .await
+            .expect("a plain insert");
+        let types: Vec<Option<String>> = client
+            .query(
+                "SELECT event_type FROM application_events ORDER BY occurred_at",
+                &[],
+            )
+            .await
+            .expect("types")
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(
+            types,
+            [Some("login-attempt".to_owned()), Some("login-failure".to_owned())]
+        );
+        let summary = e
+            .velocity(
+                &VelocityQuery::new(ActivityKey::Subject(subject)).action(Action::SignIn),
+                T0,
+            )
+            .await
+            .expect("velocity");
+        assert_eq!(summary.total, 2);
+        assert_eq!(summary.counts.get(&EventType::LoginFailure), Some(&1));
+        assert_eq!(summary.counts.get(&EventType::LoginAttempt), Some(&1));
     })
     .await;
 }

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod connections;
 pub mod env;
 pub mod load;
+pub mod pgbench;
 pub mod report;
 pub mod run;
 pub mod security;

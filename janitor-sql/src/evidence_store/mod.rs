@@ -87,7 +87,7 @@ impl EvidenceStore for PgEvidenceStore {
         let kind = IMPLICIT_SUBJECT_KIND.as_str();
         let record = Json(event);
         let inserted = connection
-            .query(
+            .execute(
                 statements::INSERT_EVENT,
                 &[
                     &event.id,
@@ -105,7 +105,7 @@ impl EvidenceStore for PgEvidenceStore {
                 ],
             )
             .await?;
-        if !inserted.is_empty() {
+        if inserted > 0 {
             return Ok(EventWrite::Inserted);
         }
         let stored = connection

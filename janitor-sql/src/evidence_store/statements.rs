@@ -4,7 +4,8 @@
 /// Stores an event unless its id exists, creating the subject rows its subject and actor name if they are
 /// missing — one round trip. `$1` id, `$2` scope, `$3` digest, `$4` subject id, `$5` session label, `$6` actor
 /// id, `$7` visitor id, `$8` action, `$9` occurred_at, `$10` expires_at, `$11` record, `$12` kind of a new
-/// subject row. Returns the id when the event was inserted, no row when the id existed.
+/// subject row. Its row count is 1 when the event was inserted, 0 when the id existed (no `RETURNING`: the
+/// count says it, and no row has to be built and sent).
 ///
 /// The subject rows are written by the statement's first part; the foreign keys are checked at the end of the
 /// statement, when they exist.
@@ -20,8 +21,7 @@ WITH subjects AS ( \
 INSERT INTO application_events \
   (id, scope, digest, subject_id, session_id, actor_id, visitor_id, action, occurred_at, expires_at, record) \
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-ON CONFLICT (id) DO NOTHING \
-RETURNING id";
+ON CONFLICT (id) DO NOTHING";
 
 /// The digest of a stored event (`$1` id, `$2` scope): read only when [`INSERT_EVENT`] inserted nothing.
 pub(crate) const EVENT_DIGEST: &str =
@@ -30,7 +30,7 @@ pub(crate) const EVENT_DIGEST: &str =
 macro_rules! recent_types {
     ($column:literal, $action:literal) => {
         concat!(
-            "SELECT record->>'type' FROM application_events WHERE ",
+            "SELECT event_type FROM application_events WHERE ",
             $column,
             " = $1 AND scope = $2",
             $action,
@@ -41,8 +41,9 @@ macro_rules! recent_types {
 }
 
 /// The activity read by subject: `$1` subject id, `$2` scope, `$3` window start, `$4` now, `$5` row limit.
-/// Only the event type leaves the server; the scan is `idx_events_subject_time`, newest first, stopping at the
-/// limit.
+/// Only the event type leaves the server. The scan is `idx_events_subject_time`, newest first, stopping at the
+/// limit; it carries `expires_at` and `event_type` (migration 0007), so the read is an index-only scan that
+/// visits no table page where the visibility map allows it.
 pub(crate) const RECENT_TYPES_BY_SUBJECT: &str = recent_types!("subject_id", "");
 /// The same by session label.
 pub(crate) const RECENT_TYPES_BY_SESSION: &str = recent_types!("session_id", "");

@@ -6,7 +6,8 @@
 //! The hot read as bound must use the subject/action index: only there does the scan stop after max + 1 rows
 //! whatever the share of the action. For a sparse subject, and for the generic plan (which cannot know that the
 //! subject is hot), the planner may equally pick the subject/time index and filter the action: both are bounded
-//! by the subject's rows in the window, so either is accepted there, and the report names the one used.
+//! by the subject's rows in the window, so either is accepted there, and the report names the one used. The hot
+//! read as bound must also be an index-only scan that fetched at most 1 % of its rows from the table.
 
 use janitor_core::evidence::ActivityColumn;
 use janitor_sql::testing::statements::recent_event_types;
@@ -139,6 +140,50 @@ pub fn check(name: &str, document: &Value, indexes: &[&str], rows: u64) -> Vec<A
             },
         },
     ]
+}
+
+/// Checks that every read of `application_events` in the plan of the read named `name` is an index-only scan
+/// that fetched at most `max_fetches` rows from the table. The velocity indexes carry the expiry and the event
+/// type (migration 0007), so only rows on pages changed since the last `VACUUM` are fetched: in the SQL run,
+/// the fixture's API event shares the table's last page with the warm-up's writes. A plain index scan of the
+/// hot read fetches all 1,001.
+pub fn check_index_only(name: &str, document: &Value, max_fetches: u64) -> Assertion {
+    let mut all = Vec::new();
+    let top = &document[0]["Plan"];
+    if top.is_object() {
+        nodes(top, &mut all);
+    }
+    let reads: Vec<&&Value> = all
+        .iter()
+        .filter(|n| n["Relation Name"] == "application_events")
+        .collect();
+    let passed = !reads.is_empty()
+        && reads.iter().all(|n| {
+            n["Node Type"] == "Index Only Scan"
+                && n["Heap Fetches"].as_u64().is_some_and(|f| f <= max_fetches)
+        });
+    let found = if reads.is_empty() {
+        "application_events is not read".to_owned()
+    } else {
+        reads
+            .iter()
+            .map(|n| {
+                format!(
+                    "{} with {} heap fetches",
+                    n["Node Type"].as_str().unwrap_or("?"),
+                    n["Heap Fetches"]
+                        .as_u64()
+                        .map_or("no count of".to_owned(), |f| f.to_string())
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Assertion {
+        what: format!("{name}: an index-only scan with at most {max_fetches} heap fetches"),
+        passed,
+        found,
+    }
 }
 
 /// `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` of the subject + action read with `read`'s values bound as the
@@ -307,6 +352,26 @@ mod tests {
             failed(&check("hot", &sorted, &[SUBJECT_ACTION_INDEX], 1001)),
             ["hot: rows come in index order, no sort"]
         );
+    }
+
+    #[test]
+    fn only_an_index_only_scan_with_few_heap_fetches_passes() {
+        let mut only = scan("Index Only Scan", Some(SUBJECT_ACTION_INDEX), 1001);
+        for (fetches, passed) in [(0, true), (10, true), (11, false), (1001, false)] {
+            only["Heap Fetches"] = json!(fetches);
+            let checked = check_index_only("hot", &limit(1001, only.clone()), 10);
+            assert_eq!(checked.passed, passed, "{fetches}");
+            assert_eq!(
+                checked.found,
+                format!("Index Only Scan with {fetches} heap fetches")
+            );
+        }
+        let plain = scan("Index Scan", Some(SUBJECT_ACTION_INDEX), 1001);
+        assert!(!check_index_only("hot", &limit(1001, plain), 10).passed);
+        assert!(!check_index_only("hot", &json!([]), 10).passed);
+        // An index-only scan that does not say how many rows it fetched is not taken on trust.
+        let silent = scan("Index Only Scan", Some(SUBJECT_ACTION_INDEX), 1001);
+        assert!(!check_index_only("hot", &limit(1001, silent), 10).passed);
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub struct Workload {
 
 impl Workload {
     /// Sparse subjects that hold events (all of them from 200,000 events on).
-    fn active_subjects(&self) -> u64 {
+    pub fn active_subjects(&self) -> u64 {
         (self.events / 2).clamp(1, SPARSE_SUBJECTS)
     }
 
