@@ -27,6 +27,26 @@ use super::points::{sign_ins, Workload};
 use super::POOL;
 use crate::capacity::pgbench::{self, with_arguments, Argument, Round};
 use crate::capacity::seed::{self, HOT_ACCOUNT, SPARSE_SUBJECTS};
+
+/// The pgbench variables an event insert binds, in the order of our statement's parameters; the reference's
+/// statement takes the first 11 (it has no subject kind, the subject must exist already).
+const EVENT: [Argument<'static>; 12] = {
+    use Argument::{Null, Variable as V};
+    [
+        V("id"),
+        V("scope"),
+        V("digest"),
+        V("subject_id"),
+        Null,
+        Null,
+        Null,
+        V("action"),
+        V("now_ms"),
+        V("expires_at"),
+        V("record"),
+        V("kind"),
+    ]
+};
 use crate::capacity::throughput::samples::{round1, Latency, LatencyReport};
 use crate::capacity::Target;
 use crate::closed_loop::Point;
@@ -361,7 +381,7 @@ fn defines(workload: &Workload) -> Result<Vec<String>, String> {
 
 /// The script of `workload` on `side`'s statements.
 pub fn script(workload: &str, side: Side, w: &Workload) -> Result<String, String> {
-    use Argument::{Null, Variable as V};
+    use Argument::Variable as V;
     let pick = |subjects: u64| {
         format!(
             "\\set n random(0, {})\n\
@@ -396,23 +416,9 @@ pub fn script(workload: &str, side: Side, w: &Workload) -> Result<String, String
     };
     Ok(match workload {
         "event-insert" => {
-            let event = [
-                V("id"),
-                V("scope"),
-                V("digest"),
-                V("subject_id"),
-                Null,
-                Null,
-                Null,
-                V("action"),
-                V("now_ms"),
-                V("expires_at"),
-                V("record"),
-                V("kind"),
-            ];
             let insert = match side {
-                Side::Ours => with_arguments(statement("evidence.insert_event"), &event)?,
-                Side::Reference => with_arguments(REFERENCE_INSERT_EVENT, &event[..11])?,
+                Side::Ours => with_arguments(statement("evidence.insert_event"), &EVENT)?,
+                Side::Reference => with_arguments(REFERENCE_INSERT_EVENT, &EVENT[..11])?,
             };
             format!(
                 "{}\\set id random(1, 9000000000000000000)\n\\set expires_at :now_ms + :retention_ms\n{insert};\n",
@@ -511,24 +517,7 @@ mod tests {
         assert!(read.contains("expires_at > :until AND action = :action"));
         assert!(read.ends_with("LIMIT :row_limit"));
         // Ours, as the library sends it, binds into pgbench the same way.
-        let ours = with_arguments(
-            statement("evidence.insert_event"),
-            &[
-                V("id"),
-                V("scope"),
-                V("digest"),
-                V("subject_id"),
-                Null,
-                Null,
-                Null,
-                V("action"),
-                V("now_ms"),
-                V("expires_at"),
-                V("record"),
-                V("kind"),
-            ],
-        )
-        .unwrap();
+        let ours = with_arguments(statement("evidence.insert_event"), &EVENT).unwrap();
         assert!(
             ours.contains("ARRAY[:subject_id::text, NULL::text]"),
             "{ours}"
