@@ -387,7 +387,7 @@ thread '<unnamed>' panicked at fuzz_targets/cookie.rs:40:5:
 malformed id
 ==4242== ERROR: libFuzzer: deadly signal
 MS: 2 InsertByte-CopyPart-; base unit: 0123abcd
-artifact_prefix='/work/main/fuzz/artifacts/cookie/'; Test unit written to /work/main/fuzz/artifacts/cookie/crash-5f3a
+artifact_prefix='/src/janitor/fuzz/artifacts/cookie/'; Test unit written to /src/janitor/fuzz/artifacts/cookie/crash-5f3a
 Base64: X192aXNpdG9yPQ==
 stat::number_of_executed_units: 2111
 stat::average_exec_per_sec:     1055
@@ -400,7 +400,7 @@ stat::average_exec_per_sec:     1055
         );
         assert_eq!(
             stats.finding(),
-            Some("/work/main/fuzz/artifacts/cookie/crash-5f3a")
+            Some("/src/janitor/fuzz/artifacts/cookie/crash-5f3a")
         );
     }
 
