@@ -158,6 +158,22 @@ pub async fn returning_visit_touches_a_stale_visitor(
         .await
         .expect("cleanup");
     assert_eq!(report.visitors_removed, 1, "stale one millisecond later");
+
+    // At the interval exactly neither the row nor the visitor is older than it: nothing is written, so the
+    // visitor is as stale as its first sighting once its row expires.
+    let w = visitor(2);
+    store.create_visitor(&w, T0).await.expect("create");
+    store.save_observation(&w, &b, T0).await.expect("save");
+    let at_bound = T0 + REFRESH_INTERVAL_MS;
+    assert!(visit(store, &w, &b, true, at_bound).await.recorded);
+    let report = store
+        .cleanup(None, 100, at_bound - retention.cutoff(0))
+        .await
+        .expect("cleanup");
+    assert_eq!(
+        report.visitors_removed, 1,
+        "not touched at the interval exactly"
+    );
 }
 
 /// Case: Concurrent identical visits refresh the one row and add none.
