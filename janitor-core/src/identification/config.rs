@@ -2,6 +2,7 @@
 //! restore threshold, with the fixed weights of the restore decision.
 
 use crate::config::{ConfigError, Limit, DAY_MS};
+use crate::identification::policy::MatchingPolicy;
 
 /// Days an observation stays visible.
 pub const OBSERVATION_RETENTION_DAYS: Limit<u32> =
@@ -65,12 +66,14 @@ impl Retention {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EngineConfig {
     restore_threshold: f64,
+    policy: MatchingPolicy,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             restore_threshold: RESTORE_THRESHOLD.default,
+            policy: MatchingPolicy::default(),
         }
     }
 }
@@ -85,6 +88,11 @@ impl EngineConfig {
     pub fn restore_threshold(&self) -> f64 {
         self.restore_threshold
     }
+
+    /// How a missing-cookie visit decides to restore.
+    pub fn policy(&self) -> MatchingPolicy {
+        self.policy
+    }
 }
 
 /// Builds an [`EngineConfig`]; [`build`](Self::build) checks every value.
@@ -92,6 +100,7 @@ impl EngineConfig {
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct EngineConfigBuilder {
     restore_threshold: Option<f64>,
+    policy: MatchingPolicy,
 }
 
 impl EngineConfigBuilder {
@@ -101,11 +110,19 @@ impl EngineConfigBuilder {
         self
     }
 
+    /// How a missing-cookie visit decides to restore: [`MatchingPolicy::Reference`] (the default) or the
+    /// opt-in [`MatchingPolicy::Precise`].
+    pub fn policy(mut self, policy: MatchingPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
     /// Checks the values.
     pub fn build(self) -> Result<EngineConfig, ConfigError> {
         // NaN fails the range check and is refused like any other out-of-range value.
         Ok(EngineConfig {
             restore_threshold: RESTORE_THRESHOLD.or_default(self.restore_threshold)?,
+            policy: self.policy,
         })
     }
 }

@@ -10,7 +10,7 @@ use crate::identification::candidates::{
     probes_for, rank_lookup_rows, CANDIDATE_FLOOR, CANDIDATE_LIMIT,
 };
 use crate::identification::config::{EngineConfig, HISTORY_LIMIT, RESTORE_THRESHOLD};
-use crate::identification::decision::{blend, decide, score_candidate, ScoredCandidate};
+use crate::identification::decision::{blend, score_candidate, ScoredCandidate};
 use crate::identification::evaluator::{Evaluation, EvaluationInput, Evaluator, NoEvaluator};
 use crate::identification::observation::Observation;
 use crate::identification::payload::VisitorPayload;
@@ -365,7 +365,10 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
             }
         }
 
-        let decision = decide(&mut scored, self.config.restore_threshold());
+        let decision =
+            self.config
+                .policy()
+                .decide(&mut scored, &current, self.config.restore_threshold());
         let best = scored.first();
         if let Some(best) = best {
             evaluation = best.evaluation;

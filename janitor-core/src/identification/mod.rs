@@ -14,5 +14,6 @@ pub mod evaluator;
 pub mod jev;
 pub mod observation;
 pub mod payload;
+pub mod policy;
 pub mod similarity;
 pub mod store;
