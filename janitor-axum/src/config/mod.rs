@@ -13,7 +13,7 @@ use janitor_core::config::ConfigError;
 use janitor_core::evidence::EvidenceConfig;
 use janitor_core::label::{check_secret_strength, LabelError, LabelKey};
 use janitor_core::protection::quota::QuotaConfig;
-use janitor_core::{EngineConfig, Retention};
+use janitor_core::{EngineConfig, MatchingPolicy, Retention};
 
 pub use crate::admission::AdmissionConfig;
 pub use cookie::{CookieConfig, CookieConfigBuilder, COOKIE_MAX_AGE_DAYS};
@@ -140,6 +140,7 @@ pub struct JanitorConfigBuilder {
     environment: Environment,
     retention: Option<(u32, usize)>,
     restore_threshold: Option<f64>,
+    matching_policy: MatchingPolicy,
     cookie: CookieConfig,
     endpoint: EndpointConfig,
     origin: OriginConfig,
@@ -194,6 +195,14 @@ impl JanitorConfigBuilder {
         self
     }
 
+    /// How a visit without a cookie decides to restore an id: [`MatchingPolicy::Reference`] (the default,
+    /// bit-exact with the reference implementation) or the opt-in [`MatchingPolicy::Precise`], which restores
+    /// far less often wrongly (docs/accuracy.md). Instances that share a database may use different policies.
+    pub fn matching_policy(mut self, policy: MatchingPolicy) -> Self {
+        self.matching_policy = policy;
+        self
+    }
+
     /// The cookie options (default [`CookieConfig::default`]).
     pub fn cookie(mut self, cookie: CookieConfig) -> Self {
         self.cookie = cookie;
@@ -240,7 +249,7 @@ impl JanitorConfigBuilder {
             Some((days, max)) => Retention::new(days, max)?,
             None => Retention::default(),
         };
-        let mut engine = EngineConfig::builder();
+        let mut engine = EngineConfig::builder().policy(self.matching_policy);
         if let Some(threshold) = self.restore_threshold {
             engine = engine.restore_threshold(threshold);
         }

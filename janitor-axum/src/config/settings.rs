@@ -6,6 +6,7 @@
 //! | `JANITOR_SECRET`, `JANITOR_NAMESPACE` | `secret`, `namespace` |
 //! | `JANITOR_ENVIRONMENT` (`production` or `development`) | `environment` |
 //! | `JANITOR_RETENTION_DAYS`, `JANITOR_MAX_OBSERVATIONS_PER_VISITOR`, `JANITOR_RESTORE_THRESHOLD` | `retention_days`, `max_observations_per_visitor`, `restore_threshold` |
+//! | `JANITOR_MATCHING_POLICY` (`reference` or `precise`) | `matching_policy` |
 //! | `JANITOR_COOKIE_MAX_AGE_DAYS`, `JANITOR_COOKIE_SECURE` | `cookie.max_age_days`, `cookie.secure` |
 //! | `JANITOR_ENDPOINT_PATH`, `JANITOR_SCRIPT_PATH`, `JANITOR_MAX_BODY_BYTES`, `JANITOR_REQUEST_TIMEOUT_MS`, `JANITOR_EXPOSE_CLIENT_SCORES` | `endpoint.*` |
 //! | `JANITOR_ALLOWED_ORIGINS`, `JANITOR_TRUSTED_PROXIES` (comma-separated) | `origin.allowed_origins`, `origin.trusted_proxies` |
@@ -16,6 +17,7 @@
 use janitor_core::config::{EnvError, EnvSource};
 use janitor_core::evidence::EvidenceConfig;
 use janitor_core::protection::quota::QuotaConfig;
+use janitor_core::MatchingPolicy;
 use serde::Deserialize;
 
 use super::{
@@ -40,6 +42,8 @@ pub struct JanitorSettings {
     pub max_observations_per_visitor: Option<usize>,
     /// Confidence needed to restore an id without a cookie.
     pub restore_threshold: Option<f64>,
+    /// How a visit without a cookie decides to restore (`reference`, the default, or `precise`).
+    pub matching_policy: Option<MatchingPolicy>,
     /// The cookie's options.
     pub cookie: CookieSettings,
     /// The endpoint's options.
@@ -159,6 +163,9 @@ impl JanitorSettings {
             retention_days: env.number("JANITOR_RETENTION_DAYS")?,
             max_observations_per_visitor: env.number("JANITOR_MAX_OBSERVATIONS_PER_VISITOR")?,
             restore_threshold: env.number("JANITOR_RESTORE_THRESHOLD")?,
+            matching_policy: env
+                .choice("JANITOR_MATCHING_POLICY", "reference or precise")?
+                .map(|name| name.parse().expect("a listed choice")),
             cookie: CookieSettings {
                 max_age_days: env.number("JANITOR_COOKIE_MAX_AGE_DAYS")?,
                 secure: env.flag("JANITOR_COOKIE_SECURE")?,
@@ -214,6 +221,9 @@ impl JanitorSettings {
         }
         if let Some(threshold) = self.restore_threshold {
             builder = builder.restore_threshold(threshold);
+        }
+        if let Some(policy) = self.matching_policy {
+            builder = builder.matching_policy(policy);
         }
         if let Some(quotas) = self.quotas {
             builder = builder.quotas(quotas.build()?);
@@ -362,6 +372,7 @@ mod tests {
             ("JANITOR_BODY_GRACE_MS", "100"),
             ("JANITOR_QUOTA_ACCOUNT", "5"),
             ("JANITOR_EVENT_RETENTION_DAYS", "3"),
+            ("JANITOR_MATCHING_POLICY", "Precise"),
         ]);
         let config = JanitorSettings::from_env(&env).unwrap().build().unwrap();
         assert_eq!(config.label_key().namespace(), "shop");
@@ -378,6 +389,11 @@ mod tests {
         );
         assert_eq!(config.quotas().map(|q| q.account()), Some(5));
         assert_eq!(config.cookie_max_age_secs(), 30 * 86_400);
+        assert_eq!(config.engine.policy(), MatchingPolicy::Precise);
+        let defaults =
+            JanitorSettings::from_env(&EnvSource::from_pairs([("JANITOR_SECRET", SECRET)]));
+        let defaults = defaults.unwrap().build().unwrap();
+        assert_eq!(defaults.engine.policy(), MatchingPolicy::Reference);
     }
 
     #[test]
@@ -398,6 +414,8 @@ mod tests {
             with("JANITOR_BODY_GRACE_MS", "0").contains("body_grace_ms must be from 1 to 30000")
         );
         assert!(with("JANITOR_ENVIRONMENT", "staging").contains("production or development"));
+        assert!(with("JANITOR_MATCHING_POLICY", "strict")
+            .contains("JANITOR_MATCHING_POLICY must be reference or precise"));
         assert!(
             with("JANITOR_COOKIE_SECURE", "false").contains("production cookies must be Secure")
         );
@@ -415,13 +433,22 @@ mod tests {
             "secret": SECRET,
             "endpoint": {"path": "/v", "max_body_bytes": 4096},
             "quotas": {"global": 100},
-            "admission": {"max_drain_bytes": 0}
+            "admission": {"max_drain_bytes": 0},
+            "matching_policy": "precise"
         }))
         .unwrap();
         assert!(!format!("{settings:?}").contains(SECRET));
         let config = settings.build().unwrap();
         assert_eq!(config.endpoint().max_body_bytes(), 4096);
         assert_eq!(config.quotas().map(|q| q.global()), Some(100));
+        assert_eq!(config.engine.policy(), MatchingPolicy::Precise);
+        let policy = serde_json::from_value::<JanitorSettings>(
+            serde_json::json!({"matching_policy": "strict"}),
+        );
+        assert!(policy
+            .unwrap_err()
+            .to_string()
+            .contains("unknown variant `strict`"));
         let unknown = serde_json::from_value::<JanitorSettings>(
             serde_json::json!({"endpoint": {"pth": "/v"}}),
         );
