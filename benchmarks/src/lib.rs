@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub mod accuracy;
 pub mod capacity;
 pub mod closed_loop;
 

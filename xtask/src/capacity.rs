@@ -109,6 +109,11 @@ pub const BENCHMARKS_MANIFEST: &str = "benchmarks/Cargo.toml";
 /// Builds `janitor-capacity` in release mode from the benchmarks' workspace, into the main workspace's target
 /// directory (so the crates both use are compiled once), and returns the binary's path.
 pub fn build_harness(root: &Path) -> Result<PathBuf, String> {
+    build_benchmark(root, "janitor-capacity")
+}
+
+/// Builds benchmark binary `name` as [`build_harness`] builds the harness, and returns its path.
+pub fn build_benchmark(root: &Path, name: &str) -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -124,11 +129,11 @@ pub fn build_harness(root: &Path) -> Result<PathBuf, String> {
             ])
             .arg("--target-dir")
             .arg(&target)
-            .args(["--bin", "janitor-capacity"])
+            .args(["--bin", name])
             .current_dir(root),
-        "building the harness",
+        &format!("building {name}"),
     )?;
-    Ok(target.join("release").join("janitor-capacity"))
+    Ok(target.join("release").join(name))
 }
 
 /// The whole run under Docker Compose. Like the native run it refuses to start over leftovers (containers of

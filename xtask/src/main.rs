@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use xtask::conformance::{check_file, Report};
-use xtask::{capacity, test};
+use xtask::{accuracy, capacity, test};
 
 mod fuzz;
 
@@ -12,6 +12,7 @@ const USAGE: &str = "usage: cargo xtask test
        cargo xtask conformance FILE...
        cargo xtask fuzz [--seconds N]   (every fuzz target of fuzz/, N seconds each, default 60)
        cargo xtask benchmark-capacity [--docker]
+       cargo xtask benchmark-accuracy LOG[.gz] [--policy reference|precise] [--scenario lost|partial] [--json OUT]
        cargo xtask benchmark-security | benchmark-lookup | benchmark-connections | benchmark-throughput | seed
        cargo xtask soak --minutes N --rate R   (one server process, R requests/s for N minutes; 1-1440, 1-50000)
        (harness settings come from JANITOR_BENCHMARK_* variables; see docs/CAPACITY.md)";
@@ -34,6 +35,10 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some("benchmark-accuracy") => report(
+            "benchmark-accuracy",
+            accuracy::run(&args.collect::<Vec<String>>()),
+        ),
         Some("soak") => match capacity::soak_args(&args.collect::<Vec<String>>()) {
             Ok(flags) => report("soak", capacity::soak(&flags)),
             Err(problem) => {
