@@ -60,13 +60,30 @@ fn the_json_holds_the_documented_interface() {
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["policy"], "precise");
     assert_eq!(json["scenario"], "partial");
-    for key in ["precision", "recovery", "first_visit_false_merges", "new_id_rate"] {
-        let value = json["overall"][key].as_f64().unwrap_or_else(|| panic!("{key}"));
+    for key in [
+        "precision",
+        "recovery",
+        "first_visit_false_merges",
+        "new_id_rate",
+    ] {
+        let value = json["overall"][key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key}"));
         assert!((0.0..=1.0).contains(&value), "{key} = {value}");
     }
     for class in ["android", "ios", "linux", "macos", "windows"] {
-        assert!(json["by_class"][class]["visits"].as_u64().unwrap() > 0, "{class}");
+        assert!(
+            json["by_class"][class]["visits"].as_u64().unwrap() > 0,
+            "{class}"
+        );
     }
-    assert!(json["by_drift"]["none"]["returning_without_cookie"].as_u64().unwrap() > 0);
-    assert!(report.table().starts_with("policy precise, scenario partial: "));
+    assert!(
+        json["by_drift"]["none"]["returning_without_cookie"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(report
+        .table()
+        .starts_with("policy precise, scenario partial: "));
 }

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use janitor_benchmarks::accuracy::Report as AccuracyReport;
 use janitor_benchmarks::capacity::connections::{self, report::ConnectionsReport};
 use janitor_benchmarks::capacity::run::LookupReport;
 use janitor_benchmarks::capacity::security::SecurityReport;
@@ -23,6 +24,26 @@ fn round_trip<T: Serialize + DeserializeOwned>(name: &str) -> T {
         .unwrap_or_else(|e| panic!("{name} does not read as its report type: {e}"));
     assert_eq!(serde_json::to_value(&report).unwrap(), committed, "{name}");
     report
+}
+
+#[test]
+fn the_accuracy_reports_read_back_unchanged() {
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/benchmarks/accuracy");
+    let mut names: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names.len(),
+        16,
+        "four logs, two policies, two scenarios: {names:?}"
+    );
+    for name in names {
+        let report: AccuracyReport = round_trip(&format!("accuracy/{name}"));
+        let stem = format!("-{}-{}.json", report.policy, report.scenario);
+        assert!(name.ends_with(&stem), "{name} holds {stem}");
+    }
 }
 
 #[test]

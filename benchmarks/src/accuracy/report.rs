@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use janitor_core::identification::policy::MatchingPolicy;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::log::Visit;
 use super::replay::{Outcome, Scenario};
@@ -68,7 +68,7 @@ impl Tally {
 }
 
 /// The figures of one group of visits. A share whose denominator is zero is `null`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Figures {
     /// Correct restores ÷ restores (first visits' restores included: each one is wrong).
     pub precision: Option<f64>,
@@ -120,7 +120,7 @@ impl Figures {
 }
 
 /// The result of one replay.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// The matching policy's name.
     pub policy: String,
