@@ -21,6 +21,7 @@ pub const VARIABLES: &[&str] = &[
     "JANITOR_BENCHMARK_RATE_SECONDS",
     "JANITOR_BENCHMARK_STEADY_SECONDS",
     "JANITOR_BENCHMARK_SEARCH",
+    "JANITOR_BENCHMARK_SLOTS",
     "JANITOR_BENCHMARK_VISITORS",
     "JANITOR_BENCHMARK_LOOKUP_VISITORS",
     "JANITOR_BENCHMARK_EXTERNAL_SERVERS",
@@ -73,6 +74,8 @@ pub struct CapacityEnv {
     /// Visitors of the missing-cookie lookup scale test; 0 skips it (0 or 100,000–3,000,000; 0, the reference
     /// used 2,000,000).
     pub lookup_visitors: u64,
+    /// Admission slots of each server process of the rate sweep (1–1024; 8, as in the reference).
+    pub slots: u64,
     /// The server processes are already running (started by `janitor-capacity serve-fleet`, as in the Docker
     /// setup) on 127.0.0.1 at the fleet's ports instead of being started by the run.
     pub external_servers: bool,
@@ -157,6 +160,7 @@ impl CapacityEnv {
             search: flag("JANITOR_BENCHMARK_SEARCH", get("JANITOR_BENCHMARK_SEARCH"))?,
             visitors: number("JANITOR_BENCHMARK_VISITORS", 10_000, 100, 100_000)?,
             lookup_visitors,
+            slots: number("JANITOR_BENCHMARK_SLOTS", 8, 1, 1024)?,
             external_servers: flag(
                 "JANITOR_BENCHMARK_EXTERNAL_SERVERS",
                 get("JANITOR_BENCHMARK_EXTERNAL_SERVERS"),
@@ -252,6 +256,7 @@ mod tests {
             (1_000_000, 1_000, 32, 200_000, 12)
         );
         assert_eq!(e.rates, [100, 500, 1_000, 2_000]);
+        assert_eq!(e.slots, 8);
         assert_eq!(
             (e.label.as_str(), e.reuse, e.search),
             ("current", false, false)
@@ -273,6 +278,7 @@ mod tests {
             ("RATE_SECONDS", 1, 60),
             ("STEADY_SECONDS", 1, 60),
             ("VISITORS", 100, 100_000),
+            ("SLOTS", 1, 1024),
         ] {
             for ok in [low, high] {
                 assert!(env(&[(name, &ok.to_string())]).is_ok(), "{name}={ok}");

@@ -43,7 +43,8 @@ use janitor_axum::testing::http1::{self, Connection};
 /// Connections of the sweep, as in the reference.
 pub const CONNECTIONS: usize = 10_000;
 
-/// Admission slots of each server process, as in the reference.
+/// Admission slots of each server process unless `JANITOR_BENCHMARK_SLOTS` says otherwise, as in the
+/// reference.
 pub const MAX_IN_FLIGHT: usize = 8;
 
 /// Database connections of each server process. With a process per core this keeps a few statements in
@@ -109,7 +110,7 @@ pub struct SweepSettings {
 
 impl SweepSettings {
     /// The settings of a real run: [`CONNECTIONS`] connections, the run's rates and seconds, one server
-    /// process per core (at most [`MAX_WORKERS`]) with [`MAX_IN_FLIGHT`] slots and [`POOL`] database
+    /// process per core (at most [`MAX_WORKERS`]) with the run's slots ([`MAX_IN_FLIGHT`] unless set) and [`POOL`] database
     /// connections each — or, when the servers are external, the run's worker count with [`EXTERNAL_POOL`] —
     /// and reports in the run's reports directory.
     pub fn for_run(run: &HttpRun) -> SweepSettings {
@@ -121,7 +122,7 @@ impl SweepSettings {
         SweepSettings {
             fleet: FleetSettings {
                 workers,
-                max_in_flight: MAX_IN_FLIGHT,
+                max_in_flight: usize::try_from(run.env.slots).unwrap_or(MAX_IN_FLIGHT),
                 pool,
                 base_port: BASE_PORT,
             },
