@@ -183,7 +183,8 @@ async fn ask(port: u16, reset_peak: bool) -> Result<ServerStats, String> {
 }
 
 /// Entry point of `janitor-capacity serve-fleet [--workers N] [--max-in-flight N] [--pool N]`: starts the
-/// server processes (`JANITOR_BENCHMARK_WORKERS` by default) on the run's ports against
+/// server processes (`JANITOR_BENCHMARK_WORKERS` by default, each with `JANITOR_BENCHMARK_SLOTS` admission
+/// slots) on the run's ports against
 /// `JANITOR_BENCHMARK_DATABASE_URL` and waits; used where the
 /// servers get a machine (or container) of their own.
 pub fn serve_fleet(args: Vec<String>) -> Result<(), String> {
@@ -191,7 +192,7 @@ pub fn serve_fleet(args: Vec<String>) -> Result<(), String> {
     let env = crate::capacity::env::CapacityEnv::from_process(crate::capacity::env::Run::Capacity)?;
     let mut settings = FleetSettings {
         workers: env.workers,
-        max_in_flight: 8,
+        max_in_flight: usize::try_from(env.slots).unwrap_or(8),
         pool: 2,
         base_port: BASE_PORT,
     };
