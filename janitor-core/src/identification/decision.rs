@@ -7,7 +7,7 @@ use crate::identification::candidates::{rank_order, Candidate, CANDIDATE_FLOOR};
 use crate::identification::config::{AMBIGUITY_MARGIN, DETERMINISTIC_WEIGHT, EVALUATOR_WEIGHT};
 use crate::identification::evaluator::Evaluation;
 use crate::identification::observation::Observation;
-use crate::identification::similarity::compare;
+use crate::identification::similarity::{compare, Comparison};
 
 /// A candidate scored against its own history.
 #[derive(Debug, Clone)]
@@ -26,21 +26,30 @@ pub struct ScoredCandidate {
     pub evaluation: Option<Evaluation>,
 }
 
-/// Scores a candidate over its history: the best non-contradicted snapshot (first of equals), or `None` when
-/// that is below the candidate floor.
+/// The snapshot of `history` a candidate is scored by: the best non-contradicted one, first of equals, with
+/// its comparison. `None` when every snapshot is contradicted.
+pub fn closest_snapshot<'a>(
+    history: &'a [Arc<Observation>],
+    current: &Observation,
+) -> Option<(&'a Observation, Comparison)> {
+    let mut best: Option<(&Observation, Comparison)> = None;
+    for snapshot in history {
+        let c = compare(snapshot, current);
+        if !c.contradiction && best.as_ref().is_none_or(|(_, b)| c.score > b.score) {
+            best = Some((snapshot, c));
+        }
+    }
+    best
+}
+
+/// Scores a candidate over its history by its [`closest_snapshot`], or `None` when there is none or it is below
+/// the candidate floor.
 pub fn score_candidate(
     candidate: Candidate,
     history: Vec<Arc<Observation>>,
     current: &Observation,
 ) -> Option<ScoredCandidate> {
-    let mut best: Option<(f64, f64)> = None;
-    for snapshot in &history {
-        let c = compare(snapshot, current);
-        if !c.contradiction && best.is_none_or(|(score, _)| c.score > score) {
-            best = Some((c.score, c.cap));
-        }
-    }
-    let (score, cap) = best?;
+    let (score, cap) = closest_snapshot(&history, current).map(|(_, c)| (c.score, c.cap))?;
     (score >= CANDIDATE_FLOOR).then(|| ScoredCandidate {
         candidate,
         history,

@@ -15,9 +15,9 @@
 //!
 //! docs/accuracy.md measures each rule and what it costs.
 
-use crate::identification::decision::ScoredCandidate;
+use crate::identification::decision::{closest_snapshot, ScoredCandidate};
 use crate::identification::observation::Observation;
-use crate::identification::similarity::{compare, size_similarity};
+use crate::identification::similarity::size_similarity;
 
 /// WebGL renderers that name no GPU model. WebKit on iPhone, iPad and Mac reports this one string for every
 /// Apple GPU, so such a visit tells identical devices apart by screen size and locale alone.
@@ -123,22 +123,9 @@ pub fn possible(candidate: &ScoredCandidate, current: &Observation) -> bool {
         && !history.iter().any(|s| user_agent_older(s, current))
 }
 
-/// The snapshot [`score_candidate`](crate::identification::decision::score_candidate) scored the candidate by:
-/// the best non-contradicted one, first of equals.
-fn closest<'a>(candidate: &'a ScoredCandidate, current: &Observation) -> Option<&'a Observation> {
-    let mut best: Option<(&Observation, f64)> = None;
-    for snapshot in &candidate.history {
-        let c = compare(snapshot, current);
-        if !c.contradiction && best.is_none_or(|(_, score)| c.score > score) {
-            best = Some((snapshot, c.score));
-        }
-    }
-    best.map(|(snapshot, _)| snapshot)
-}
-
 /// Whether restoring `best` is refused (see the module documentation).
 pub fn vetoed(best: &ScoredCandidate, current: &Observation) -> bool {
-    let Some(snapshot) = closest(best, current) else {
+    let Some((snapshot, _)) = closest_snapshot(&best.history, current) else {
         return true;
     };
     hardware_differs(snapshot, current)
