@@ -58,3 +58,48 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Options, String> {
+        options(args.iter().map(|a| (*a).to_owned()))
+    }
+
+    #[test]
+    fn options_default_to_the_reference_with_every_cookie_lost() {
+        let o = parse(&["log.jsonl.gz"]).unwrap();
+        assert_eq!(o.log, PathBuf::from("log.jsonl.gz"));
+        assert_eq!(
+            (o.policy, o.scenario, o.json),
+            (MatchingPolicy::Reference, Scenario::Lost, None)
+        );
+        let o = parse(&[
+            "l",
+            "--policy",
+            "precise",
+            "--scenario",
+            "partial",
+            "--json",
+            "o.json",
+        ])
+        .unwrap();
+        assert_eq!(
+            (o.policy, o.scenario),
+            (MatchingPolicy::Precise, Scenario::Partial)
+        );
+        assert_eq!(o.json, Some(PathBuf::from("o.json")));
+    }
+
+    #[test]
+    fn bad_options_are_refused_with_what_was_wrong() {
+        let err = |args: &[&str]| parse(args).err().unwrap();
+        assert_eq!(err(&[]), USAGE);
+        assert_eq!(err(&["--policy", "precise"]), USAGE);
+        assert!(err(&["l", "--policy", "strict"]).contains("must be one of reference, precise"));
+        assert!(err(&["l", "--scenario", "half"]).contains("lost or partial"));
+        assert!(err(&["l", "--seed", "1"]).contains("unknown option --seed"));
+        assert!(err(&["l", "--json"]).contains("--json needs a value"));
+    }
+}
