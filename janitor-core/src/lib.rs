@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod directory;
 mod error;
 pub mod evidence;
 pub mod identification;

@@ -1,4 +1,5 @@
-//! A family of stores: where one deployment keeps its visitors, quota counters, inference budget and evidence.
+//! A family of stores: where one deployment keeps its visitors, quota counters, inference budget, evidence and
+//! identity directory.
 //!
 //! [`Stores`] hands out one handle per concern. Handles are cheap clones over shared state, so every call returns
 //! a handle on the *same* data: the visitors the engine writes are the visitors cleanup and erasure see, and an
@@ -9,6 +10,7 @@
 
 use std::future::Future;
 
+use crate::directory::{IdentityStore, MemoryIdentityStore};
 use crate::error::StoreError;
 use crate::evidence::{EvidenceStore, MemoryEvidenceStore};
 use crate::identification::config::Retention;
@@ -27,6 +29,8 @@ pub trait Stores: Clone + Send + Sync + 'static {
     type Budget: BudgetStore + Clone + 'static;
     /// Application events, device links and the subjects they name.
     type Evidence: EvidenceStore + Clone + 'static;
+    /// The identity directory: subjects, verified keys and delegations (its subjects are evidence's).
+    type Directory: IdentityStore + Clone + 'static;
 
     /// The visitor store, applying `retention` (a policy of the handle; the visitors are shared).
     fn visitors(&self, retention: Retention) -> Self::Visitors;
@@ -39,6 +43,9 @@ pub trait Stores: Clone + Send + Sync + 'static {
 
     /// The evidence store.
     fn evidence(&self) -> Self::Evidence;
+
+    /// The identity directory store.
+    fn directory(&self) -> Self::Directory;
 
     /// Records `fingerprint` (a keyed fingerprint of the secret, see
     /// [`LabelKey::fingerprint`](crate::LabelKey::fingerprint)) for `namespace` if none is recorded yet, and says
@@ -102,12 +109,28 @@ pub enum KeyCheck {
 /// assert!(!stores.erase_visitor(&visitor).await.unwrap());
 /// # }
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct MemoryStores {
     visitors: MemoryVisitorStore,
     quotas: MemoryQuotaStore,
     budget: MemoryBudgetStore,
     evidence: MemoryEvidenceStore,
+    directory: MemoryIdentityStore,
+}
+
+impl Default for MemoryStores {
+    fn default() -> Self {
+        let evidence = MemoryEvidenceStore::new();
+        MemoryStores {
+            visitors: MemoryVisitorStore::default(),
+            quotas: MemoryQuotaStore::default(),
+            budget: MemoryBudgetStore::default(),
+            // One set of subject rows, as in the database: erasing a subject in the directory erases its
+            // evidence too.
+            directory: MemoryIdentityStore::with_evidence(evidence.clone()),
+            evidence,
+        }
+    }
 }
 
 impl MemoryStores {
@@ -122,6 +145,7 @@ impl Stores for MemoryStores {
     type Quotas = MemoryQuotaStore;
     type Budget = MemoryBudgetStore;
     type Evidence = MemoryEvidenceStore;
+    type Directory = MemoryIdentityStore;
 
     fn visitors(&self, retention: Retention) -> Self::Visitors {
         self.visitors.with_retention(retention)
@@ -137,5 +161,9 @@ impl Stores for MemoryStores {
 
     fn evidence(&self) -> Self::Evidence {
         self.evidence.clone()
+    }
+
+    fn directory(&self) -> Self::Directory {
+        self.directory.clone()
     }
 }

@@ -59,3 +59,36 @@ mod family {
         assert_eq!(stores.visitors(Retention::default()).visitor_count(), 0);
     }
 }
+
+mod identity_store {
+    use janitor_core::directory::MemoryIdentityStore;
+
+    janitor_core::identity_store_tests!(fresh: |()| async { MemoryIdentityStore::new() });
+}
+
+mod directory_family {
+    use janitor_core::directory::{IdentityDirectory, SubjectKind};
+    use janitor_core::evidence::{EventInput, EventType, Evidence, EvidenceConfig};
+    use janitor_core::testing::{label_key, T0};
+    use janitor_core::{MemoryStores, Stores};
+
+    #[tokio::test]
+    async fn forgetting_a_user_erases_its_evidence_too() {
+        let stores = MemoryStores::new();
+        let key = label_key("family");
+        let evidence = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default());
+        let directory = IdentityDirectory::new(stores.directory(), key);
+        let subject = directory.subject_id("account-1").unwrap();
+        let event = EventInput::builder("evt-1", EventType::LoginFailure)
+            .subject(subject.clone())
+            .build()
+            .unwrap();
+        assert!(evidence.record(&event, T0).await.unwrap().recorded);
+        // The event made the subject row; the directory sees it, with the kind events give.
+        let record = directory.subject(&subject).await.unwrap().unwrap();
+        assert_eq!(record.kind, SubjectKind::Person);
+        assert!(directory.forget_user("account-1").await.unwrap());
+        assert_eq!(stores.evidence().event_count(), 0);
+        assert!(directory.subject(&subject).await.unwrap().is_none());
+    }
+}

@@ -70,6 +70,55 @@ impl MemoryEvidenceStore {
         self.lock().links.len()
     }
 
+    /// The kind and `updatedAt` of a subject row (the identity directory shares these rows).
+    pub(crate) fn subject_row(&self, subject: &SubjectId) -> Option<(SubjectKind, i64)> {
+        self.lock().subjects.get(subject.as_str()).copied()
+    }
+
+    /// [`EvidenceStore::put_subject`], synchronously.
+    pub(crate) fn put_subject_row(
+        &self,
+        subject: &SubjectId,
+        kind: SubjectKind,
+        now_ms: i64,
+    ) -> bool {
+        let mut inner = self.lock();
+        match inner.subjects.get_mut(subject.as_str()) {
+            Some((stored, _)) if *stored != kind => false,
+            Some((_, updated_at)) => {
+                *updated_at = now_ms;
+                true
+            }
+            None => {
+                inner
+                    .subjects
+                    .insert(subject.as_str().to_owned(), (kind, now_ms));
+                true
+            }
+        }
+    }
+
+    /// [`EvidenceStore::delete_subject`], synchronously.
+    pub(crate) fn delete_subject_row(&self, subject: &SubjectId) -> bool {
+        let mut inner = self.lock();
+        if inner.subjects.remove(subject.as_str()).is_none() {
+            return false;
+        }
+        for id in inner.subject_events(subject.as_str(), None) {
+            inner.remove_event(&id);
+        }
+        let links: Vec<String> = inner
+            .links_by_subject
+            .range((subject.as_str().to_owned(), String::new())..)
+            .take_while(|((s, _), _)| s == subject.as_str())
+            .flat_map(|(_, slots)| slots.iter().map(|(_, id)| id.clone()))
+            .collect();
+        for id in links {
+            inner.remove_link(&id);
+        }
+        true
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // No call panics while holding the lock with the indexes half-updated, so a poisoned lock still guards
         // consistent data.
@@ -379,40 +428,11 @@ impl EvidenceStore for MemoryEvidenceStore {
         kind: SubjectKind,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        let mut inner = self.lock();
-        match inner.subjects.get_mut(subject.as_str()) {
-            Some((stored, _)) if *stored != kind => Ok(false),
-            Some((_, updated_at)) => {
-                *updated_at = now_ms;
-                Ok(true)
-            }
-            None => {
-                inner
-                    .subjects
-                    .insert(subject.as_str().to_owned(), (kind, now_ms));
-                Ok(true)
-            }
-        }
+        Ok(self.put_subject_row(subject, kind, now_ms))
     }
 
     async fn delete_subject(&self, subject: &SubjectId) -> Result<bool, StoreError> {
-        let mut inner = self.lock();
-        if inner.subjects.remove(subject.as_str()).is_none() {
-            return Ok(false);
-        }
-        for id in inner.subject_events(subject.as_str(), None) {
-            inner.remove_event(&id);
-        }
-        let links: Vec<String> = inner
-            .links_by_subject
-            .range((subject.as_str().to_owned(), String::new())..)
-            .take_while(|((s, _), _)| s == subject.as_str())
-            .flat_map(|(_, slots)| slots.iter().map(|(_, id)| id.clone()))
-            .collect();
-        for id in links {
-            inner.remove_link(&id);
-        }
-        Ok(true)
+        Ok(self.delete_subject_row(subject))
     }
 
     async fn delete_visitor_evidence(&self, visitor: &VisitorId) -> Result<u64, StoreError> {

@@ -1,0 +1,207 @@
+//! [`IdentityDirectory`]: the operations server code calls. Labels are computed here, so stores only ever
+//! see them.
+
+use super::assess::{attribute, AssessmentContext, Attribution, Facts};
+use super::delegation::{scope_set, Delegation, DelegationId, DelegationInput, MAX_AUDIENCE_CHARS};
+use super::error::{trimmed, DirectoryError};
+use super::key::{KeyInput, KeyRecord};
+use super::store::{IdentityStore, KeyWrite, SubjectRecord};
+use crate::evidence::{SubjectId, SubjectKind};
+use crate::label::LabelKey;
+
+/// Characters of an account id (not trimmed).
+pub const MAX_ACCOUNT_ID_CHARS: usize = 512;
+
+/// The identity directory over a store: subjects, verified keys, delegations, attribution and erasure.
+/// Server code only; nothing here is reachable from a browser.
+///
+/// A key lookup ([`find_subject`](Self::find_subject)) says which subject the application verified a key
+/// for; it is never an authentication. The directory never merges subjects: two accounts that share an email
+/// domain, an address or a fingerprint stay two subjects.
+#[derive(Debug, Clone)]
+pub struct IdentityDirectory<S> {
+    store: S,
+    key: LabelKey,
+}
+
+impl<S: IdentityStore> IdentityDirectory<S> {
+    /// A directory over `store`, labelling with `key` (the identity secret and namespace).
+    pub fn new(store: S, key: LabelKey) -> Self {
+        IdentityDirectory { store, key }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The subject label of an account id of 1–512 characters: the same label evidence uses.
+    pub fn subject_id(&self, account_id: &str) -> Result<SubjectId, DirectoryError> {
+        let length = account_id.chars().count();
+        if length == 0 || length > MAX_ACCOUNT_ID_CHARS {
+            return Err(DirectoryError::invalid(
+                "accountId",
+                format!("must be 1–{MAX_ACCOUNT_ID_CHARS} characters, got {length}"),
+            ));
+        }
+        Ok(SubjectId::from_label(self.key.subject(account_id)))
+    }
+
+    /// Registers a subject of `kind`, or refreshes its `updatedAt`. A subject's kind never changes: the other
+    /// kind is [`DirectoryError::KindConflict`], changing nothing.
+    pub async fn put_subject(
+        &self,
+        subject: &SubjectId,
+        kind: SubjectKind,
+        now_ms: i64,
+    ) -> Result<(), DirectoryError> {
+        if self.store.put_subject(subject, kind, now_ms).await? {
+            Ok(())
+        } else {
+            Err(DirectoryError::KindConflict)
+        }
+    }
+
+    /// A subject, if it is in the directory.
+    pub async fn subject(
+        &self,
+        subject: &SubjectId,
+    ) -> Result<Option<SubjectRecord>, DirectoryError> {
+        Ok(self.store.subject(subject).await?)
+    }
+
+    /// Records that the application verified `key` for `subject` (which must exist) at `now_ms`. Adding a
+    /// key the subject has already refreshes its `verifiedAt`; a key of another subject is
+    /// [`DirectoryError::KeyClaimed`], and nothing changes.
+    pub async fn add_verified_key(
+        &self,
+        subject: &SubjectId,
+        key: &KeyInput,
+        now_ms: i64,
+    ) -> Result<KeyRecord, DirectoryError> {
+        let (issuer, _) = key.normalized()?;
+        let record = KeyRecord {
+            digest: key.digest(&self.key)?,
+            subject_id: subject.clone(),
+            key_type: key.key_type,
+            issuer,
+            verified_at: now_ms,
+        };
+        match self.store.put_key(&record).await? {
+            KeyWrite::Stored => Ok(record),
+            KeyWrite::Claimed => Err(DirectoryError::KeyClaimed),
+            KeyWrite::NoSubject => Err(DirectoryError::UnknownSubject { field: "subject" }),
+        }
+    }
+
+    /// The subject `key` was verified for, if any. A lookup, never an authentication: knowing someone's
+    /// email address proves nothing.
+    pub async fn find_subject(&self, key: &KeyInput) -> Result<Option<SubjectId>, DirectoryError> {
+        let digest = key.digest(&self.key)?;
+        Ok(self.store.key_owner(&digest).await?)
+    }
+
+    /// Removes `key` from `subject`; a key of another subject is left alone. Returns whether it was removed.
+    pub async fn remove_key(
+        &self,
+        subject: &SubjectId,
+        key: &KeyInput,
+    ) -> Result<bool, DirectoryError> {
+        let digest = key.digest(&self.key)?;
+        Ok(self.store.remove_key(subject, &digest).await?)
+    }
+
+    /// Grants `input.actor` the right to act for `input.principal` (see [`DelegationInput`] for the limits).
+    /// Both subjects must exist and differ. A grant covers one hop: the actor cannot pass it on.
+    pub async fn create_delegation(
+        &self,
+        input: &DelegationInput,
+        now_ms: i64,
+    ) -> Result<Delegation, DirectoryError> {
+        let delegation = input.delegation(now_ms)?;
+        for (field, subject) in [("principal", &input.principal), ("actor", &input.actor)] {
+            if self.store.subject(subject).await?.is_none() {
+                return Err(DirectoryError::UnknownSubject { field });
+            }
+        }
+        if self.store.put_delegation(&delegation).await? {
+            Ok(delegation)
+        } else {
+            // A subject went away between the check and the write.
+            Err(DirectoryError::UnknownSubject { field: "principal" })
+        }
+    }
+
+    /// A delegation, whatever its state.
+    pub async fn delegation(
+        &self,
+        id: &DelegationId,
+    ) -> Result<Option<Delegation>, DirectoryError> {
+        Ok(self.store.delegation(id).await?)
+    }
+
+    /// Revokes a delegation at `now_ms`. Only the first revocation counts: later ones change nothing and
+    /// return false.
+    pub async fn revoke_delegation(
+        &self,
+        id: &DelegationId,
+        now_ms: i64,
+    ) -> Result<bool, DirectoryError> {
+        Ok(self.store.revoke_delegation(id, now_ms).await?)
+    }
+
+    /// Who `context` speaks for and who acts, at `now_ms`. A presented grant is checked in this order:
+    /// missing, revoked, expired, principal, actor, audience, scope; the first failure is the reason.
+    pub async fn assess(
+        &self,
+        context: &AssessmentContext,
+        now_ms: i64,
+    ) -> Result<Attribution, DirectoryError> {
+        let required = scope_set("requiredScopes", &context.required_scopes, 0)?;
+        let audience = match &context.audience {
+            Some(a) => Some(trimmed("audience", a, 1, MAX_AUDIENCE_CHARS)?),
+            None => None,
+        };
+        let subject = self.store.subject(&context.subject_id).await?;
+        let actor = match &context.actor_id {
+            Some(actor) => self.store.subject(actor).await?,
+            None => None,
+        };
+        let grant = match &context.delegation_id {
+            Some(id) => self.store.delegation(id).await?,
+            None => None,
+        };
+        let facts = Facts {
+            subject,
+            actor,
+            grant,
+        };
+        Ok(attribute(
+            context,
+            facts,
+            audience.as_deref(),
+            &required,
+            now_ms,
+        ))
+    }
+
+    /// Erases a subject: its record, its keys, the delegations naming it (as principal or actor) and, in a
+    /// store sharing subjects with evidence, its events and device links. Returns whether it existed.
+    pub async fn delete_subject(&self, subject: &SubjectId) -> Result<bool, DirectoryError> {
+        Ok(self.store.delete_subject(subject).await?)
+    }
+
+    /// Erases everything the directory and evidence hold about a raw account id, found by its label: the
+    /// subject record, keys, delegations, events and device links. Returns whether the subject existed.
+    pub async fn forget_user(&self, account_id: &str) -> Result<bool, DirectoryError> {
+        let subject = self.subject_id(account_id)?;
+        // Learning history keyed by the subject is erased here too once that module lands.
+        self.delete_subject(&subject).await
+    }
+
+    /// One bounded retention step: deletes at most `batch` (clamped to 1–1000) delegations that ended at or
+    /// before `now_ms`.
+    pub async fn cleanup(&self, batch: usize, now_ms: i64) -> Result<u64, DirectoryError> {
+        Ok(self.store.cleanup(batch, now_ms).await?)
+    }
+}
