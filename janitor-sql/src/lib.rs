@@ -5,6 +5,7 @@ mod budget_store;
 mod cancel;
 mod config;
 mod database;
+mod directory_store;
 mod error;
 mod evidence_store;
 mod key_check;
@@ -26,6 +27,7 @@ pub use config::{
     CONNECT_TIMEOUT_MS, MAX_CONNECTIONS, POOL_WAIT_TIMEOUT_MS, STATEMENT_TIMEOUT_MS,
 };
 pub use database::Database;
+pub use directory_store::PgIdentityStore;
 pub use error::SetupError;
 pub use evidence_store::PgEvidenceStore;
 pub use migrate::{migrate, MigrateError, MigrationReport};

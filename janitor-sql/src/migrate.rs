@@ -46,6 +46,7 @@ pub const MIGRATIONS: &[Migration] = migrations![
     5 => "0005_save_observation.sql",
     6 => "0006_lookup_features.sql",
     7 => "0007_evidence_index_only.sql",
+    8 => "0008_identity_directory.sql",
 ];
 
 /// The table recording applied migrations, in the migrated schema.

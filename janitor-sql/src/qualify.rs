@@ -14,6 +14,8 @@ const TABLES: &[&str] = &[
     "identity_subjects",
     "application_events",
     "device_links",
+    "identity_keys",
+    "identity_delegations",
     "janitor_migrations",
     "janitor_key_checks",
 ];

@@ -2,9 +2,12 @@
 
 use janitor_core::{KeyCheck, Retention, StoreError, Stores, VisitorId};
 
-use crate::{Database, PgBudgetStore, PgEvidenceStore, PgQuotaStore, PgVisitorStore};
+use crate::{
+    Database, PgBudgetStore, PgEvidenceStore, PgIdentityStore, PgQuotaStore, PgVisitorStore,
+};
 
-/// Every store in PostgreSQL: the visitors, quota counters, inference budget and evidence of every instance that
+/// Every store in PostgreSQL: the visitors, quota counters, inference budget, evidence and identity directory of every
+/// instance that
 /// uses the same database (and schema). Cheap to clone; clones share the pool. Run
 /// [`Database::migrate`] once before use.
 #[derive(Debug, Clone)]
@@ -29,6 +32,7 @@ impl Stores for PgStores {
     type Quotas = PgQuotaStore;
     type Budget = PgBudgetStore;
     type Evidence = PgEvidenceStore;
+    type Directory = PgIdentityStore;
 
     fn visitors(&self, retention: Retention) -> Self::Visitors {
         PgVisitorStore::new(self.database.clone(), retention)
@@ -44,6 +48,10 @@ impl Stores for PgStores {
 
     fn evidence(&self) -> Self::Evidence {
         PgEvidenceStore::new(self.database.clone())
+    }
+
+    fn directory(&self) -> Self::Directory {
+        PgIdentityStore::new(self.database.clone())
     }
 
     /// One statement, in `janitor_key_checks`.

@@ -57,10 +57,12 @@ async fn shape(database: &Database) -> (Vec<String>, Vec<String>, Vec<(i32, Stri
     )
 }
 
-const TABLES: [&str; 9] = [
+const TABLES: [&str; 11] = [
     "application_events",
     "device_links",
     "evaluation_controls",
+    "identity_delegations",
+    "identity_keys",
     "identity_subjects",
     "janitor_key_checks",
     "janitor_migrations",
@@ -87,6 +89,12 @@ fn expected_indexes() -> Vec<String> {
         "idx_evaluation_control_expiry",
         "evaluation_controls_pkey",
         "identity_subjects_pkey",
+        "identity_keys_pkey",
+        "idx_identity_keys_subject",
+        "identity_delegations_pkey",
+        "idx_identity_delegations_expiry",
+        "idx_identity_delegations_principal",
+        "idx_identity_delegations_actor",
         "application_events_pkey",
         "idx_events_subject_time",
         "idx_events_session_time",

@@ -60,6 +60,7 @@ impl<S: Stores> Stores for Hooked<S> {
     type Quotas = S::Quotas;
     type Budget = S::Budget;
     type Evidence = S::Evidence;
+    type Directory = S::Directory;
 
     fn visitors(&self, retention: Retention) -> Self::Visitors {
         HookedVisitors {
@@ -75,6 +76,9 @@ impl<S: Stores> Stores for Hooked<S> {
     }
     fn evidence(&self) -> Self::Evidence {
         self.stores.evidence()
+    }
+    fn directory(&self) -> Self::Directory {
+        self.stores.directory()
     }
     async fn erase_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
         self.stores.erase_visitor(visitor).await

@@ -5,7 +5,7 @@
 use janitor_core::evidence::ActivityColumn;
 use janitor_core::identification::candidates::Probe;
 
-use crate::{budget_store, evidence_store, key_check, visitor_store};
+use crate::{budget_store, directory_store, evidence_store, key_check, visitor_store};
 
 /// Every fixed statement, by a stable name: `<store>.<statement>`.
 pub const STATEMENTS: &[(&str, &str)] = &[
@@ -80,6 +80,37 @@ pub const STATEMENTS: &[(&str, &str)] = &[
     ),
     ("evidence.cleanup", evidence_store::statements::CLEANUP),
     ("key_checks.record", key_check::RECORD),
+    (
+        "directory.put_subject",
+        directory_store::statements::PUT_SUBJECT,
+    ),
+    ("directory.subject", directory_store::statements::SUBJECT),
+    (
+        "directory.delete_subject",
+        directory_store::statements::DELETE_SUBJECT,
+    ),
+    ("directory.put_key", directory_store::statements::PUT_KEY),
+    (
+        "directory.key_owner",
+        directory_store::statements::KEY_OWNER,
+    ),
+    (
+        "directory.remove_key",
+        directory_store::statements::REMOVE_KEY,
+    ),
+    (
+        "directory.put_delegation",
+        directory_store::statements::PUT_DELEGATION,
+    ),
+    (
+        "directory.delegation",
+        directory_store::statements::DELEGATION,
+    ),
+    (
+        "directory.revoke_delegation",
+        directory_store::statements::REVOKE_DELEGATION,
+    ),
+    ("directory.cleanup", directory_store::statements::CLEANUP),
 ];
 
 /// The fixed statement called `name` (see [`STATEMENTS`]).

@@ -1,7 +1,7 @@
 //! The four store suites of janitor-core on PostgreSQL, for any way of reaching a database.
 
-/// Runs janitor-core's visitor, quota, budget and evidence store suites on PostgreSQL, one test per case, in
-/// modules `visitor_store`, `quota_store`, `budget_store` and `evidence_store`. `around` runs each case with
+/// Runs janitor-core's visitor, quota, budget, evidence and identity store suites on PostgreSQL, one test per
+/// case, in modules `visitor_store`, `quota_store`, `budget_store`, `evidence_store` and `identity_store`. `around` runs each case with
 /// a context (as in janitor-core's suites); `database` makes a fresh, migrated [`Database`](crate::Database)
 /// of it. The calling crate depends on `janitor-core` (feature `testing`) and `tokio`.
 ///
@@ -66,6 +66,15 @@ macro_rules! pg_store_suites {
                     }
                     $crate::PgEvidenceStore::new(database)
                 },
+            );
+        }
+
+        mod identity_store {
+            use super::*;
+
+            janitor_core::identity_store_tests!(
+                around: $around,
+                fresh: |$context: $type, ()| async move { $crate::PgIdentityStore::new($database) },
             );
         }
     };
