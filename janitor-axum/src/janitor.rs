@@ -8,6 +8,10 @@ use axum::routing::{any, get};
 use axum::Router;
 use http::request::Parts;
 use janitor_core::config::{cleanup_batch, ConfigError};
+use janitor_core::directory::{
+    AssessmentContext, Attribution, Delegation, DelegationId, DelegationInput, DirectoryError,
+    IdentityDirectory, KeyInput, KeyRecord, SubjectKind,
+};
 use janitor_core::evidence::{
     ActivitySummary, DeviceAssessment, DeviceLink, DeviceLinkInput, EventInput, Evidence,
     EvidenceCleanup, EvidenceError, LinkId, Recorded, RevocationInput, SubjectId, VelocityQuery,
@@ -56,6 +60,7 @@ pub(crate) struct Inner<S: Stores, E: Evaluator> {
     pub(crate) engine: Engine<S::Visitors, E>,
     pub(crate) quotas: Option<RequestQuotas<S::Quotas>>,
     pub(crate) evidence: Evidence<S::Evidence>,
+    pub(crate) directory: IdentityDirectory<S::Directory>,
 }
 
 /// What [`Janitor::assess`] gives server code: the answer to send, and the full identity when there is one.
@@ -77,6 +82,8 @@ pub struct Maintenance {
     pub quotas: usize,
     /// Expired events and retired links.
     pub evidence: EvidenceCleanup,
+    /// Delegations that ended.
+    pub delegations: u64,
 }
 
 impl<S: Stores> Janitor<S, NoEvaluator> {
@@ -96,6 +103,7 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
             .quotas
             .map(|q| RequestQuotas::new(stores.quotas(), config.key.clone(), q));
         let evidence = Evidence::new(stores.evidence(), config.key.clone(), config.evidence);
+        let directory = IdentityDirectory::new(stores.directory(), config.key.clone());
         let admission = Admission::new(config.admission);
         Janitor {
             inner: Arc::new(Inner {
@@ -105,6 +113,7 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
                 engine,
                 quotas,
                 evidence,
+                directory,
             }),
         }
     }
@@ -275,6 +284,71 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         self.inner.stores.erase_visitor(visitor).await
     }
 
+    /// The identity directory: verified people and agents, their keys and delegations (see
+    /// `docs/identity.md`).
+    pub fn directory(&self) -> &IdentityDirectory<S::Directory> {
+        &self.inner.directory
+    }
+
+    /// Registers a subject of `kind` for an account; its kind never changes.
+    pub async fn register_subject(
+        &self,
+        subject: &SubjectId,
+        kind: SubjectKind,
+    ) -> Result<(), DirectoryError> {
+        self.inner
+            .directory
+            .put_subject(subject, kind, now_ms())
+            .await
+    }
+
+    /// Records a key the application verified for `subject`.
+    pub async fn add_verified_key(
+        &self,
+        subject: &SubjectId,
+        key: &KeyInput,
+    ) -> Result<KeyRecord, DirectoryError> {
+        self.inner
+            .directory
+            .add_verified_key(subject, key, now_ms())
+            .await
+    }
+
+    /// The subject a verified key belongs to: a lookup, never an authentication.
+    pub async fn find_subject(&self, key: &KeyInput) -> Result<Option<SubjectId>, DirectoryError> {
+        self.inner.directory.find_subject(key).await
+    }
+
+    /// Grants an actor the right to act for a principal.
+    pub async fn create_delegation(
+        &self,
+        input: &DelegationInput,
+    ) -> Result<Delegation, DirectoryError> {
+        self.inner
+            .directory
+            .create_delegation(input, now_ms())
+            .await
+    }
+
+    /// Revokes a delegation; false when it was revoked already or does not exist.
+    pub async fn revoke_delegation(&self, id: &DelegationId) -> Result<bool, DirectoryError> {
+        self.inner.directory.revoke_delegation(id, now_ms()).await
+    }
+
+    /// Who a request speaks for and who acts, with the standing of the grant it presents.
+    pub async fn attribute(
+        &self,
+        context: &AssessmentContext,
+    ) -> Result<Attribution, DirectoryError> {
+        self.inner.directory.assess(context, now_ms()).await
+    }
+
+    /// Erases everything held about a raw account id: its subject, keys, delegations, events and device
+    /// links. Returns whether the subject existed. The application must authorize erasure.
+    pub async fn forget_user(&self, account_id: &str) -> Result<bool, DirectoryError> {
+        self.inner.directory.forget_user(account_id).await
+    }
+
     /// One bounded maintenance step of every store (`batch` 1–1000). Pass the returned
     /// `visitors.next_visitor` as `after` to continue the visitor scan.
     pub async fn cleanup(
@@ -290,10 +364,12 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
             None => 0,
         };
         let evidence = self.inner.evidence.cleanup(batch, now).await?;
+        let delegations = self.inner.directory.cleanup(batch, now).await?;
         let step = Maintenance {
             visitors,
             quotas,
             evidence,
+            delegations,
         };
         crate::telemetry::maintained(&step);
         Ok(step)
@@ -329,6 +405,9 @@ pub enum CleanupError {
     /// The evidence store.
     #[error(transparent)]
     Evidence(#[from] EvidenceError),
+    /// The identity directory.
+    #[error(transparent)]
+    Directory(#[from] DirectoryError),
 }
 
 async fn endpoint<S: Stores, E: Evaluator + 'static>(

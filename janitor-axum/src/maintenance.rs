@@ -104,7 +104,8 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
             let more = step.visitors.has_more_expired
                 || step.quotas == schedule.batch
                 || step.evidence.events_deleted == schedule.batch as u64
-                || step.evidence.links_deleted == schedule.batch as u64;
+                || step.evidence.links_deleted == schedule.batch as u64
+                || step.delegations == schedule.batch as u64;
             after = step.visitors.next_visitor.clone();
             add(&mut total, &step);
             if after.is_none() && !more {
@@ -117,6 +118,7 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
             quotas = total.quotas,
             events = total.evidence.events_deleted,
             links = total.evidence.links_deleted,
+            delegations = total.delegations,
             "maintenance pass done"
         );
     }
@@ -129,6 +131,7 @@ fn add(total: &mut Maintenance, step: &Maintenance) {
     total.quotas += step.quotas;
     total.evidence.events_deleted += step.evidence.events_deleted;
     total.evidence.links_deleted += step.evidence.links_deleted;
+    total.delegations += step.delegations;
 }
 
 #[cfg(test)]

@@ -109,6 +109,7 @@ pub(crate) fn maintained(step: &Maintenance) {
             ("quotas", step.quotas as u64),
             ("events", step.evidence.events_deleted),
             ("links", step.evidence.links_deleted),
+            ("delegations", step.delegations),
         ] {
             metrics::counter!("janitor_maintenance_deleted_total", "what" => what).increment(rows);
         }

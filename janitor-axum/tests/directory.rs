@@ -1,0 +1,121 @@
+//! The identity directory through the handle, on both stores: attribution of an agent acting for a person,
+//! erasure of an account with its evidence, and ended delegations going with cleanup.
+
+use janitor_axum::{Janitor, Stores};
+use janitor_core::directory::{
+    AssessmentContext, DelegationAttribution, DelegationInput, KeyInput, KeyType, SubjectKind,
+};
+use janitor_core::evidence::{EventInput, EventType, VelocityQuery};
+use janitor_core::now_ms;
+
+mod common;
+use common::stores::on_both_stores;
+
+async fn an_agent_acts_for_a_person_until_forgotten<S: Stores>(stores: S) {
+    let janitor = Janitor::new(common::config("directory-tests").build().unwrap(), stores);
+    let directory = janitor.directory();
+    let person = directory.subject_id("person-1").unwrap();
+    let agent = directory.subject_id("agent-1").unwrap();
+    janitor
+        .register_subject(&person, SubjectKind::Person)
+        .await
+        .unwrap();
+    janitor
+        .register_subject(&agent, SubjectKind::Agent)
+        .await
+        .unwrap();
+    let key = KeyInput::new(KeyType::Email, "app", "person@example.com");
+    janitor.add_verified_key(&person, &key).await.unwrap();
+    assert_eq!(
+        janitor.find_subject(&key).await.unwrap(),
+        Some(person.clone())
+    );
+    let grant = janitor
+        .create_delegation(&DelegationInput {
+            principal: person.clone(),
+            actor: agent.clone(),
+            audience: "shop".into(),
+            scopes: vec!["order".into()],
+            expires_at: now_ms() + 60_000,
+        })
+        .await
+        .unwrap();
+    let context = AssessmentContext {
+        actor_id: Some(agent.clone()),
+        delegation_id: Some(grant.id.clone()),
+        audience: Some("shop".into()),
+        required_scopes: vec!["order".into()],
+        ..AssessmentContext::new(person.clone())
+    };
+    let attribution = janitor.attribute(&context).await.unwrap();
+    assert!(matches!(
+        attribution.delegation,
+        DelegationAttribution::Valid { .. }
+    ));
+    let event = EventInput::builder("evt-1", EventType::SensitiveAction)
+        .subject(person.clone())
+        .actor(agent.clone())
+        .build()
+        .unwrap();
+    janitor.record_event(&event).await.unwrap();
+
+    assert!(janitor.forget_user("person-1").await.unwrap());
+    assert!(janitor.find_subject(&key).await.unwrap().is_none());
+    let attribution = janitor.attribute(&context).await.unwrap();
+    assert!(matches!(
+        attribution.delegation,
+        DelegationAttribution::Invalid { .. }
+    ));
+    let summary = janitor
+        .velocity(&VelocityQuery::new(
+            janitor_core::evidence::ActivityKey::Actor(agent),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        summary.total, 0,
+        "the event naming the forgotten person went with it"
+    );
+}
+
+async fn ended_delegations_go_with_cleanup<S: Stores>(stores: S) {
+    let janitor = Janitor::new(common::config("directory-cleanup").build().unwrap(), stores);
+    let directory = janitor.directory();
+    let person = directory.subject_id("person-2").unwrap();
+    let agent = directory.subject_id("agent-2").unwrap();
+    let now = now_ms();
+    directory
+        .put_subject(&person, SubjectKind::Person, now)
+        .await
+        .unwrap();
+    directory
+        .put_subject(&agent, SubjectKind::Agent, now)
+        .await
+        .unwrap();
+    let grant = DelegationInput {
+        principal: person,
+        actor: agent,
+        audience: "shop".into(),
+        scopes: vec!["order".into()],
+        expires_at: now + 1,
+    };
+    // Made a moment in the past, so it has ended by the time cleanup runs.
+    let made = directory
+        .create_delegation(
+            &DelegationInput {
+                expires_at: now - 1,
+                ..grant
+            },
+            now - 5,
+        )
+        .await
+        .unwrap();
+    let step = janitor.cleanup(None, 100).await.unwrap();
+    assert_eq!(step.delegations, 1);
+    assert!(directory.delegation(&made.id).await.unwrap().is_none());
+}
+
+on_both_stores!(
+    an_agent_acts_for_a_person_until_forgotten,
+    ended_delegations_go_with_cleanup
+);
