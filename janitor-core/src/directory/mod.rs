@@ -41,3 +41,8 @@ pub use key::{
 pub use memory::MemoryIdentityStore;
 pub use service::{IdentityDirectory, MAX_ACCOUNT_ID_CHARS};
 pub use store::{store_cleanup_batch, IdentityStore, KeyWrite, SubjectRecord};
+
+/// The example of `docs/identity.md`, compiled and run with the doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/identity.md")]
+struct IdentityGuide;
