@@ -273,9 +273,17 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         self.inner.evidence.delete_subject_events(subject).await
     }
 
-    /// Erases a subject and everything that refers to it.
+    /// Erases a subject and everything that refers to it: its events and device links, and its directory
+    /// keys and delegations.
     pub async fn delete_subject(&self, subject: &SubjectId) -> Result<bool, EvidenceError> {
-        self.inner.evidence.delete_subject(subject).await
+        // Through the directory, whose store removes the evidence rows with the subject (the cascade on
+        // PostgreSQL, shared subject rows in memory); the evidence store alone would leave keys behind in
+        // memory.
+        match self.inner.directory.delete_subject(subject).await {
+            Ok(existed) => Ok(existed),
+            Err(DirectoryError::Store(error)) => Err(EvidenceError::Store(error)),
+            Err(other) => Err(EvidenceError::Store(StoreError::Data(other.to_string()))),
+        }
     }
 
     /// Erases a visitor with its observations, events and links. The application must authorize erasure and

@@ -59,6 +59,8 @@ async fn an_agent_acts_for_a_person_until_forgotten<S: Stores>(stores: S) {
         .unwrap();
     janitor.record_event(&event).await.unwrap();
 
+    let agent_key = KeyInput::new(KeyType::PublicKey, "app", "SHA256:agent");
+    janitor.add_verified_key(&agent, &agent_key).await.unwrap();
     assert!(janitor.forget_user("person-1").await.unwrap());
     assert!(janitor.find_subject(&key).await.unwrap().is_none());
     let attribution = janitor.attribute(&context).await.unwrap();
@@ -68,7 +70,7 @@ async fn an_agent_acts_for_a_person_until_forgotten<S: Stores>(stores: S) {
     ));
     let summary = janitor
         .velocity(&VelocityQuery::new(
-            janitor_core::evidence::ActivityKey::Actor(agent),
+            janitor_core::evidence::ActivityKey::Actor(agent.clone()),
         ))
         .await
         .unwrap();
@@ -76,6 +78,9 @@ async fn an_agent_acts_for_a_person_until_forgotten<S: Stores>(stores: S) {
         summary.total, 0,
         "the event naming the forgotten person went with it"
     );
+    // Erasing a subject through the evidence methods of the handle reaches its directory keys too.
+    assert!(janitor.delete_subject(&agent).await.unwrap());
+    assert!(janitor.find_subject(&agent_key).await.unwrap().is_none());
 }
 
 async fn ended_delegations_go_with_cleanup<S: Stores>(stores: S) {
