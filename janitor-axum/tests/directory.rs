@@ -3,7 +3,8 @@
 
 use janitor_axum::{Janitor, Stores};
 use janitor_core::directory::{
-    AssessmentContext, DelegationAttribution, DelegationInput, KeyInput, KeyType, SubjectKind,
+    AssessmentContext, DelegationAttribution, DelegationInput, KeyInput, KeyType, SubjectId,
+    SubjectKind,
 };
 use janitor_core::evidence::{EventInput, EventType, VelocityQuery};
 use janitor_core::now_ms;
@@ -11,42 +12,52 @@ use janitor_core::now_ms;
 mod common;
 use common::stores::on_both_stores;
 
-async fn an_agent_acts_for_a_person_until_forgotten<S: Stores>(stores: S) {
-    let janitor = Janitor::new(common::config("directory-tests").build().unwrap(), stores);
-    let directory = janitor.directory();
-    let person = directory.subject_id("person-1").unwrap();
-    let agent = directory.subject_id("agent-1").unwrap();
-    janitor
-        .register_subject(&person, SubjectKind::Person)
-        .await
-        .unwrap();
-    janitor
-        .register_subject(&agent, SubjectKind::Agent)
-        .await
-        .unwrap();
-    let key = KeyInput::new(KeyType::Email, "app", "person@example.com");
-    janitor.add_verified_key(&person, &key).await.unwrap();
-    assert_eq!(
-        janitor.find_subject(&key).await.unwrap(),
-        Some(person.clone())
-    );
+/// A person and an agent, registered.
+async fn person_and_agent<S: Stores>(janitor: &Janitor<S>) -> (SubjectId, SubjectId) {
+    let person = janitor.directory().subject_id("person-1").unwrap();
+    let agent = janitor.directory().subject_id("agent-1").unwrap();
+    let person_kind = janitor.register_subject(&person, SubjectKind::Person);
+    person_kind.await.unwrap();
+    let agent_kind = janitor.register_subject(&agent, SubjectKind::Agent);
+    agent_kind.await.unwrap();
+    (person, agent)
+}
+
+/// A grant from `person` to `agent` for an hour, and the context that presents it.
+async fn delegated<S: Stores>(
+    janitor: &Janitor<S>,
+    person: &SubjectId,
+    agent: &SubjectId,
+) -> AssessmentContext {
     let grant = janitor
         .create_delegation(&DelegationInput {
             principal: person.clone(),
             actor: agent.clone(),
             audience: "shop".into(),
             scopes: vec!["order".into()],
-            expires_at: now_ms() + 60_000,
+            expires_at: now_ms() + 3_600_000,
         })
         .await
         .unwrap();
-    let context = AssessmentContext {
+    AssessmentContext {
         actor_id: Some(agent.clone()),
-        delegation_id: Some(grant.id.clone()),
+        delegation_id: Some(grant.id),
         audience: Some("shop".into()),
         required_scopes: vec!["order".into()],
         ..AssessmentContext::new(person.clone())
-    };
+    }
+}
+
+async fn an_agent_acts_for_a_person_until_forgotten<S: Stores>(stores: S) {
+    let janitor = Janitor::new(common::config("directory-tests").build().unwrap(), stores);
+    let (person, agent) = person_and_agent(&janitor).await;
+    let key = KeyInput::new(KeyType::Email, "app", "person@example.com");
+    janitor.add_verified_key(&person, &key).await.unwrap();
+    assert_eq!(
+        janitor.find_subject(&key).await.unwrap(),
+        Some(person.clone())
+    );
+    let context = delegated(&janitor, &person, &agent).await;
     let attribution = janitor.attribute(&context).await.unwrap();
     assert!(matches!(
         attribution.delegation,

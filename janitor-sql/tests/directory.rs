@@ -3,7 +3,7 @@
 
 use janitor_core::directory::{DelegationInput, IdentityDirectory, KeyInput, KeyType, SubjectKind};
 use janitor_core::evidence::{
-    DeviceLinkInput, EventInput, EventType, Evidence, EvidenceConfig, VerificationInput,
+    DeviceLinkInput, EventInput, EventType, Evidence, EvidenceConfig, SubjectId, VerificationInput,
     VerificationMethod,
 };
 use janitor_core::testing::{label_key, visitor};
@@ -48,6 +48,41 @@ async fn occurrences(
     found
 }
 
+/// Events naming `me` as subject and as actor, and a device link of `me`.
+async fn record_evidence(
+    stores: &PgStores,
+    evidence: &Evidence<janitor_sql::PgEvidenceStore>,
+    me: &SubjectId,
+    agent: &SubjectId,
+    now: i64,
+) {
+    let browser = visitor(1);
+    stores
+        .visitors(Retention::default())
+        .create_visitor(&browser, now)
+        .await
+        .unwrap();
+    for (id, subject, actor) in [("e-1", me, None), ("e-2", agent, Some(me))] {
+        let mut input = EventInput::builder(id, EventType::LoginSuccess).subject(subject.clone());
+        if let Some(actor) = actor {
+            input = input.actor(actor.clone());
+        }
+        evidence.record(&input.build().unwrap(), now).await.unwrap();
+    }
+    let link = DeviceLinkInput {
+        subject: me.clone(),
+        visitor: browser.clone(),
+        verification: VerificationInput {
+            method: VerificationMethod::Passkey,
+            issuer: "auth".into(),
+            event_id: "verify-1".into(),
+            verified_at: now,
+        },
+        expires_at: now + 60_000,
+    };
+    evidence.link(&link, now).await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_user_leaves_no_trace() {
     with_schemas(|schemas| async move {
@@ -77,32 +112,7 @@ async fn forget_user_leaves_no_trace() {
             expires_at: now + 60_000,
         };
         directory.create_delegation(&grant, now).await.unwrap();
-        let browser = visitor(1);
-        stores
-            .visitors(Retention::default())
-            .create_visitor(&browser, now)
-            .await
-            .unwrap();
-        for (id, subject, actor) in [("e-1", &me, None), ("e-2", &agent, Some(&me))] {
-            let mut input =
-                EventInput::builder(id, EventType::LoginSuccess).subject(subject.clone());
-            if let Some(actor) = actor {
-                input = input.actor(actor.clone());
-            }
-            evidence.record(&input.build().unwrap(), now).await.unwrap();
-        }
-        let link = DeviceLinkInput {
-            subject: me.clone(),
-            visitor: browser.clone(),
-            verification: VerificationInput {
-                method: VerificationMethod::Passkey,
-                issuer: "auth".into(),
-                event_id: "verify-1".into(),
-                verified_at: now,
-            },
-            expires_at: now + 60_000,
-        };
-        evidence.link(&link, now).await.unwrap();
+        record_evidence(&stores, &evidence, &me, &agent, now).await;
 
         let client = janitor_sql::testing::admin_client().await;
         let schema = database.schema().unwrap().as_str().to_owned();

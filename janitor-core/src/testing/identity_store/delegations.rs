@@ -113,6 +113,12 @@ pub async fn delegation_scope_bounds(fresh: impl Fresh<(), Store: IdentityStore>
         .await
         .expect("ok");
     assert_eq!(tidy.scopes, ["read", "write"]);
+}
+
+/// Case: an audience holds 1–256 characters after trimming.
+pub async fn delegation_audience_bounds(fresh: impl Fresh<(), Store: IdentityStore>) {
+    let d = directory(fresh.store(()).await);
+    let s = cast(&d).await;
     let audience = |audience: String| DelegationInput {
         audience,
         ..grant(&s[0], &s[1], T0 + DAY)
@@ -229,51 +235,40 @@ pub async fn assessment_reasons_in_order(fresh: impl Fresh<(), Store: IdentitySt
     );
     let missing = context(&s[0], &s[1], &DelegationId::generate());
     assert_eq!(reason(&d, &missing, T0).await, Some(Missing));
+    let with = |change: &dyn Fn(&mut AssessmentContext)| {
+        let mut c = ok.clone();
+        change(&mut c);
+        c
+    };
     for (c, expected) in [
         (context(&s[2], &s[1], &g), Principal),
         (context(&ghost, &s[1], &g), Principal),
         (context(&s[0], &s[2], &g), Actor),
         (context(&s[0], &ghost, &g), Actor),
-        (
-            AssessmentContext {
-                actor_id: None,
-                ..ok.clone()
-            },
-            Actor,
-        ),
-        (
-            AssessmentContext {
-                audience: None,
-                ..ok.clone()
-            },
-            Audience,
-        ),
-        (
-            AssessmentContext {
-                audience: Some("billing-2".into()),
-                ..ok.clone()
-            },
-            Audience,
-        ),
-        (
-            AssessmentContext {
-                required_scopes: vec!["pay".into(), "admin".into()],
-                ..ok.clone()
-            },
-            Scope,
-        ),
-        (
-            AssessmentContext {
-                required_scopes: vec![],
-                ..ok.clone()
-            },
-            Missing,
-        ),
+        (with(&|c| c.actor_id = None), Actor),
+        (with(&|c| c.audience = None), Audience),
+        (with(&|c| c.audience = Some("billing-2".into())), Audience),
+        (with(&|c| c.required_scopes.push("admin".into())), Scope),
     ] {
-        let expected = (expected != Missing).then_some(expected);
-        assert_eq!(reason(&d, &c, T0).await, expected, "{c:?}");
+        assert_eq!(reason(&d, &c, T0).await, Some(expected), "{c:?}");
     }
-    // Earlier reasons win: an expired grant with the wrong actor is expired; revoked beats expired.
+    let no_scopes = with(&|c| c.required_scopes.clear());
+    assert_eq!(reason(&d, &no_scopes, T0).await, None, "nothing required");
+}
+
+/// Case: an earlier reason wins over a later one; 0–32 required scopes.
+pub async fn earlier_reasons_win(fresh: impl Fresh<(), Store: IdentityStore>) {
+    use InvalidDelegationReason::*;
+    let d = directory(fresh.store(()).await);
+    let s = cast(&d).await;
+    let end = T0 + DAY;
+    let g = d
+        .create_delegation(&grant(&s[0], &s[1], end), T0)
+        .await
+        .expect("ok")
+        .id;
+    let ok = context(&s[0], &s[1], &g);
+    // An expired grant with the wrong actor is expired; a revoked one that also ended is revoked.
     assert_eq!(
         reason(&d, &context(&s[0], &s[2], &g), end).await,
         Some(Expired)
