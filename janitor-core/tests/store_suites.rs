@@ -1,4 +1,4 @@
-//! The four store suites on the memory stores: one test per case.
+//! The five store suites on the memory stores: one test per case.
 
 mod visitor_store {
     use janitor_core::MemoryVisitorStore;
