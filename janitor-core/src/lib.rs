@@ -8,6 +8,7 @@ pub mod evidence;
 pub mod identification;
 mod js;
 pub mod label;
+pub mod learning;
 pub mod protection;
 pub mod stores;
 #[cfg(feature = "testing")]

@@ -15,6 +15,7 @@ use crate::error::StoreError;
 use crate::evidence::{EvidenceStore, MemoryEvidenceStore};
 use crate::identification::config::Retention;
 use crate::identification::store::{MemoryVisitorStore, VisitorStore};
+use crate::learning::{LearningStore, MemoryLearningStore};
 use crate::protection::budget::{BudgetStore, MemoryBudgetStore};
 use crate::protection::quota::{MemoryQuotaStore, QuotaStore};
 use crate::visitor::VisitorId;
@@ -31,6 +32,8 @@ pub trait Stores: Clone + Send + Sync + 'static {
     type Evidence: EvidenceStore + Clone + 'static;
     /// The identity directory: subjects, verified keys and delegations (its subjects are evidence's).
     type Directory: IdentityStore + Clone + 'static;
+    /// Login-labelled learning sessions (optional module; empty unless learning is enabled).
+    type Learning: LearningStore + Clone + 'static;
 
     /// The visitor store, applying `retention` (a policy of the handle; the visitors are shared).
     fn visitors(&self, retention: Retention) -> Self::Visitors;
@@ -46,6 +49,9 @@ pub trait Stores: Clone + Send + Sync + 'static {
 
     /// The identity directory store.
     fn directory(&self) -> Self::Directory;
+
+    /// The learning store.
+    fn learning(&self) -> Self::Learning;
 
     /// Records `fingerprint` (a keyed fingerprint of the secret, see
     /// [`LabelKey::fingerprint`](crate::LabelKey::fingerprint)) for `namespace` if none is recorded yet, and says
@@ -116,6 +122,7 @@ pub struct MemoryStores {
     budget: MemoryBudgetStore,
     evidence: MemoryEvidenceStore,
     directory: MemoryIdentityStore,
+    learning: MemoryLearningStore,
 }
 
 impl Default for MemoryStores {
@@ -129,6 +136,7 @@ impl Default for MemoryStores {
             // evidence too.
             directory: MemoryIdentityStore::with_evidence(evidence.clone()),
             evidence,
+            learning: MemoryLearningStore::new(),
         }
     }
 }
@@ -146,6 +154,7 @@ impl Stores for MemoryStores {
     type Budget = MemoryBudgetStore;
     type Evidence = MemoryEvidenceStore;
     type Directory = MemoryIdentityStore;
+    type Learning = MemoryLearningStore;
 
     fn visitors(&self, retention: Retention) -> Self::Visitors {
         self.visitors.with_retention(retention)
@@ -165,5 +174,9 @@ impl Stores for MemoryStores {
 
     fn directory(&self) -> Self::Directory {
         self.directory.clone()
+    }
+
+    fn learning(&self) -> Self::Learning {
+        self.learning.clone()
     }
 }

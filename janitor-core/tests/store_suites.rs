@@ -92,3 +92,9 @@ mod directory_family {
         assert!(directory.subject(&subject).await.unwrap().is_none());
     }
 }
+
+mod learning_store {
+    use janitor_core::learning::MemoryLearningStore;
+
+    janitor_core::learning_store_tests!(fresh: |()| async { MemoryLearningStore::new() });
+}

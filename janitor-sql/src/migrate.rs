@@ -47,6 +47,7 @@ pub const MIGRATIONS: &[Migration] = migrations![
     6 => "0006_lookup_features.sql",
     7 => "0007_evidence_index_only.sql",
     8 => "0008_identity_directory.sql",
+    9 => "0009_learning.sql",
 ];
 
 /// The table recording applied migrations, in the migrated schema.

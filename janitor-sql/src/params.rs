@@ -42,6 +42,7 @@ typed!(
     String => Type::TEXT,
     i64 => Type::INT8,
     i32 => Type::INT4,
+    f32 => Type::FLOAT4,
     bool => Type::BOOL,
     serde_json::Value => Type::JSONB,
     Vec<&str> => Type::TEXT_ARRAY,

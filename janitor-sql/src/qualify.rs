@@ -16,6 +16,7 @@ const TABLES: &[&str] = &[
     "device_links",
     "identity_keys",
     "identity_delegations",
+    "learning_sessions",
     "janitor_migrations",
     "janitor_key_checks",
 ];

@@ -3,7 +3,8 @@
 use janitor_core::{KeyCheck, Retention, StoreError, Stores, VisitorId};
 
 use crate::{
-    Database, PgBudgetStore, PgEvidenceStore, PgIdentityStore, PgQuotaStore, PgVisitorStore,
+    Database, PgBudgetStore, PgEvidenceStore, PgIdentityStore, PgLearningStore, PgQuotaStore,
+    PgVisitorStore,
 };
 
 /// Every store in PostgreSQL: the visitors, quota counters, inference budget, evidence and identity directory of every
@@ -33,6 +34,7 @@ impl Stores for PgStores {
     type Budget = PgBudgetStore;
     type Evidence = PgEvidenceStore;
     type Directory = PgIdentityStore;
+    type Learning = PgLearningStore;
 
     fn visitors(&self, retention: Retention) -> Self::Visitors {
         PgVisitorStore::new(self.database.clone(), retention)
@@ -52,6 +54,10 @@ impl Stores for PgStores {
 
     fn directory(&self) -> Self::Directory {
         PgIdentityStore::new(self.database.clone())
+    }
+
+    fn learning(&self) -> Self::Learning {
+        PgLearningStore::new(self.database.clone())
     }
 
     /// One statement, in `janitor_key_checks`.

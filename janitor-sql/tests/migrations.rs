@@ -57,7 +57,7 @@ async fn shape(database: &Database) -> (Vec<String>, Vec<String>, Vec<(i32, Stri
     )
 }
 
-const TABLES: [&str; 11] = [
+const TABLES: [&str; 12] = [
     "application_events",
     "device_links",
     "evaluation_controls",
@@ -66,6 +66,7 @@ const TABLES: [&str; 11] = [
     "identity_subjects",
     "janitor_key_checks",
     "janitor_migrations",
+    "learning_sessions",
     "observations",
     "protection_quotas",
     "visitors",
@@ -95,6 +96,13 @@ fn expected_indexes() -> Vec<String> {
         "idx_identity_delegations_expiry",
         "idx_identity_delegations_principal",
         "idx_identity_delegations_actor",
+        "learning_sessions_pkey",
+        "idx_learning_scope_verified",
+        "idx_learning_scope_expiry",
+        "idx_learning_subject_verified",
+        "idx_learning_predicted_subject",
+        "idx_learning_scope_language",
+        "idx_learning_scope_timezone",
         "application_events_pkey",
         "idx_events_subject_time",
         "idx_events_session_time",

@@ -61,6 +61,7 @@ impl<S: Stores> Stores for Hooked<S> {
     type Budget = S::Budget;
     type Evidence = S::Evidence;
     type Directory = S::Directory;
+    type Learning = S::Learning;
 
     fn visitors(&self, retention: Retention) -> Self::Visitors {
         HookedVisitors {
@@ -79,6 +80,9 @@ impl<S: Stores> Stores for Hooked<S> {
     }
     fn directory(&self) -> Self::Directory {
         self.stores.directory()
+    }
+    fn learning(&self) -> Self::Learning {
+        self.stores.learning()
     }
     async fn erase_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
         self.stores.erase_visitor(visitor).await

@@ -24,6 +24,7 @@
 pub mod budget_store;
 pub mod evidence_store;
 pub mod identity_store;
+pub mod learning_store;
 pub mod quota_store;
 pub mod visitor_store;
 

@@ -5,7 +5,9 @@
 use janitor_core::evidence::ActivityColumn;
 use janitor_core::identification::candidates::Probe;
 
-use crate::{budget_store, directory_store, evidence_store, key_check, visitor_store};
+use crate::{
+    budget_store, directory_store, evidence_store, key_check, learning_store, visitor_store,
+};
 
 /// Every fixed statement, by a stable name: `<store>.<statement>`.
 pub const STATEMENTS: &[(&str, &str)] = &[
@@ -111,6 +113,37 @@ pub const STATEMENTS: &[(&str, &str)] = &[
         directory_store::statements::REVOKE_DELEGATION,
     ),
     ("directory.cleanup", directory_store::statements::CLEANUP),
+    (
+        "learning.insert_session",
+        learning_store::statements::INSERT_SESSION,
+    ),
+    ("learning.session", learning_store::statements::SESSION),
+    (
+        "learning.update_session",
+        learning_store::statements::UPDATE_SESSION,
+    ),
+    (
+        "learning.confirm_session",
+        learning_store::statements::CONFIRM_SESSION,
+    ),
+    (
+        "learning.delete_session",
+        learning_store::statements::DELETE_SESSION,
+    ),
+    ("learning.examples", learning_store::statements::EXAMPLES),
+    ("learning.reports", learning_store::statements::REPORTS),
+    (
+        "learning.cleanup_retired",
+        learning_store::statements::CLEANUP_RETIRED,
+    ),
+    (
+        "learning.cleanup_surplus",
+        learning_store::statements::CLEANUP_SURPLUS,
+    ),
+    (
+        "learning.delete_subject_sessions",
+        learning_store::statements::DELETE_SUBJECT_SESSIONS,
+    ),
 ];
 
 /// The fixed statement called `name` (see [`STATEMENTS`]).

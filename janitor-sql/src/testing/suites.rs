@@ -77,5 +77,14 @@ macro_rules! pg_store_suites {
                 fresh: |$context: $type, ()| async move { $crate::PgIdentityStore::new($database) },
             );
         }
+
+        mod learning_store {
+            use super::*;
+
+            janitor_core::learning_store_tests!(
+                around: $around,
+                fresh: |$context: $type, ()| async move { $crate::PgLearningStore::new($database) },
+            );
+        }
     };
 }
