@@ -17,6 +17,7 @@ use janitor_core::evidence::{
     EvidenceCleanup, EvidenceError, LinkId, Recorded, RevocationInput, SubjectId, VelocityQuery,
 };
 use janitor_core::identification::store::{CleanupReport, VisitorStore};
+use janitor_core::learning::{Learning, LearningError, LearningReport};
 use janitor_core::protection::quota::RequestQuotas;
 use janitor_core::{
     now_ms, Engine, Evaluator, Identification, IdentifyError, Identity, KeyCheck, NoEvaluator,
@@ -61,6 +62,7 @@ pub(crate) struct Inner<S: Stores, E: Evaluator> {
     pub(crate) quotas: Option<RequestQuotas<S::Quotas>>,
     pub(crate) evidence: Evidence<S::Evidence>,
     pub(crate) directory: IdentityDirectory<S::Directory>,
+    pub(crate) learning: Learning<S::Learning>,
 }
 
 /// What [`Janitor::assess`] gives server code: the answer to send, and the full identity when there is one.
@@ -84,6 +86,9 @@ pub struct Maintenance {
     pub evidence: EvidenceCleanup,
     /// Delegations that ended.
     pub delegations: u64,
+    /// Learning sessions retired (ended anonymous flows, disputed flows, rows out of retention, surplus
+    /// examples).
+    pub learning_sessions: u64,
 }
 
 impl<S: Stores> Janitor<S, NoEvaluator> {
@@ -104,6 +109,10 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
             .map(|q| RequestQuotas::new(stores.quotas(), config.key.clone(), q));
         let evidence = Evidence::new(stores.evidence(), config.key.clone(), config.evidence);
         let directory = IdentityDirectory::new(stores.directory(), config.key.clone());
+        // The configuration refuses shadow mode (which needs a predictor), so collect mode without one always
+        // builds.
+        let learning = Learning::new(stores.learning(), &config.key, config.learning, None)
+            .expect("JanitorConfig admits collect mode only");
         let admission = Admission::new(config.admission);
         Janitor {
             inner: Arc::new(Inner {
@@ -114,6 +123,7 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
                 quotas,
                 evidence,
                 directory,
+                learning,
             }),
         }
     }
@@ -279,6 +289,11 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         // Through the directory, whose store removes the evidence rows with the subject (the cascade on
         // PostgreSQL, shared subject rows in memory); the evidence store alone would leave keys behind in
         // memory.
+        self.inner
+            .learning
+            .forget_subject(subject)
+            .await
+            .map_err(|e| EvidenceError::Store(learning_store_error(e)))?;
         match self.inner.directory.delete_subject(subject).await {
             Ok(existed) => Ok(existed),
             Err(DirectoryError::Store(error)) => Err(EvidenceError::Store(error)),
@@ -354,7 +369,32 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     /// Erases everything held about a raw account id: its subject, keys, delegations, events and device
     /// links. Returns whether the subject existed. The application must authorize erasure.
     pub async fn forget_user(&self, account_id: &str) -> Result<bool, DirectoryError> {
+        let subject = self.inner.directory.subject_id(account_id)?;
+        // Learning rows go with the subject's row by cascade on PostgreSQL; the memory store keeps them apart.
+        self.inner
+            .learning
+            .forget_subject(&subject)
+            .await
+            .map_err(|e| DirectoryError::Store(learning_store_error(e)))?;
         self.inner.directory.forget_user(account_id).await
+    }
+
+    /// The learning service (see `docs/learning.md`): off unless the configuration enables it.
+    pub fn learning(&self) -> &Learning<S::Learning> {
+        &self.inner.learning
+    }
+
+    /// Recent verified, undisputed learning examples with their recorded predictions (limit 1–100).
+    pub async fn learning_reports(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<LearningReport>, LearningError> {
+        self.inner.learning.reports(limit, now_ms()).await
+    }
+
+    /// Deletes one learning flow by its session id.
+    pub async fn delete_learning_session(&self, id: &str) -> Result<bool, LearningError> {
+        self.inner.learning.delete_session(id).await
     }
 
     /// One bounded maintenance step of every store (`batch` 1–1000). Pass the returned
@@ -373,11 +413,13 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         };
         let evidence = self.inner.evidence.cleanup(batch, now).await?;
         let delegations = self.inner.directory.cleanup(batch, now).await?;
+        let learning_sessions = self.inner.learning.cleanup(now).await?;
         let step = Maintenance {
             visitors,
             quotas,
             evidence,
             delegations,
+            learning_sessions,
         };
         crate::telemetry::maintained(&step);
         Ok(step)
@@ -416,6 +458,17 @@ pub enum CleanupError {
     /// The identity directory.
     #[error(transparent)]
     Directory(#[from] DirectoryError),
+    /// The learning store.
+    #[error(transparent)]
+    Learning(#[from] LearningError),
+}
+
+/// A learning failure during erasure, as a store failure (erasure takes no argument learning could refuse).
+fn learning_store_error(error: LearningError) -> StoreError {
+    match error {
+        LearningError::Store(e) => e,
+        other => StoreError::Data(other.to_string()),
+    }
 }
 
 async fn endpoint<S: Stores, E: Evaluator + 'static>(

@@ -24,6 +24,7 @@ pub use config::{
     OriginConfigBuilder, OriginSettings, ProxyRange, PublicOrigin, QuotaSettings,
     COOKIE_MAX_AGE_DAYS, ENDPOINT_PATH, MAX_BODY_BYTES, REQUEST_TIMEOUT_MS, SCRIPT_PATH,
 };
+pub use identify::learning::{LearningContext, LEARNING_COOKIE_NAME};
 pub use identify::VisitorContext;
 pub use identity::{Identified, IdentityLayer, IdentityService, VisitorIdentity, PAYLOAD_FIELD};
 pub use janitor::{Assessment, CleanupError, Janitor, KeyCheckError, Maintenance};

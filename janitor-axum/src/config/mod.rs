@@ -12,6 +12,7 @@ mod settings;
 use janitor_core::config::ConfigError;
 use janitor_core::evidence::EvidenceConfig;
 use janitor_core::label::{check_secret_strength, LabelError, LabelKey};
+use janitor_core::learning::{LearningConfig, LearningMode};
 use janitor_core::protection::quota::QuotaConfig;
 use janitor_core::{EngineConfig, MatchingPolicy, Retention};
 
@@ -77,6 +78,7 @@ pub struct JanitorConfig {
     pub(crate) admission: AdmissionConfig,
     pub(crate) quotas: Option<QuotaConfig>,
     pub(crate) evidence: EvidenceConfig,
+    pub(crate) learning: LearningConfig,
 }
 
 impl JanitorConfig {
@@ -125,6 +127,11 @@ impl JanitorConfig {
         self.quotas.as_ref()
     }
 
+    /// The learning options (off by default).
+    pub fn learning(&self) -> &LearningConfig {
+        &self.learning
+    }
+
     /// Cookie lifetime in seconds: the configured days, or the retention's (at most 400).
     pub fn cookie_max_age_secs(&self) -> u64 {
         u64::from(self.cookie_max_age_days) * 86_400
@@ -147,6 +154,7 @@ pub struct JanitorConfigBuilder {
     admission: AdmissionConfig,
     quotas: Option<QuotaConfig>,
     evidence: Option<EvidenceConfig>,
+    learning: LearningConfig,
 }
 
 impl std::fmt::Debug for JanitorConfigBuilder {
@@ -240,6 +248,13 @@ impl JanitorConfigBuilder {
         self
     }
 
+    /// Login-labelled learning (default off; see `docs/learning.md`). The handle runs collect mode; shadow
+    /// mode needs a predictor, through [`Learning`](janitor_core::learning::Learning) directly.
+    pub fn learning(mut self, learning: LearningConfig) -> Self {
+        self.learning = learning;
+        self
+    }
+
     /// Checks everything, and the rules between parts.
     pub fn build(self) -> Result<JanitorConfig, JanitorConfigError> {
         let secret = self.secret.ok_or(JanitorConfigError::MissingSecret)?;
@@ -254,6 +269,13 @@ impl JanitorConfigBuilder {
             engine = engine.restore_threshold(threshold);
         }
         let engine = engine.build()?;
+        if self.learning.mode() == LearningMode::Shadow {
+            return Err(JanitorConfigError::Invalid {
+                field: "learning.mode",
+                reason:
+                    "shadow mode needs a predictor: build janitor_core::learning::Learning with one",
+            });
+        }
         if !self.cookie.secure() && self.environment == Environment::Production {
             return Err(JanitorConfigError::Invalid {
                 field: "cookie_secure",
@@ -276,6 +298,7 @@ impl JanitorConfigBuilder {
             admission: self.admission,
             quotas: self.quotas,
             evidence: self.evidence.unwrap_or_default(),
+            learning: self.learning,
         })
     }
 }

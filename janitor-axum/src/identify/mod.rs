@@ -24,6 +24,7 @@ use tracing::Instrument;
 
 mod body;
 pub(crate) mod cookie;
+pub(crate) mod learning;
 mod origin;
 mod response;
 
@@ -197,6 +198,9 @@ async fn identify<S: Stores, E: Evaluator>(
     response
         .headers_mut()
         .insert(SET_COOKIE, identified.set_cookie().clone());
+    if let Some(line) = learning::observe(janitor, parts, payload).await {
+        response.headers_mut().append(SET_COOKIE, line);
+    }
     Ok((response, identified.into_identity()))
 }
 

@@ -195,7 +195,8 @@ impl<S: IdentityStore> IdentityDirectory<S> {
     /// subject record, keys, delegations, events and device links. Returns whether the subject existed.
     pub async fn forget_user(&self, account_id: &str) -> Result<bool, DirectoryError> {
         let subject = self.subject_id(account_id)?;
-        // Learning history keyed by the subject is erased here too once that module lands.
+        // On PostgreSQL the subject's learning sessions go with its row by cascade; the Janitor handle's
+        // forget_user also erases them from stores without one (memory).
         self.delete_subject(&subject).await
     }
 

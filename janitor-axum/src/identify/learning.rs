@@ -1,0 +1,158 @@
+//! The endpoint's part in login-labelled learning: the `__visitor_learning` cookie, the request's learning
+//! context, and the call to [`Learning::observe`](janitor_core::learning::Learning::observe).
+
+use http::header::{HeaderValue, COOKIE};
+use http::request::Parts;
+use janitor_core::directory::AssessmentContext;
+use janitor_core::learning::{LearningCookie, LearningVisit, Login};
+use janitor_core::{now_ms, Evaluator, Observation, Stores, VisitorPayload};
+
+use super::VisitorContext;
+use crate::janitor::Inner;
+
+/// The learning cookie's name: the visitor cookie's, with `_learning`.
+pub const LEARNING_COOKIE_NAME: &str = "__visitor_learning";
+
+/// What server code tells the endpoint about learning for one request, as a request extension beside the
+/// [`VisitorContext`]. Never taken from the request body or headers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LearningContext {
+    /// The user's choice, where the application asks for it: under the default per-request policy only
+    /// `Some(true)` is collected; under the application policy everything but `Some(false)` is.
+    pub consent: Option<bool>,
+    /// Who the application's own authentication verified, to be assessed by the identity directory: a
+    /// verified person acting as themselves (`actor_id` = `subject_id`, no delegation) labels the flow.
+    pub verified: Option<AssessmentContext>,
+}
+
+/// The value of exactly one `__visitor_learning` cookie, if the request carries exactly one.
+fn learning_cookie(parts: &Parts) -> Option<&str> {
+    let mut found = parts
+        .headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .filter(|(name, _)| *name == LEARNING_COOKIE_NAME)
+        .map(|(_, value)| value);
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
+}
+
+/// `__visitor_learning=<id>; HttpOnly; Secure; SameSite=Lax; Path=/; Max-Age=<secs>`, host-only; an empty
+/// value with `Max-Age=0` clears it.
+pub(crate) fn set_learning_cookie(cookie: &LearningCookie, secure: bool) -> String {
+    let (value, max_age) = match cookie {
+        LearningCookie::Set {
+            id, max_age_secs, ..
+        } => (id.as_str(), *max_age_secs),
+        LearningCookie::Clear => ("", 0),
+    };
+    format!(
+        "{LEARNING_COOKIE_NAME}={value}; HttpOnly{}; SameSite=Lax; Path=/; Max-Age={max_age}",
+        if secure { "; Secure" } else { "" },
+    )
+}
+
+/// Who is signed in: the directory's assessment of a verified context; an account without one is a login
+/// that never labels; neither is anonymous.
+async fn login<S: Stores, E: Evaluator>(
+    janitor: &Inner<S, E>,
+    parts: &Parts,
+    context: Option<&LearningContext>,
+) -> Login {
+    if let Some(verified) = context.and_then(|c| c.verified.as_ref()) {
+        return match janitor.directory.assess(verified, now_ms()).await {
+            Ok(attribution) => Login::from_attribution(&attribution),
+            Err(e) => {
+                tracing::warn!(error = %e, "the learning login could not be assessed");
+                Login::Other
+            }
+        };
+    }
+    let signed_in = parts
+        .extensions
+        .get::<VisitorContext>()
+        .is_some_and(|c| c.account.is_some());
+    if signed_in {
+        Login::Other
+    } else {
+        Login::Anonymous
+    }
+}
+
+/// The learning `Set-Cookie` line for this request, if any. Learning never fails the identification: a store
+/// failure is logged (without ids) and the cookie left alone.
+pub(crate) async fn observe<S: Stores, E: Evaluator>(
+    janitor: &Inner<S, E>,
+    parts: &Parts,
+    payload: &VisitorPayload,
+) -> Option<HeaderValue> {
+    let cookie = learning_cookie(parts);
+    if !janitor.learning.config().enabled() && cookie.is_none() {
+        return None;
+    }
+    let context = parts.extensions.get::<LearningContext>();
+    let login = login(janitor, parts, context).await;
+    let observation = Observation::normalize(&payload.signals, payload.behavior.as_ref());
+    let visit = LearningVisit {
+        cookie,
+        consent: context.and_then(|c| c.consent),
+        login: &login,
+        observation: &observation,
+    };
+    let outcome = match janitor.learning.observe(visit, now_ms()).await {
+        Ok(outcome) => outcome?,
+        Err(e) => {
+            tracing::warn!(error = %e, "learning storage failed; the identification is answered without it");
+            return None;
+        }
+    };
+    let line = set_learning_cookie(&outcome, janitor.config.cookie.secure());
+    HeaderValue::from_str(&line).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use janitor_core::learning::{Prediction, PredictionStatus, SessionId};
+
+    #[test]
+    fn cookie_lines() {
+        let id = SessionId::parse(&format!("ses_{}", "a".repeat(48))).unwrap();
+        let set = LearningCookie::Set {
+            id,
+            max_age_secs: 1800,
+            prediction: Prediction::status(PredictionStatus::NotRun),
+        };
+        assert_eq!(
+            set_learning_cookie(&set, true),
+            format!(
+                "__visitor_learning=ses_{}; HttpOnly; Secure; SameSite=Lax; Path=/; Max-Age=1800",
+                "a".repeat(48)
+            )
+        );
+        assert_eq!(
+            set_learning_cookie(&LearningCookie::Clear, false),
+            "__visitor_learning=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0"
+        );
+    }
+
+    #[test]
+    fn exactly_one_cookie_counts() {
+        let parts = |cookies: &[&str]| {
+            let mut builder = http::Request::builder();
+            for c in cookies {
+                builder = builder.header(COOKIE, *c);
+            }
+            builder.body(()).unwrap().into_parts().0
+        };
+        let one = parts(&["__visitor=vis_1; __visitor_learning=ses_x"]);
+        assert_eq!(learning_cookie(&one), Some("ses_x"));
+        let two = parts(&["__visitor_learning=a", "__visitor_learning=b"]);
+        assert_eq!(learning_cookie(&two), None);
+        let none = parts(&["__visitor_learningx=a; __visitor=vis_1"]);
+        assert_eq!(learning_cookie(&none), None);
+    }
+}
