@@ -6,7 +6,11 @@ use janitor_core::evidence::{
     DeviceLinkInput, EventInput, EventType, Evidence, EvidenceConfig, SubjectId, VerificationInput,
     VerificationMethod,
 };
+use janitor_core::learning::{
+    CollectionPolicy, Learning, LearningConfig, LearningCookie, LearningVisit, Login,
+};
 use janitor_core::testing::{label_key, visitor};
+use janitor_core::Observation;
 use janitor_core::{now_ms, Retention, Stores, VisitorStore};
 use janitor_sql::testing::with_schemas;
 use janitor_sql::PgStores;
@@ -83,6 +87,44 @@ async fn record_evidence(
     evidence.link(&link, now).await.unwrap();
 }
 
+/// A learning flow that `me`'s verified login labelled; the learning service, to read it back.
+async fn labelled_learning_flow(
+    stores: &PgStores,
+    me: &SubjectId,
+    now: i64,
+) -> Learning<janitor_sql::PgLearningStore> {
+    let config = LearningConfig::builder()
+        .enabled(true)
+        .collection(CollectionPolicy::Application)
+        .build()
+        .unwrap();
+    let learning = Learning::new(stores.learning(), &label_key("erasure"), config, None).unwrap();
+    let snapshot = Observation {
+        timezone: Some("Europe/Paris".into()),
+        ..Observation::default()
+    };
+    let visit = |cookie, login| LearningVisit {
+        cookie,
+        consent: None,
+        login,
+        observation: &snapshot,
+    };
+    let Some(LearningCookie::Set { id, .. }) = learning
+        .observe(visit(None, &Login::Anonymous), now)
+        .await
+        .unwrap()
+    else {
+        panic!("a flow starts");
+    };
+    let login = Login::VerifiedSelf(me.clone());
+    learning
+        .observe(visit(Some(id.as_str()), &login), now + 1)
+        .await
+        .unwrap();
+    assert_eq!(learning.reports(100, now + 2).await.unwrap().len(), 1);
+    learning
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_user_leaves_no_trace() {
     with_schemas(|schemas| async move {
@@ -113,6 +155,7 @@ async fn forget_user_leaves_no_trace() {
         };
         directory.create_delegation(&grant, now).await.unwrap();
         record_evidence(&stores, &evidence, &me, &agent, now).await;
+        let learning = labelled_learning_flow(&stores, &me, now).await;
 
         let client = janitor_sql::testing::admin_client().await;
         let schema = database.schema().unwrap().as_str().to_owned();
@@ -128,6 +171,7 @@ async fn forget_user_leaves_no_trace() {
                 "{needle}"
             );
         }
+        assert!(learning.reports(100, now + 2).await.unwrap().is_empty());
         // The agent and the visitor stay, without anything of the forgotten account.
         assert!(directory.subject(&agent).await.unwrap().is_some());
         assert_eq!(
