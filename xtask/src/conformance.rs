@@ -2,11 +2,13 @@
 //!
 //! Sections checked: `vectors` (normalized object exactly, similarity score and cap within 1e-12, feature map,
 //! contradiction), `jev` (the provider state and questions built for the `reference` observation), `subjects`,
-//! `protectionLabels` and `evidenceLabels` (with the subjects' secret and namespace). Sections this version
+//! `protectionLabels`, `evidenceLabels` and `identityKeys` (the identity directory's key digests), all with the
+//! subjects' secret and namespace. Sections this version
 //! does not check are reported as notes, never silently passed.
 
 use std::sync::Arc;
 
+use janitor_core::directory::{KeyInput, KeyType};
 use janitor_core::identification::jev::JevRequest;
 use janitor_core::identification::observation::Observation;
 use janitor_core::identification::payload::Signals;
@@ -25,6 +27,7 @@ const CHECKED: &[&str] = &[
     "subjects",
     "protectionLabels",
     "evidenceLabels",
+    "identityKeys",
 ];
 
 /// The outcome of checking one or more documents.
@@ -234,7 +237,11 @@ fn labels(sections: &Map<String, Value>, report: &mut Report) {
         });
         report.check(format!("subjects[{i}]"), outcome);
     }
-    for (section, evidence) in [("protectionLabels", false), ("evidenceLabels", true)] {
+    for (section, kind) in [
+        ("protectionLabels", LabelKind::Protection),
+        ("evidenceLabels", LabelKind::Evidence),
+        ("identityKeys", LabelKind::IdentityKey),
+    ] {
         let Some(entries) = sections.get(section).and_then(Value::as_array) else {
             continue;
         };
@@ -242,8 +249,11 @@ fn labels(sections: &Map<String, Value>, report: &mut Report) {
             let outcome = match &shared {
                 None => Err("no subject entry to take the secret and namespace from".to_owned()),
                 Some(Err(e)) => Err(format!("subjects[0] key: {e}")),
-                Some(Ok(key)) if evidence => evidence_label(key, entry),
-                Some(Ok(key)) => protection_label(key, entry),
+                Some(Ok(key)) => match kind {
+                    LabelKind::Protection => protection_label(key, entry),
+                    LabelKind::Evidence => evidence_label(key, entry),
+                    LabelKind::IdentityKey => identity_key_digest(key, entry),
+                },
             };
             report.check(
                 format!("{section}[{i}]"),
@@ -251,6 +261,29 @@ fn labels(sections: &Map<String, Value>, report: &mut Report) {
             );
         }
     }
+}
+
+/// The label sections after `subjects`, each checked with the subjects' key.
+#[derive(Clone, Copy)]
+enum LabelKind {
+    Protection,
+    Evidence,
+    IdentityKey,
+}
+
+/// The digest a verified key `{type, issuer, value}` is stored under, normalized as the directory does.
+fn identity_key_digest(key: &LabelKey, entry: &Value) -> Result<String, String> {
+    let text = |field: &str| {
+        entry
+            .get(field)
+            .and_then(Value::as_str)
+            .ok_or(format!("no string `{field}`"))
+    };
+    let key_type: KeyType = serde_json::from_value(json!(text("type")?))
+        .map_err(|_| "`type` is not email, external or public-key".to_owned())?;
+    KeyInput::new(key_type, text("issuer")?, text("value")?)
+        .digest(key)
+        .map_err(|e| e.to_string())
 }
 
 /// Labels through the typed builders where the value is one they produce, else through the generic rule.
