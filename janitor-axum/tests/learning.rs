@@ -32,7 +32,7 @@ fn janitor<S: Stores>(stores: S, config: LearningConfig) -> Janitor<S> {
 }
 
 /// A request of the endpoint with these cookies and extensions.
-fn request(cookies: &[String], context: Option<LearningContext>, account: Option<&str>) -> Request {
+fn request(cookies: &[&str], context: Option<LearningContext>, account: Option<&str>) -> Request {
     let body = serde_json::to_vec(&json!({"signals": {
         "userAgent": "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 Chrome/130.0.0.0 Safari/537.36",
         "platform": "MacIntel",
@@ -106,12 +106,12 @@ async fn the_cookie_follows_consent<S: Stores>(stores: S) {
     );
     assert!(!line.contains("Domain"), "host-only: {line}");
     // The same cookie comes back: the same flow, its lifetime counting down from its start.
-    let again = learning_line(&janitor, request(&[value.clone()], consent(true), None))
+    let again = learning_line(&janitor, request(&[value.as_str()], consent(true), None))
         .await
         .unwrap();
     assert_eq!(pair(&again), value);
     // Consent withdrawn: the flow's row goes and the cookie is cleared.
-    let cleared = learning_line(&janitor, request(&[value.clone()], consent(false), None))
+    let cleared = learning_line(&janitor, request(&[value.as_str()], consent(false), None))
         .await
         .unwrap();
     assert_eq!(
@@ -151,7 +151,7 @@ async fn a_verified_self_login_labels_and_an_agent_never_does<S: Stores>(stores:
             .await
             .unwrap(),
     );
-    let cleared = learning_line(&janitor, request(&[flow.clone()], verified(&agent), None)).await;
+    let cleared = learning_line(&janitor, request(&[flow.as_str()], verified(&agent), None)).await;
     assert!(cleared.unwrap().ends_with("Max-Age=0"));
     assert!(janitor.learning_reports(100).await.unwrap().is_empty());
     // A signed-in account the directory did not verify never labels either.
@@ -160,7 +160,7 @@ async fn a_verified_self_login_labels_and_an_agent_never_does<S: Stores>(stores:
             .await
             .unwrap(),
     );
-    learning_line(&janitor, request(&[flow], None, Some("person-1"))).await;
+    learning_line(&janitor, request(&[flow.as_str()], None, Some("person-1"))).await;
     assert!(janitor.learning_reports(100).await.unwrap().is_empty());
     // A login without the learning cookie labels nothing, though the visitor cookie is known.
     learning_line(&janitor, request(&[], verified(&person), None)).await;
@@ -171,7 +171,7 @@ async fn a_verified_self_login_labels_and_an_agent_never_does<S: Stores>(stores:
             .await
             .unwrap(),
     );
-    let cleared = learning_line(&janitor, request(&[flow], verified(&person), None)).await;
+    let cleared = learning_line(&janitor, request(&[flow.as_str()], verified(&person), None)).await;
     assert!(cleared.unwrap().ends_with("Max-Age=0"));
     let reports = janitor.learning_reports(100).await.unwrap();
     assert_eq!(reports.len(), 1);
@@ -188,7 +188,7 @@ async fn learning_off_collects_nothing_and_clears_old_cookies<S: Stores>(stores:
         None
     );
     let old = format!("__visitor_learning=ses_{}", "a".repeat(48));
-    let cleared = learning_line(&janitor, request(&[old], consent(true), None))
+    let cleared = learning_line(&janitor, request(&[old.as_str()], consent(true), None))
         .await
         .unwrap();
     assert!(cleared.ends_with("Max-Age=0"));

@@ -1,4 +1,4 @@
-//! The five store suites on the memory stores: one test per case.
+//! The six store suites on the memory stores: one test per case.
 
 mod visitor_store {
     use janitor_core::MemoryVisitorStore;

@@ -1,4 +1,4 @@
-//! The five store suites of janitor-core, run unchanged on PostgreSQL: one test per case, each in a fresh
+//! The six store suites of janitor-core, run unchanged on PostgreSQL: one test per case, each in a fresh
 //! schema that is dropped afterwards.
 
 use janitor_sql::testing::{with_schemas, Schemas};

@@ -1,4 +1,4 @@
-//! The five store suites of janitor-core on PostgreSQL, for any way of reaching a database.
+//! The six store suites of janitor-core on PostgreSQL, for any way of reaching a database.
 
 /// Runs janitor-core's visitor, quota, budget, evidence and identity store suites on PostgreSQL, one test per
 /// case, in modules `visitor_store`, `quota_store`, `budget_store`, `evidence_store` and `identity_store`. `around` runs each case with
