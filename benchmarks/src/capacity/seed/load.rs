@@ -278,7 +278,8 @@ async fn load(
     transaction
         .batch_execute(
             "SET LOCAL maintenance_work_mem = '256MB'; \
-             TRUNCATE application_events, device_links, identity_subjects",
+             TRUNCATE application_events, device_links, identity_keys, identity_delegations, \
+             learning_sessions, identity_subjects",
         )
         .await
         .map_err(sql("emptying the evidence tables"))?;
