@@ -18,6 +18,7 @@ use tokio_postgres::Row;
 
 use crate::database::Database;
 use crate::error::unreadable;
+use crate::params::Param;
 
 pub(crate) mod statements;
 
@@ -37,6 +38,34 @@ impl PgLearningStore {
     /// The database handle.
     pub fn database(&self) -> &Database {
         &self.database
+    }
+
+    /// Runs `sql` with a session's nine columns as `$1`–`$9` (the numbering `INSERT_SESSION` and
+    /// `UPDATE_SESSION` share), then `extra`.
+    async fn write(
+        &self,
+        sql: &str,
+        s: &LearningSession,
+        extra: &[&dyn Param],
+    ) -> Result<u64, StoreError> {
+        let mut connection = self.database.connection().await?;
+        let id = s.id.as_str();
+        let observation = Json(&s.observation);
+        let status = s.prediction.status.as_str();
+        let predicted = s.prediction.subject_id.as_ref().map(SubjectId::as_str);
+        let mut params: Vec<&dyn Param> = vec![
+            &id,
+            &s.scope,
+            &s.started_at,
+            &s.expires_at,
+            &s.observed_at,
+            &observation,
+            &status,
+            &predicted,
+            &s.prediction.score,
+        ];
+        params.extend_from_slice(extra);
+        connection.execute(sql, &params).await
     }
 }
 
@@ -86,24 +115,7 @@ fn reports(rows: &[Row], at: usize) -> Result<Vec<LearningReport>, StoreError> {
 
 impl LearningStore for PgLearningStore {
     async fn insert_session(&self, s: &LearningSession) -> Result<(), StoreError> {
-        let mut connection = self.database.connection().await?;
-        let predicted = s.prediction.subject_id.as_ref().map(SubjectId::as_str);
-        connection
-            .execute(
-                statements::INSERT_SESSION,
-                &[
-                    &s.id.as_str(),
-                    &s.scope,
-                    &s.started_at,
-                    &s.expires_at,
-                    &s.observed_at,
-                    &Json(&s.observation),
-                    &s.prediction.status.as_str(),
-                    &predicted,
-                    &s.prediction.score,
-                ],
-            )
-            .await?;
+        self.write(statements::INSERT_SESSION, s, &[]).await?;
         Ok(())
     }
 
@@ -120,24 +132,8 @@ impl LearningStore for PgLearningStore {
     }
 
     async fn update_session(&self, s: &LearningSession, now_ms: i64) -> Result<bool, StoreError> {
-        let mut connection = self.database.connection().await?;
-        let predicted = s.prediction.subject_id.as_ref().map(SubjectId::as_str);
-        let changed = connection
-            .execute(
-                statements::UPDATE_SESSION,
-                &[
-                    &s.scope,
-                    &s.id.as_str(),
-                    &s.started_at,
-                    &s.expires_at,
-                    &s.observed_at,
-                    &Json(&s.observation),
-                    &s.prediction.status.as_str(),
-                    &predicted,
-                    &s.prediction.score,
-                    &now_ms,
-                ],
-            )
+        let changed = self
+            .write(statements::UPDATE_SESSION, s, &[&now_ms])
             .await?;
         Ok(changed > 0)
     }

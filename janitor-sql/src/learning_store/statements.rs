@@ -22,11 +22,11 @@ pub(crate) const SESSION: &str = concat!(
 );
 
 /// Replaces the snapshot and prediction of an open session: same start and end, unexpired at `$10`,
-/// unlabelled, undisputed.
+/// unlabelled, undisputed. `$1`–`$9` are numbered as in [`INSERT_SESSION`].
 pub(crate) const UPDATE_SESSION: &str = "\
 UPDATE learning_sessions SET observed_at = $5, signals_json = $6, prediction_status = $7, \
   predicted_subject_id = $8, prediction_score = $9 \
-WHERE scope = $1 AND id = $2 AND started_at = $3 AND expires_at = $4 AND expires_at > $10 \
+WHERE id = $1 AND scope = $2 AND started_at = $3 AND expires_at = $4 AND expires_at > $10 \
   AND subject_id IS NULL AND disputed = 0";
 
 /// Confirms a session in one statement (`$1` scope, `$2` id, `$3` subject, `$4` now, `$5` confirmed sessions
