@@ -7,6 +7,7 @@ use janitor_core::directory::{
     store_cleanup_batch, Delegation, DelegationId, IdentityStore, KeyRecord, KeyWrite,
     SubjectRecord,
 };
+use janitor_core::evidence::EvidenceStore;
 use janitor_core::evidence::{SubjectId, SubjectKind};
 use janitor_core::StoreError;
 use tokio_postgres::types::Json;
@@ -14,6 +15,7 @@ use tokio_postgres::Row;
 
 use crate::database::Database;
 use crate::error::unreadable;
+use crate::PgEvidenceStore;
 
 pub(crate) mod statements;
 
@@ -34,6 +36,11 @@ impl PgIdentityStore {
     pub fn database(&self) -> &Database {
         &self.database
     }
+
+    /// The evidence store over the same database, which owns `identity_subjects`' statements.
+    fn subjects(&self) -> PgEvidenceStore {
+        PgEvidenceStore::new(self.database.clone())
+    }
 }
 
 fn record<T: serde::de::DeserializeOwned>(row: &Row, what: &str) -> Result<T, StoreError> {
@@ -43,20 +50,14 @@ fn record<T: serde::de::DeserializeOwned>(row: &Row, what: &str) -> Result<T, St
 }
 
 impl IdentityStore for PgIdentityStore {
+    /// The subject rows are evidence's: the same statement creates or refreshes them.
     async fn put_subject(
         &self,
         subject: &SubjectId,
         kind: SubjectKind,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        let mut connection = self.database.connection().await?;
-        let rows = connection
-            .query(
-                statements::PUT_SUBJECT,
-                &[&subject.as_str(), &kind.as_str(), &now_ms],
-            )
-            .await?;
-        Ok(!rows.is_empty())
+        self.subjects().put_subject(subject, kind, now_ms).await
     }
 
     async fn subject(&self, subject: &SubjectId) -> Result<Option<SubjectRecord>, StoreError> {
@@ -69,12 +70,9 @@ impl IdentityStore for PgIdentityStore {
             .transpose()
     }
 
+    /// Evidence's statement: keys, delegations, events, links and learning rows go by cascade.
     async fn delete_subject(&self, subject: &SubjectId) -> Result<bool, StoreError> {
-        let mut connection = self.database.connection().await?;
-        let deleted = connection
-            .execute(statements::DELETE_SUBJECT, &[&subject.as_str()])
-            .await?;
-        Ok(deleted > 0)
+        self.subjects().delete_subject(subject).await
     }
 
     async fn put_key(&self, key: &KeyRecord) -> Result<KeyWrite, StoreError> {

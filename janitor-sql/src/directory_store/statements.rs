@@ -1,18 +1,7 @@
 //! The SQL of the identity directory store, run as prepared statements cached per connection.
 
-/// Creates a subject, or refreshes its record when the kind is the same (`$1` id, `$2` kind, `$3` now). No row
-/// back means the subject exists with the other kind.
-pub(crate) const PUT_SUBJECT: &str = "\
-INSERT INTO identity_subjects (id, kind, record) \
-VALUES ($1, $2, jsonb_build_object('id', $1::text, 'kind', $2::text, 'updatedAt', $3::bigint)) \
-ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record WHERE identity_subjects.kind = EXCLUDED.kind \
-RETURNING id";
-
 /// A subject's record (`$1` id).
 pub(crate) const SUBJECT: &str = "SELECT record FROM identity_subjects WHERE id = $1";
-
-/// Deletes a subject (`$1`); its keys, delegations, events and device links go by cascade.
-pub(crate) const DELETE_SUBJECT: &str = "DELETE FROM identity_subjects WHERE id = $1";
 
 /// Stores a key for its subject if the subject exists: a key of the same subject gets the new record, a key
 /// of another subject is left alone (`$1` digest, `$2` subject id, `$3` record). No row back means the key

@@ -82,15 +82,7 @@ pub const STATEMENTS: &[(&str, &str)] = &[
     ),
     ("evidence.cleanup", evidence_store::statements::CLEANUP),
     ("key_checks.record", key_check::RECORD),
-    (
-        "directory.put_subject",
-        directory_store::statements::PUT_SUBJECT,
-    ),
     ("directory.subject", directory_store::statements::SUBJECT),
-    (
-        "directory.delete_subject",
-        directory_store::statements::DELETE_SUBJECT,
-    ),
     ("directory.put_key", directory_store::statements::PUT_KEY),
     (
         "directory.key_owner",
