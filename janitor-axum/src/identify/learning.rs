@@ -90,8 +90,11 @@ pub(crate) async fn observe<S: Stores, E: Evaluator>(
     payload: &VisitorPayload,
 ) -> Option<HeaderValue> {
     let cookie = learning_cookie(parts);
-    if !janitor.learning.config().enabled() && cookie.is_none() {
-        return None;
+    let secure = janitor.config.cookie.secure();
+    if !janitor.learning.config().enabled() {
+        // Off: no store or directory read; a leftover cookie is cleared.
+        let clear = set_learning_cookie(&LearningCookie::Clear, secure);
+        return cookie.and_then(|_| HeaderValue::from_str(&clear).ok());
     }
     let context = parts.extensions.get::<LearningContext>();
     let login = login(janitor, parts, context).await;
@@ -109,7 +112,7 @@ pub(crate) async fn observe<S: Stores, E: Evaluator>(
             return None;
         }
     };
-    let line = set_learning_cookie(&outcome, janitor.config.cookie.secure());
+    let line = set_learning_cookie(&outcome, secure);
     HeaderValue::from_str(&line).ok()
 }
 
