@@ -76,8 +76,8 @@ pub struct CapacityEnv {
     pub lookup_visitors: u64,
     /// Admission slots of each server process of the rate sweep (1–1024; 8, as in the reference).
     pub slots: u64,
-    /// The server processes are already running (started by `janitor-capacity serve-fleet`, as in the Docker
-    /// setup) on 127.0.0.1 at the fleet's ports instead of being started by the run.
+    /// The run's fleets are started by a fleet host (`janitor-capacity serve-fleet`, as in the Docker setup)
+    /// listening 10 ports below each fleet's first port, instead of by the run itself.
     pub external_servers: bool,
 }
 

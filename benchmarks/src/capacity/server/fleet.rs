@@ -1,5 +1,6 @@
 //! The server processes of a run: started here (one `serve` child per worker, each holding our stdin so it
-//! ends with us), or already running when Docker started them with `janitor-capacity serve-fleet`.
+//! ends with us), or, when the servers have a container of their own, started there by the fleet host
+//! (`janitor-capacity serve-fleet`, [`super::host`]) for as long as the run holds the fleet's lease.
 
 use std::net::SocketAddr;
 use std::process::Stdio;
@@ -7,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use tokio::process::{Child, ChildStdin, Command};
 
-use super::{ServerStats, BASE_PORT, CONTROL_OFFSET};
+use super::host::Lease;
+use super::{ServerStats, CONTROL_OFFSET};
 use crate::capacity::run::HttpRun;
 use crate::capacity::Target;
-use crate::number;
 use janitor_axum::serve::Driver;
 use janitor_axum::testing::http1::{self, Connection};
 
@@ -26,7 +27,7 @@ pub struct FleetSettings {
     pub max_in_flight: usize,
     /// Database connections of each process.
     pub pool: usize,
-    /// The first process's port ([`BASE_PORT`] in a run; tests use others).
+    /// The first process's port ([`super::BASE_PORT`] in a run; tests use others).
     pub base_port: u16,
 }
 
@@ -34,6 +35,7 @@ pub struct FleetSettings {
 #[derive(Debug)]
 pub struct Fleet {
     children: Vec<(Child, ChildStdin)>,
+    lease: Option<Lease>,
     ports: Vec<u16>,
 }
 
@@ -56,9 +58,12 @@ impl Fleet {
             .collect();
         let mut fleet = Fleet {
             children: Vec::new(),
+            lease: None,
             ports,
         };
-        if !run.env.external_servers {
+        if run.env.external_servers {
+            fleet.lease = Some(Lease::take(settings, driver).await?);
+        } else {
             for &port in &fleet.ports {
                 let child = spawn(&run.binary, &run.target, port, settings, driver, true)?;
                 fleet.children.push(child);
@@ -87,13 +92,10 @@ impl Fleet {
 
     /// Stops the processes this run started (their stdin closes; a kill follows if they linger).
     pub async fn stop(self) {
-        for (mut child, stdin) in self.children {
-            drop(stdin);
-            if tokio::time::timeout(Duration::from_secs(5), child.wait())
-                .await
-                .is_err()
-            {
-                let _ = child.kill().await;
+        stop_children(self.children).await;
+        if let Some(lease) = self.lease {
+            if let Err(problem) = lease.release().await {
+                eprintln!("{problem}");
             }
         }
     }
@@ -133,7 +135,21 @@ impl Fleet {
     }
 }
 
-fn spawn(
+/// Ends `children`: their stdin closes, and a kill follows for any still running 5 s later.
+pub(super) async fn stop_children(children: Vec<(Child, ChildStdin)>) {
+    for (mut child, stdin) in children {
+        drop(stdin);
+        if tokio::time::timeout(Duration::from_secs(5), child.wait())
+            .await
+            .is_err()
+        {
+            let _ = child.kill().await;
+        }
+    }
+}
+
+/// Starts one `serve` process on `port`.
+pub(super) fn spawn(
     binary: &std::path::Path,
     target: &Target,
     port: u16,
@@ -180,66 +196,4 @@ async fn ask(port: u16, reset_peak: bool) -> Result<ServerStats, String> {
         return Err(failed(format!("status {}", response.status)));
     }
     serde_json::from_slice(connection.body()).map_err(|e| failed(e.to_string()))
-}
-
-/// Entry point of `janitor-capacity serve-fleet [--workers N] [--max-in-flight N] [--pool N]`: starts the
-/// server processes (`JANITOR_BENCHMARK_WORKERS` by default, each with `JANITOR_BENCHMARK_SLOTS` admission
-/// slots) on the run's ports against
-/// `JANITOR_BENCHMARK_DATABASE_URL` and waits; used where the
-/// servers get a machine (or container) of their own.
-pub fn serve_fleet(args: Vec<String>) -> Result<(), String> {
-    // The same settings as the run's, so that both sides agree on the number of processes and their ports.
-    let env = crate::capacity::env::CapacityEnv::from_process(crate::capacity::env::Run::Capacity)?;
-    let mut settings = FleetSettings {
-        workers: env.workers,
-        max_in_flight: usize::try_from(env.slots).unwrap_or(8),
-        pool: 2,
-        base_port: BASE_PORT,
-    };
-    for (name, value) in crate::pairs(args)? {
-        match name.as_str() {
-            "workers" => settings.workers = number(&name, &value, 1, 64)?,
-            "max-in-flight" => settings.max_in_flight = number(&name, &value, 1, 1_024)? as usize,
-            "pool" => settings.pool = number(&name, &value, 1, 64)? as usize,
-            other => return Err(format!("unknown option --{other}")),
-        }
-    }
-    let url = env
-        .database_url
-        .ok_or("JANITOR_BENCHMARK_DATABASE_URL is required")?;
-    let target = Target {
-        url,
-        schema: crate::capacity::SCHEMA.to_owned(),
-    };
-    let binary = std::env::current_exe().map_err(|e| format!("own path: {e}"))?;
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("tokio runtime: {e}"))?
-        .block_on(async {
-            let mut children = Vec::new();
-            for i in 0..settings.workers as u16 {
-                children.push(spawn(
-                    &binary,
-                    &target,
-                    BASE_PORT + i,
-                    settings,
-                    None,
-                    false,
-                )?);
-            }
-            println!(
-                "serving on 127.0.0.1:{BASE_PORT}..{}",
-                BASE_PORT + settings.workers as u16 - 1
-            );
-            // Any process ending ends the fleet: a partial fleet would skew every figure.
-            loop {
-                for (child, _) in &mut children {
-                    if let Ok(Some(status)) = child.try_wait() {
-                        return Err(format!("a server process ended ({status})"));
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        })
 }

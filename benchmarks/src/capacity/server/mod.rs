@@ -2,17 +2,19 @@
 //! several processes, each on its own port with a control port beside it that reports what the process saw.
 //!
 //! - [`process`]: one server process (`janitor-capacity serve`).
-//! - [`fleet`]: starting, asking and stopping the processes of a run, or finding the ones Docker started
-//!   (`janitor-capacity serve-fleet`).
+//! - [`fleet`]: starting, asking and stopping the processes of a run.
+//! - [`host`]: the fleet host (`janitor-capacity serve-fleet`), which starts a run's fleets in a container of
+//!   their own.
 
 pub mod fleet;
+pub mod host;
 pub mod process;
 
 use janitor_axum::testing::http1;
 use serde::{Deserialize, Serialize};
 
-pub use fleet::serve_fleet;
 pub use fleet::{Fleet, FleetSettings};
+pub use host::serve_fleet;
 pub use process::main;
 
 /// The first server port; process `i` serves on `BASE_PORT + i` and reports on `BASE_PORT + CONTROL_OFFSET + i`.

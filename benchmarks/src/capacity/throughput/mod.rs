@@ -37,6 +37,7 @@ use self::samples::{interval, Tally, TallyReport};
 use super::report as reports;
 use super::run::HttpRun;
 use super::seed;
+use super::server::host::host_cores;
 use super::server::{identify_request, Fleet, FleetSettings, ServerStats, BASE_PORT};
 use janitor_axum::testing::http1::{self, Connection};
 
@@ -50,10 +51,6 @@ pub const MAX_IN_FLIGHT: usize = 8;
 /// Database connections of each server process. With a process per core this keeps a few statements in
 /// flight per core, and the most processes ([`MAX_WORKERS`]) stay within PostgreSQL's 40 connections.
 pub const POOL: usize = 4;
-
-/// Database connections of each process of an external fleet: what `janitor-capacity serve-fleet` gives
-/// them unless told otherwise (the Docker setup does not tell it).
-pub const EXTERNAL_POOL: usize = 2;
 
 /// The most server processes the sweep starts (one per core, at most this many).
 pub const MAX_WORKERS: u64 = 8;
@@ -110,20 +107,15 @@ pub struct SweepSettings {
 
 impl SweepSettings {
     /// The settings of a real run: [`CONNECTIONS`] connections, the run's rates and seconds, one server
-    /// process per core (at most [`MAX_WORKERS`]) with the run's slots ([`MAX_IN_FLIGHT`] unless set) and [`POOL`] database
-    /// connections each — or, when the servers are external, the run's worker count with [`EXTERNAL_POOL`] —
-    /// and reports in the run's reports directory.
-    pub fn for_run(run: &HttpRun) -> SweepSettings {
-        let (workers, pool) = if run.env.external_servers {
-            (run.env.workers, EXTERNAL_POOL)
-        } else {
-            ((crate::cores() as u64).clamp(1, MAX_WORKERS), POOL)
-        };
+    /// process per core of the servers (`server_cores`: this machine's, or the fleet host's; at most
+    /// [`MAX_WORKERS`]) with the run's slots ([`MAX_IN_FLIGHT`] unless set) and [`POOL`] database connections
+    /// each, and reports in the run's reports directory.
+    pub fn for_run(run: &HttpRun, server_cores: usize) -> SweepSettings {
         SweepSettings {
             fleet: FleetSettings {
-                workers,
+                workers: (server_cores as u64).clamp(1, MAX_WORKERS),
                 max_in_flight: usize::try_from(run.env.slots).unwrap_or(MAX_IN_FLIGHT),
-                pool,
+                pool: POOL,
                 base_port: BASE_PORT,
             },
             connections: CONNECTIONS,
@@ -144,7 +136,12 @@ impl SweepSettings {
 
 /// Runs the sweep and writes `docs/benchmarks/throughput-current.json` and its chart.
 pub async fn run(run: &HttpRun) -> Result<ThroughputReport, String> {
-    measure(run, &SweepSettings::for_run(run)).await
+    let server_cores = if run.env.external_servers {
+        host_cores(BASE_PORT).await?
+    } else {
+        crate::cores()
+    };
+    measure(run, &SweepSettings::for_run(run, server_cores)).await
 }
 
 /// Runs the sweep with explicit settings (tests use their own ports, sizes and output directory) and writes
@@ -526,15 +523,13 @@ fn limitations(settings: &SweepSettings, external: bool) -> Vec<String> {
         ),
     ];
     if external {
-        limitations.push(format!(
-            "The servers were started outside the run: the slots ({}) and pool ({}) per process reported \
-             here, and so pgbench's concurrency, are what the run assumes, not what it could check; start \
-             them with `serve-fleet --max-in-flight {} --pool {}`.",
-            settings.fleet.max_in_flight,
-            settings.fleet.pool,
-            settings.fleet.max_in_flight,
-            settings.fleet.pool
-        ));
+        limitations.push(
+            "The server processes ran where the fleet host runs (`janitor-capacity serve-fleet`, a \
+             container of their own in the Docker run), one per core the host reported, with the slots and \
+             pool above; the generator, pgbench and PostgreSQL ran elsewhere, each with its own share of the \
+             cores."
+                .to_owned(),
+        );
     }
     limitations
 }
