@@ -1,5 +1,6 @@
 //! `cargo xtask benchmark-*`, `cargo xtask seed` and `cargo xtask soak`: build the capacity harness in release
-//! mode and run it, or hand the whole run to Docker Compose with the reference's resource limits (`--docker`).
+//! mode and run it, or run the whole sequence in containers with the compose file's limits (`--docker`,
+//! [`crate::docker`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,7 +36,7 @@ pub fn run(workload: &str, docker: bool) -> Result<(), String> {
         if workload != "capacity" {
             return Err("--docker runs the whole capacity sequence only".to_owned());
         }
-        return docker_run(&root);
+        return crate::docker::run(&root);
     }
     let binary = build_harness(&root)?;
     status(
@@ -134,48 +135,6 @@ pub fn build_benchmark(root: &Path, name: &str) -> Result<PathBuf, String> {
         &format!("building {name}"),
     )?;
     Ok(target.join("release").join(name))
-}
-
-/// The whole run under Docker Compose. Like the native run it refuses to start over leftovers (containers of
-/// the compose project from a run that was killed) and removes what it created afterwards, containers and the
-/// database volume, unless `JANITOR_BENCHMARK_REUSE=1` keeps them (stopped) for the next run.
-fn docker_run(root: &Path) -> Result<(), String> {
-    let compose = || {
-        let mut command = Command::new("docker");
-        command
-            .args(["compose", "-f", COMPOSE_FILE])
-            .current_dir(root);
-        command
-    };
-    let reuse = std::env::var("JANITOR_BENCHMARK_REUSE").is_ok_and(|v| v == "1");
-    let leftovers = compose()
-        .args(["ps", "--all", "--quiet"])
-        .output()
-        .map_err(|e| format!("docker compose: could not start: {e}"))?;
-    if !leftovers.status.success() {
-        return Err(format!(
-            "docker compose ps failed (needs Docker with the compose plugin and a running engine): {}",
-            String::from_utf8_lossy(&leftovers.stderr).trim()
-        ));
-    }
-    if !reuse && !String::from_utf8_lossy(&leftovers.stdout).trim().is_empty() {
-        return Err(format!(
-            "containers of the compose project in {COMPOSE_FILE} already exist (an earlier run that was killed, \
-             or one kept with JANITOR_BENCHMARK_REUSE=1): reuse them with JANITOR_BENCHMARK_REUSE=1, or remove \
-             them and their database with `docker compose -f {COMPOSE_FILE} down --volumes`"
-        ));
-    }
-    let outcome = status(
-        compose()
-            .args(["up", "--build", "--abort-on-container-exit"])
-            .args(["--exit-code-from", COMPOSE_CLIENT]),
-        "docker compose up",
-    );
-    if reuse {
-        return outcome;
-    }
-    let cleanup = status(compose().args(["down", "--volumes"]), "docker compose down");
-    outcome.and(cleanup)
 }
 
 /// Runs `command` with this process's terminal; `what` names it in the error when it cannot start or fails.

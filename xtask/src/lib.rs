@@ -4,5 +4,6 @@
 pub mod accuracy;
 pub mod capacity;
 pub mod conformance;
+pub mod docker;
 pub mod provision;
 pub mod test;

@@ -80,6 +80,33 @@ pub fn packages() -> Result<Vec<&'static str>, String> {
     Ok(missing)
 }
 
+/// Installs those of `packages` (name, a file it provides) whose file is missing, as [`packages`] does for the
+/// tests' own.
+pub fn install(packages: &[(&'static str, &str)]) -> Result<(), String> {
+    let missing: Vec<&str> = packages
+        .iter()
+        .filter(|(_, file)| !Path::new(file).is_file())
+        .map(|(package, _)| *package)
+        .collect();
+    let Some(args) = install_plan(
+        &missing,
+        is_root()?,
+        Path::new("/usr/bin/apt-get").is_file(),
+    )?
+    else {
+        return Ok(());
+    };
+    println!("installing {}", missing.join(", "));
+    if apt_get(&args).is_err() {
+        apt_get(&["update".to_owned()])?;
+        apt_get(&args)?;
+    }
+    match packages.iter().find(|(_, file)| !Path::new(file).is_file()) {
+        Some((package, file)) => Err(format!("apt-get installed {package} but {file} is missing")),
+        None => Ok(()),
+    }
+}
+
 /// The packages whose files are missing on this machine.
 fn missing_packages() -> Vec<&'static str> {
     let server = server_bin_dir().is_none().then_some(POSTGRESQL);
