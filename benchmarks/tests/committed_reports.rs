@@ -46,26 +46,52 @@ fn the_accuracy_reports_read_back_unchanged() {
     }
 }
 
+/// The native run's reports, the Docker run's beside them (`cargo xtask benchmark-capacity --docker`), the
+/// native run made right after it and the Docker run without CPU limits (docs/CAPACITY.md, "The Docker path").
+const RUNS: [&str; 4] = [
+    "{}-current.json",
+    "{}-docker.json",
+    "native-pair/{}-current.json",
+    "docker-no-cpu-limits/{}-docker.json",
+];
+
+fn reports(kind: &str) -> impl Iterator<Item = String> + '_ {
+    RUNS.iter().map(move |pattern| pattern.replace("{}", kind))
+}
+
 #[test]
 fn the_security_and_lookup_reports_read_back_unchanged() {
-    let security: SecurityReport = round_trip("security-current.json");
-    assert!(security.passed && security.problems.is_empty());
-    let lookup: LookupReport = round_trip("lookup-current.json");
-    assert!(lookup.figures.candidate_lookup.latency.is_some());
+    for name in reports("security") {
+        let security: SecurityReport = round_trip(&name);
+        assert!(security.passed && security.problems.is_empty(), "{name}");
+    }
+    // The run without CPU limits left the lookup test out.
+    for name in reports("lookup").take(3) {
+        let lookup: LookupReport = round_trip(&name);
+        assert!(lookup.figures.candidate_lookup.latency.is_some(), "{name}");
+    }
 }
 
 #[test]
 fn the_connections_report_reads_back_and_charts() {
-    let report: ConnectionsReport = round_trip("connections-current.json");
-    let chart = connections::chart::svg(&report.steps);
-    assert_eq!(chart.matches("<circle").count(), 2 * report.steps.len());
+    for name in reports("connections") {
+        let report: ConnectionsReport = round_trip(&name);
+        let chart = connections::chart::svg(&report.steps);
+        assert_eq!(chart.matches("<circle").count(), 2 * report.steps.len());
+    }
 }
 
 #[test]
 fn the_throughput_report_reads_back_and_charts() {
-    let report: ThroughputReport = round_trip("throughput-current.json");
-    let points = throughput::chart_points(&report.sweep.points);
-    assert_eq!(points.len(), report.sweep.points.len());
-    let chart = throughput::chart::svg("committed", &points);
-    assert_eq!(chart.matches("<circle").count(), 4 * points.len());
+    for name in reports("throughput") {
+        let report: ThroughputReport = round_trip(&name);
+        let points = throughput::chart_points(&report.sweep.points);
+        assert_eq!(points.len(), report.sweep.points.len());
+        let chart = throughput::chart::svg("committed", &points);
+        assert_eq!(chart.matches("<circle").count(), 4 * points.len());
+        assert!(
+            report.sweep.settings.servers.external == name.contains("docker"),
+            "{name}"
+        );
+    }
 }

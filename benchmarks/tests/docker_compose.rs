@@ -1,6 +1,7 @@
 //! The Docker setup of the capacity run (docker/compose.yaml) keeps the reference's limits and the harness's
-//! loopback-only rule. No Docker engine runs where the tests run, so the file is checked as written: it is YAML
-//! in its JSON subset with full-line `#` comments, read here with serde_json.
+//! loopback-only rule. The file is the one source of the limits `cargo xtask benchmark-capacity --docker` runs
+//! with, and the description for Docker Compose elsewhere; it is checked here as written, without an engine: YAML
+//! in its JSON subset with full-line `#` comments, read with serde_json.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
