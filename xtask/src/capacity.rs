@@ -29,14 +29,14 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Runs harness `workload` natively, or through Docker Compose when `docker` is set (whole run only).
-pub fn run(workload: &str, docker: bool) -> Result<(), String> {
+/// Runs harness `workload` natively, or in containers when `docker` says how (whole run only).
+pub fn run(workload: &str, docker: Option<crate::docker::Options>) -> Result<(), String> {
     let root = workspace_root();
-    if docker {
+    if let Some(options) = docker {
         if workload != "capacity" {
             return Err("--docker runs the whole capacity sequence only".to_owned());
         }
-        return crate::docker::run(&root);
+        return crate::docker::run(&root, options);
     }
     let binary = build_harness(&root)?;
     status(
@@ -153,17 +153,6 @@ pub fn status(command: &mut Command, what: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    /// The compose file is YAML in its JSON subset with full-line `#` comments (see its header).
-    fn compose_file() -> serde_json::Value {
-        let text = std::fs::read_to_string(workspace_root().join(COMPOSE_FILE)).unwrap();
-        let json: String = text
-            .lines()
-            .filter(|line| !line.trim_start().starts_with('#'))
-            .map(|line| format!("{line}\n"))
-            .collect();
-        serde_json::from_str(&json).unwrap()
-    }
-
     fn soak(text: &str) -> Result<Vec<String>, String> {
         soak_args(
             &text
@@ -215,7 +204,7 @@ mod tests {
 
     #[test]
     fn the_docker_command_names_a_service_of_the_compose_file() {
-        let compose = compose_file();
+        let compose = crate::docker::limits::compose_file(&workspace_root()).unwrap();
         let services = compose["services"].as_object().unwrap();
         assert!(services.contains_key(COMPOSE_CLIENT), "{services:?}");
         assert_eq!(

@@ -4,14 +4,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use xtask::conformance::{check_file, Report};
-use xtask::{accuracy, capacity, test};
+use xtask::{accuracy, capacity, docker, test};
 
 mod fuzz;
 
 const USAGE: &str = "usage: cargo xtask test
        cargo xtask conformance FILE...
        cargo xtask fuzz [--seconds N]   (every fuzz target of fuzz/, N seconds each, default 60)
-       cargo xtask benchmark-capacity [--docker]
+       cargo xtask benchmark-capacity [--docker [--no-cpu-limits]]
        cargo xtask benchmark-accuracy LOG[.gz] [--policy reference|precise] [--scenario lost|partial] [--json OUT]
        cargo xtask benchmark-security | benchmark-lookup | benchmark-connections | benchmark-throughput | seed
        cargo xtask soak --minutes N --rate R   (one server process, R requests/s for N minutes; 1-1440, 1-50000)
@@ -54,8 +54,11 @@ fn main() -> ExitCode {
                 .expect("matched above");
             let rest: Vec<String> = args.collect();
             let docker = match rest.as_slice() {
-                [] => false,
-                [flag] if flag == "--docker" => true,
+                [] => None,
+                [flag] if flag == "--docker" => Some(docker::Options { cpu_limits: true }),
+                [flag, off] if flag == "--docker" && off == "--no-cpu-limits" => {
+                    Some(docker::Options { cpu_limits: false })
+                }
                 other => {
                     eprintln!("unexpected arguments {other:?}\n{USAGE}");
                     return ExitCode::from(2);

@@ -18,6 +18,8 @@ pub struct Limits {
     pub cpus: f64,
     /// CPUs in the compose file.
     pub reference_cpus: f64,
+    /// Whether `cpus` applies (see [`Plan::without_cpu_limits`]).
+    pub cpu_limited: bool,
     /// `mem_limit`.
     pub memory: String,
     /// `memswap_limit`: equal to the memory, so no swap beyond it.
@@ -33,11 +35,12 @@ pub struct Limits {
 impl Limits {
     /// The `docker run` flags of these limits.
     pub fn flags(&self) -> Vec<String> {
-        let mut flags = vec![
-            format!("--cpus={:.2}", self.cpus),
-            format!("--memory={}", self.memory),
-            format!("--memory-swap={}", self.memory_swap),
-        ];
+        let mut flags = Vec::new();
+        if self.cpu_limited {
+            flags.push(format!("--cpus={:.2}", self.cpus));
+        }
+        flags.push(format!("--memory={}", self.memory));
+        flags.push(format!("--memory-swap={}", self.memory_swap));
         if let Some(shm) = &self.shm_size {
             flags.push(format!("--shm-size={shm}"));
         }
@@ -66,6 +69,16 @@ pub struct Plan {
     pub passed: Vec<String>,
     /// The host's cores the CPUs were fitted to.
     pub host_cores: usize,
+}
+
+impl Plan {
+    /// The same plan with no CPU limit on any container: each may use every core of the host.
+    pub fn without_cpu_limits(mut self) -> Plan {
+        for limits in [&mut self.postgres, &mut self.server, &mut self.client] {
+            limits.cpu_limited = false;
+        }
+        self
+    }
 }
 
 /// Reads the compose file, YAML in its JSON subset with full-line `#` comments (see its header).
@@ -107,6 +120,7 @@ pub fn plan(compose: &Value, host_cores: usize, open_files_ceiling: u64) -> Resu
             // Docker's granularity is a hundredth of a CPU; rounding down keeps the sum within the host.
             cpus: ((cpus * scale * 100.0).floor() / 100.0).max(0.01),
             reference_cpus: cpus,
+            cpu_limited: true,
             memory_swap: text("memswap_limit").unwrap_or_else(|| memory.clone()),
             memory,
             shm_size: text("shm_size"),
@@ -229,6 +243,22 @@ mod tests {
             .passed
             .contains(&"JANITOR_BENCHMARK_CONNECTIONS".to_owned()));
         assert!(!plan.passed.iter().any(|name| name.contains('=')));
+    }
+
+    #[test]
+    fn without_cpu_limits_only_the_cpus_go() {
+        let plan = committed(2, 1_048_576).without_cpu_limits();
+        assert_eq!(
+            plan.postgres.flags(),
+            [
+                "--memory=1g",
+                "--memory-swap=1g",
+                "--shm-size=256m",
+                "--sysctl=net.ipv4.ip_local_port_range=1024 65535",
+            ]
+        );
+        assert!(!plan.client.flags().iter().any(|f| f.starts_with("--cpus")));
+        assert_eq!(plan.server.flags().len(), 3);
     }
 
     #[test]

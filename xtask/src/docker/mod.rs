@@ -15,7 +15,7 @@ pub mod images;
 pub mod limits;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -45,19 +45,34 @@ const REPORTS_MOUNT: &str = "/janitor/reports";
 /// How long PostgreSQL and the fleet host may take to start.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// How the containers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Apply the compose file's CPU limits (fitted to the host). Without them (`--no-cpu-limits`) every
+    /// container may use every core, as the native run's processes do, and the run measures what the
+    /// containers themselves cost; memory and the other limits stay.
+    pub cpu_limits: bool,
+}
+
 /// Runs the whole capacity sequence in containers and writes `*-docker.json` reports to
 /// `JANITOR_BENCHMARK_OUT` (or `docs/benchmarks`).
-pub fn run(root: &Path) -> Result<(), String> {
+pub fn run(root: &Path, options: Options) -> Result<(), String> {
     let compose = limits::compose_file(root)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let plan = limits::plan(&compose, cores, limits::open_files_ceiling())?;
+    let mut plan = limits::plan(&compose, cores, limits::open_files_ceiling())?;
+    if !options.cpu_limits {
+        plan = plan.without_cpu_limits();
+    }
     let caller: BTreeMap<String, String> = std::env::vars()
         .filter(|(name, value)| name.starts_with("JANITOR_BENCHMARK_") && !value.is_empty())
         .collect();
     let settings = client_settings(&plan, &caller)?;
-    let out = caller
+    // As the native run names it in its reports: the caller's text, or the default relative to the root.
+    let out_name = caller
         .get("JANITOR_BENCHMARK_OUT")
-        .map_or_else(|| root.join("docs/benchmarks"), PathBuf::from);
+        .map_or("docs/benchmarks", String::as_str)
+        .to_owned();
+    let out = root.join(&out_name);
     // Built before anything of Docker's starts, so a compile error leaves nothing behind.
     let binary = build_harness(root)?;
     let scratch =
@@ -69,7 +84,7 @@ pub fn run(root: &Path) -> Result<(), String> {
     let outcome = leftovers()
         .and_then(|()| images::build(root, &binary, &scratch, &mut made))
         .and_then(|()| containers(&plan, &settings, &scratch, &mut made))
-        .and_then(|()| collect_reports(&scratch.join("reports"), &out));
+        .and_then(|()| collect_reports(&scratch.join("reports"), &out, &out_name));
     let removed = made.remove();
     let stopped = engine.stop();
     let _ = std::fs::remove_dir_all(&scratch);
@@ -116,6 +131,13 @@ pub fn client_settings(
 }
 
 fn describe(plan: &Plan) {
+    if !plan.postgres.cpu_limited {
+        println!(
+            "Docker run on {} cores without CPU limits; memory {} / {} / {}",
+            plan.host_cores, plan.postgres.memory, plan.server.memory, plan.client.memory
+        );
+        return;
+    }
     println!(
         "Docker run on {} cores: postgres {:.2} CPUs (reference {}), server {:.2} ({}), client {:.2} ({}); \
          memory {} / {} / {}",
@@ -296,18 +318,39 @@ fn wait_until(container: &str, line: &str) -> Result<(), String> {
     }
 }
 
-/// Copies the reports the client wrote to `out`, each renamed with [`docker_name`].
-fn collect_reports(reports: &Path, out: &Path) -> Result<(), String> {
+/// Copies the reports the client wrote to `out` (named `out_name` in the reports), each renamed with
+/// [`docker_name`]; a report that names another (the sweep's chart) names its new path.
+fn collect_reports(reports: &Path, out: &Path, out_name: &str) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let entries = std::fs::read_dir(reports).map_err(|e| format!("{}: {e}", reports.display()))?;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let target = out.join(docker_name(&name));
-        std::fs::copy(entry.path(), &target)
-            .map_err(|e| format!("copying {name} to {}: {e}", target.display()))?;
+    let names: Vec<String> = std::fs::read_dir(reports)
+        .map_err(|e| format!("{}: {e}", reports.display()))?
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    for name in &names {
+        let source = reports.join(name);
+        let target = out.join(docker_name(name));
+        let mut bytes =
+            std::fs::read(&source).map_err(|e| format!("reading {}: {e}", source.display()))?;
+        if name.ends_with(".json") {
+            bytes =
+                renamed_references(&String::from_utf8_lossy(&bytes), &names, out_name).into_bytes();
+        }
+        std::fs::write(&target, bytes).map_err(|e| format!("writing {}: {e}", target.display()))?;
         println!("wrote {}", target.display());
     }
     Ok(())
+}
+
+/// `text` with every path of the client's reports directory to one of `names` replaced by its copy's path.
+pub fn renamed_references(text: &str, names: &[String], out_name: &str) -> String {
+    let out_name = out_name.trim_end_matches('/');
+    names.iter().fold(text.to_owned(), |text, name| {
+        text.replace(
+            &format!("{REPORTS_MOUNT}/{name}"),
+            &format!("{out_name}/{}", docker_name(name)),
+        )
+    })
 }
 
 /// The name a report of the Docker run gets beside the native ones: `-current` becomes `-docker`, a name
@@ -374,6 +417,20 @@ mod tests {
         ] {
             assert_eq!(docker_name(native), docker);
         }
+    }
+
+    #[test]
+    fn a_report_names_the_copy_of_its_chart() {
+        let names = [
+            "throughput-current.svg".to_owned(),
+            "throughput-current.json".to_owned(),
+        ];
+        let text =
+            r#"{"chart": "/janitor/reports/throughput-current.svg", "other": "/janitor/x.svg"}"#;
+        assert_eq!(
+            renamed_references(text, &names, "docs/benchmarks/"),
+            r#"{"chart": "docs/benchmarks/throughput-docker.svg", "other": "/janitor/x.svg"}"#
+        );
     }
 
     #[test]
