@@ -19,11 +19,12 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 /// have a network other than loopback.
 pub const DOCKERD_FLAGS: &[&str] = &["--bridge=none", "--iptables=false", "--ip-masq=false"];
 
-/// The packages the run needs, each with a file it provides.
-pub const PACKAGES: &[(&str, &str)] = &[
-    ("docker.io", "/usr/sbin/dockerd"),
-    ("debootstrap", "/usr/sbin/debootstrap"),
-];
+/// The package that makes the base image, with the file it provides.
+pub const DEBOOTSTRAP: (&str, &str) = ("debootstrap", "/usr/sbin/debootstrap");
+
+/// Debian's engine, installed only when no engine answers (another installation's, Docker's own packages
+/// say, is used as it is and never replaced).
+pub const DOCKER_IO: (&str, &str) = ("docker.io", "/usr/sbin/dockerd");
 
 /// The engine the run talks to.
 #[derive(Debug)]
@@ -35,18 +36,26 @@ pub struct Engine {
 impl Engine {
     /// Finds a running engine, or installs (when missing) and starts one.
     pub fn find_or_start(scratch: &Path) -> Result<Engine, String> {
-        provision::install(PACKAGES)?;
+        provision::install(&[DEBOOTSTRAP])?;
         if let Some(version) = server_version() {
             println!("using the running Docker engine {version}");
             return Ok(Engine { started: None });
         }
+        // An engine that is installed but stopped is started as it is; Debian's is installed only when none is.
+        let dockerd = match on_path("dockerd") {
+            Some(found) => found,
+            None => {
+                provision::install(&[DOCKER_IO])?;
+                PathBuf::from(DOCKER_IO.1)
+            }
+        };
         let log = scratch.join("dockerd.log");
         let file =
             std::fs::File::create(&log).map_err(|e| format!("creating {}: {e}", log.display()))?;
         let err = file
             .try_clone()
             .map_err(|e| format!("{}: {e}", log.display()))?;
-        let child = Command::new("dockerd")
+        let child = Command::new(&dockerd)
             .args(DOCKERD_FLAGS)
             .stdin(Stdio::null())
             .stdout(file)
@@ -106,6 +115,14 @@ impl Engine {
             log.display()
         ))
     }
+}
+
+/// The first `name` in a directory of `PATH`.
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
 }
 
 /// The running engine's version, or `None` when no engine answers.

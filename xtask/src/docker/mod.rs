@@ -79,7 +79,13 @@ pub fn run(root: &Path, options: Options) -> Result<(), String> {
         std::env::temp_dir().join(format!("janitor-capacity-docker-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
     describe(&plan);
-    let engine = Engine::find_or_start(&scratch)?;
+    let engine = match Engine::find_or_start(&scratch) {
+        Ok(engine) => engine,
+        Err(problem) => {
+            let _ = std::fs::remove_dir_all(&scratch);
+            return Err(problem);
+        }
+    };
     let mut made = Made::default();
     let outcome = leftovers()
         .and_then(|()| images::build(root, &binary, &scratch, &mut made))
