@@ -66,16 +66,7 @@ async fn fleet_serves_counts_and_stops() {
                 .await
                 .unwrap();
             assert_eq!(c.send(&http1::get("/ready")).await.unwrap().status, 200);
-            let visitor = population::visitor(i as u64 + 1);
-            let body = population::payload_json(i as u64 + 1).to_string();
-            let cookie = format!("__visitor={}", visitor.as_str());
-            let r = c
-                .send(&http1::post_json(ENDPOINT, &cookie, &body))
-                .await
-                .unwrap();
-            assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(c.body()));
-            let answer: serde_json::Value = serde_json::from_slice(c.body()).unwrap();
-            assert_eq!(answer["visitorId"], visitor.as_str(), "{answer}");
+            let cookie = identifies_seeded_visitor(&mut c, i as u64 + 1).await;
             let r = c
                 .send(&http1::post_json(ENDPOINT, &cookie, "{"))
                 .await
@@ -245,16 +236,7 @@ async fn fleets_are_leased_served_and_let_go() {
             assert_eq!(servers.len(), 2);
             for (i, server) in servers.iter().enumerate() {
                 let mut c = Connection::connect(*server, None).await.unwrap();
-                let visitor = population::visitor(i as u64 + 1);
-                let body = population::payload_json(i as u64 + 1).to_string();
-                let cookie = format!("__visitor={}", visitor.as_str());
-                let r = c
-                    .send(&http1::post_json(ENDPOINT, &cookie, &body))
-                    .await
-                    .unwrap();
-                assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(c.body()));
-                let answer: serde_json::Value = serde_json::from_slice(c.body()).unwrap();
-                assert_eq!(answer["visitorId"], visitor.as_str(), "{answer}");
+                identifies_seeded_visitor(&mut c, i as u64 + 1).await;
             }
             let stats = fleet.stats(false).await.unwrap();
             assert_eq!(
@@ -317,4 +299,20 @@ async fn fleets_are_leased_served_and_let_go() {
 
 fn first_server(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+/// Identifies seeded visitor `n` on `c` with its cookie and payload, checks it comes back as itself, and
+/// returns the cookie.
+async fn identifies_seeded_visitor(c: &mut Connection, n: u64) -> String {
+    let visitor = population::visitor(n);
+    let body = population::payload_json(n).to_string();
+    let cookie = format!("__visitor={}", visitor.as_str());
+    let r = c
+        .send(&http1::post_json(ENDPOINT, &cookie, &body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(c.body()));
+    let answer: serde_json::Value = serde_json::from_slice(c.body()).unwrap();
+    assert_eq!(answer["visitorId"], visitor.as_str(), "{answer}");
+    cookie
 }
