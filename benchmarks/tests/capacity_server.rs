@@ -293,6 +293,13 @@ async fn fleets_are_leased_served_and_let_go() {
         assert!(Connection::connect(first_server(HOST_TEST_PORT), None)
             .await
             .is_err());
+
+        // A run that dies holding its lease (the connection drops, nothing is released): the host notices and
+        // stops the fleet, or it would never greet the next lease, which it serves only after that.
+        let dropped = Lease::take(settings, None).await.unwrap();
+        drop(dropped);
+        let again = Lease::take(settings, None).await.unwrap();
+        again.release().await.unwrap();
     })
     .await;
 }

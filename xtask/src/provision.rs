@@ -57,11 +57,7 @@ pub fn packages() -> Result<Vec<&'static str>, String> {
         return Ok(missing);
     };
     println!("installing {}", missing.join(", "));
-    // A fresh machine's package lists are often stale or empty: refresh them once if the install fails.
-    if apt_get(&args).is_err() {
-        apt_get(&["update".to_owned()])?;
-        apt_get(&args)?;
-    }
+    apt_install(&args)?;
     let still = missing_packages();
     if !still.is_empty() {
         return Err(format!(
@@ -97,10 +93,7 @@ pub fn install(packages: &[(&'static str, &str)]) -> Result<(), String> {
         return Ok(());
     };
     println!("installing {}", missing.join(", "));
-    if apt_get(&args).is_err() {
-        apt_get(&["update".to_owned()])?;
-        apt_get(&args)?;
-    }
+    apt_install(&args)?;
     match packages.iter().find(|(_, file)| !Path::new(file).is_file()) {
         Some((package, file)) => Err(format!("apt-get installed {package} but {file} is missing")),
         None => Ok(()),
@@ -157,6 +150,16 @@ fn provides(package: &str) -> &str {
         .iter()
         .find(|(name, _)| *name == package)
         .map_or("PostgreSQL's server programs", |(_, file)| *file)
+}
+
+/// `apt-get install …`; a fresh machine's package lists are often stale or empty, so they are refreshed once
+/// if the install fails.
+fn apt_install(args: &[String]) -> Result<(), String> {
+    if apt_get(args).is_err() {
+        apt_get(&["update".to_owned()])?;
+        apt_get(args)?;
+    }
+    Ok(())
 }
 
 fn apt_get(args: &[String]) -> Result<(), String> {

@@ -125,14 +125,9 @@ impl Lease {
         let address = host_address(settings.base_port);
         let failed = |e: String| format!("the fleet host on {address}: {e}");
         let (mut stream, _) = greeted(address).await.map_err(failed)?;
-        let mut line = serde_json::to_string(&FleetRequest::new(settings, driver))
-            .map_err(|e| failed(e.to_string()))?;
-        line.push('\n');
-        stream
-            .get_mut()
-            .write_all(line.as_bytes())
-            .await
-            .map_err(|e| failed(e.to_string()))?;
+        if !send(&mut stream, &FleetRequest::new(settings, driver)).await {
+            return Err(failed("the request could not be sent".to_owned()));
+        }
         // Starting 64 processes takes well under the exchange timeout.
         match read_line::<Answer>(&mut stream).await.map_err(failed)? {
             Answer::Started(_) => Ok(Lease { stream }),
@@ -229,14 +224,10 @@ pub fn serve_fleet(args: Vec<String>) -> Result<(), String> {
 /// Serves one lease: greeting, request, the fleet for as long as the run holds the connection.
 async fn host(stream: TcpStream, binary: &std::path::Path, target: &Target) {
     let mut stream = BufReader::new(stream);
-    let cores = crate::cores();
-    let greeting = format!("{}\n", serde_json::json!({ "cores": cores }));
-    if stream
-        .get_mut()
-        .write_all(greeting.as_bytes())
-        .await
-        .is_err()
-    {
+    let greeting = Greeting {
+        cores: crate::cores(),
+    };
+    if !send(&mut stream, &greeting).await {
         return;
     }
     let request = match read_line::<FleetRequest>(&mut stream).await {
@@ -295,10 +286,16 @@ async fn host(stream: TcpStream, binary: &std::path::Path, target: &Target) {
 }
 
 async fn answer(stream: &mut BufReader<TcpStream>, answer: Answer) {
-    if let Ok(mut line) = serde_json::to_string(&answer) {
-        line.push('\n');
-        let _ = stream.get_mut().write_all(line.as_bytes()).await;
-    }
+    send(stream, &answer).await;
+}
+
+/// Writes `message` as one JSON line; false when it could not be written.
+async fn send(stream: &mut BufReader<TcpStream>, message: &impl Serialize) -> bool {
+    let Ok(mut line) = serde_json::to_string(message) else {
+        return false;
+    };
+    line.push('\n');
+    stream.get_mut().write_all(line.as_bytes()).await.is_ok()
 }
 
 #[cfg(test)]
