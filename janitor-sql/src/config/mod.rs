@@ -4,8 +4,8 @@ mod pool;
 mod schema;
 mod settings;
 mod ssl;
+mod url;
 
-use std::str::FromStr;
 use std::time::Duration;
 
 use janitor_core::config::Limit;
@@ -15,7 +15,6 @@ use crate::error::SetupError;
 pub use pool::{PoolMode, PoolOptions, PoolOptionsBuilder};
 pub use schema::SchemaName;
 pub use settings::DatabaseSettings;
-pub(crate) use ssl::split_ssl;
 pub use ssl::{RootCerts, SslMode, SslSettings};
 
 /// Longest a single statement may run before PostgreSQL cancels it (milliseconds; default 5 s).
@@ -170,11 +169,8 @@ impl DatabaseConfigBuilder {
         }
         let options = options.build()?;
 
-        let (url, ssl) = split_ssl(&self.url)?;
+        let (mut postgres, ssl) = url::parse(&self.url)?;
         check_tls(&ssl)?;
-        // The parser's messages name the offending part, never the password.
-        let mut postgres = tokio_postgres::Config::from_str(&url)
-            .map_err(|e| SetupError::InvalidUrl(e.to_string()))?;
         postgres.ssl_mode(match ssl.mode {
             SslMode::Disable => tokio_postgres::config::SslMode::Disable,
             SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,

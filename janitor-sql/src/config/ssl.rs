@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use super::url::{is_keyword, leading_word, Form};
 use crate::error::SetupError;
 
 /// How a connection uses TLS: libpq's `sslmode`, with libpq's meaning for each value.
@@ -34,9 +35,15 @@ impl SslMode {
                 "sslmode=allow is not supported (it tries a plain connection first): use prefer"
                     .into(),
             )),
-            other => Err(SetupError::Tls(format!(
-                "sslmode must be disable, prefer, require, verify-ca or verify-full, got {other:?}"
-            ))),
+            // A value made of a mode's characters is shown; anything else may hold part of a password.
+            other if other.len() <= 20 && other.bytes().all(|b| b.is_ascii_lowercase() || b == b'-') => {
+                Err(SetupError::Tls(format!(
+                    "sslmode must be disable, prefer, require, verify-ca or verify-full, got {other:?}"
+                )))
+            }
+            _ => Err(SetupError::Tls(
+                "sslmode must be disable, prefer, require, verify-ca or verify-full".into(),
+            )),
         }
     }
 
@@ -96,9 +103,9 @@ impl SslSettings {
 /// without them.
 const UNSUPPORTED: &[&str] = &["sslcert", "sslkey", "sslpassword", "sslcrl", "sslcrldir"];
 
-/// Splits `sslmode` and `sslrootcert` out of a connection string (URL or `key=value` form) and returns the
-/// rest, for `tokio_postgres::Config`, with the settings.
-pub(crate) fn split_ssl(connection: &str) -> Result<(String, SslSettings), SetupError> {
+/// Splits `sslmode` and `sslrootcert` out of a connection string of `form` and returns the rest, for
+/// `tokio_postgres::Config`, with the settings.
+pub(crate) fn split_ssl(connection: &str, form: Form) -> Result<(String, SslSettings), SetupError> {
     let mut settings = SslSettings::default();
     let mut take = |key: &str, value: &str| -> Result<bool, SetupError> {
         match key {
@@ -120,10 +127,9 @@ pub(crate) fn split_ssl(connection: &str) -> Result<(String, SslSettings), Setup
         }
         Ok(true)
     };
-    let rest = if connection.starts_with("postgres://") || connection.starts_with("postgresql://") {
-        split_url(connection, &mut take)?
-    } else {
-        split_key_values(connection, &mut take)?
+    let rest = match form {
+        Form::Url => split_url(connection, &mut take)?,
+        Form::KeyValue => split_key_values(connection, &mut take)?,
     };
     Ok((rest, settings))
 }
@@ -157,17 +163,26 @@ fn split_key_values(
 ) -> Result<String, SetupError> {
     let mut kept = String::new();
     let mut rest = text.trim_start();
+    let mut previous = None;
     while !rest.is_empty() {
-        let (key, after_key) = rest
-            .split_once('=')
-            .ok_or_else(|| SetupError::InvalidUrl(format!("expected key=value in {rest:?}")))?;
-        let key = key.trim();
+        let key = leading_word(rest);
+        let Some(after_key) = rest[key.len()..].trim_start().strip_prefix('=') else {
+            // Never quoted: the part without `=` is often the rest of a password with a space in it.
+            return Err(SetupError::InvalidUrl(match previous {
+                Some(previous) => format!(
+                    "expected key=value pairs: a part after the value of `{previous}` has no `=` \
+                     (quote a value with spaces in single quotes)"
+                ),
+                None => "expected key=value pairs: the first part has no `=`".to_owned(),
+            }));
+        };
         let after_key = after_key.trim_start();
         let (value, raw_len) = key_value(after_key)?;
         let raw = &after_key[..raw_len];
         if !take(key, &value)? {
             kept.push_str(&format!("{key}={raw} "));
         }
+        previous = Some(key).filter(|key| is_keyword(key));
         rest = after_key[raw_len..].trim_start();
     }
     Ok(kept.trim_end().to_owned())
@@ -218,8 +233,12 @@ fn percent_decode(text: &str) -> Result<String, SetupError> {
 mod tests {
     use super::*;
 
+    fn split_any(text: &str) -> Result<(String, SslSettings), SetupError> {
+        split_ssl(text, crate::config::url::form(text)?)
+    }
+
     fn split(text: &str) -> (String, SslSettings) {
-        split_ssl(text).unwrap()
+        split_any(text).unwrap()
     }
 
     #[test]
@@ -279,7 +298,7 @@ mod tests {
             Some(RootCerts::File("/etc/my ca's.pem".into()))
         );
         assert!(matches!(
-            split_ssl("host=h sslmode='verify-full"),
+            split_any("host=h sslmode='verify-full"),
             Err(SetupError::InvalidUrl(_))
         ));
     }
@@ -294,7 +313,7 @@ mod tests {
             ("postgres://u@h/db?sslrootcert=", "empty"),
             ("postgres://u@h/db?sslmode=%zz", "percent"),
         ] {
-            let err = split_ssl(text).unwrap_err().to_string();
+            let err = split_any(text).unwrap_err().to_string();
             assert!(err.contains(needle), "{text}: {err}");
         }
     }
