@@ -9,7 +9,7 @@ use tokio_postgres::{NoTls, Row};
 
 use crate::cancel::CancelTarget;
 use crate::config::{DatabaseConfig, PoolMode, PoolOptions, SchemaName, SslMode};
-use crate::error::{ends_session, from_pool, from_postgres, SetupError};
+use crate::error::{ends_session, from_pool, from_postgres, SetupError, Target};
 use crate::migrate::{MigrateError, MigrationReport};
 use crate::params::Param;
 
@@ -30,6 +30,8 @@ struct Inner {
     /// The startup packet set the schema and the statement timeout (a pool this crate built, in session mode);
     /// otherwise tables are qualified and the client keeps the timeout.
     session_settings: bool,
+    /// Where connections go, as connection errors name it.
+    target: Target,
     cancel: CancelTarget,
     statements: AtomicU64,
     prepares: AtomicU64,
@@ -99,12 +101,16 @@ impl Database {
         session_settings: bool,
         cancel: CancelTarget,
     ) -> Database {
+        let target = config
+            .as_ref()
+            .map_or_else(Target::unknown, |config| Target::of(&config.postgres));
         Database {
             inner: Arc::new(Inner {
                 pool,
                 config,
                 options,
                 session_settings,
+                target,
                 cancel,
                 statements: AtomicU64::new(0),
                 prepares: AtomicU64::new(0),
@@ -181,7 +187,7 @@ impl Database {
                 metrics::counter!("janitor_db_pool_timeouts_total").increment(1);
             }
         }
-        let client = client.map_err(from_pool)?;
+        let client = client.map_err(|e| from_pool(e, &self.inner.pool, &self.inner.target))?;
         Ok(Connection {
             client: Some(client),
             broken: false,

@@ -1,9 +1,12 @@
 //! Errors, and the one place that decides whether a database failure is "unavailable" or "data".
 
-use deadpool_postgres::PoolError;
+mod connect;
+
 use janitor_core::config::ConfigError;
 use janitor_core::StoreError;
 use tokio_postgres::error::SqlState;
+
+pub(crate) use connect::{from_pool, Target};
 
 /// A configuration that cannot be used. Nothing has touched the network when one is returned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -87,21 +90,6 @@ pub(crate) fn ends_session(error: &tokio_postgres::Error) -> bool {
                 || *code == SqlState::CRASH_SHUTDOWN
                 || *code == SqlState::CANNOT_CONNECT_NOW
         }
-    }
-}
-
-/// Every pool failure is "unavailable": the pool is exhausted (wait timeout), closed, or cannot connect.
-pub(crate) fn from_pool(error: PoolError) -> StoreError {
-    match error {
-        PoolError::Backend(e) => match from_postgres(&e) {
-            // Authentication or a missing database while connecting are still "cannot serve now".
-            StoreError::Data(text) | StoreError::Invalid(text) => StoreError::Unavailable(text),
-            unavailable => unavailable,
-        },
-        PoolError::Timeout(kind) => StoreError::Unavailable(format!(
-            "no database connection within the wait timeout ({kind:?})"
-        )),
-        other => StoreError::Unavailable(other.to_string()),
     }
 }
 
