@@ -9,7 +9,9 @@ use tokio_postgres::{NoTls, Row};
 
 use crate::cancel::CancelTarget;
 use crate::config::{DatabaseConfig, PoolMode, PoolOptions, SchemaName, SslMode};
-use crate::error::{ends_session, from_pool, from_postgres, SetupError, Target};
+use crate::error::{
+    ends_session, from_pool, from_postgres, not_migrated, SetupError, Target, Throttle,
+};
 use crate::migrate::{MigrateError, MigrationReport};
 use crate::params::Param;
 
@@ -33,6 +35,8 @@ struct Inner {
     /// Where connections go, as connection errors name it.
     target: Target,
     cancel: CancelTarget,
+    /// The warnings that the schema is not migrated.
+    not_migrated: Throttle,
     statements: AtomicU64,
     prepares: AtomicU64,
 }
@@ -112,6 +116,7 @@ impl Database {
                 session_settings,
                 target,
                 cancel,
+                not_migrated: Throttle::default(),
                 statements: AtomicU64::new(0),
                 prepares: AtomicU64::new(0),
             }),
@@ -257,6 +262,18 @@ impl Connection<'_> {
             self.broken = true;
         }
         let failure = from_postgres(error);
+        if not_migrated(error) {
+            // The application sees a data error, which it may log only at debug level; a forgotten
+            // migration must reach the operator.
+            if let Some(left_out) = self.inner.not_migrated.allow() {
+                tracing::warn!(
+                    schema = self.inner.options.schema().map(SchemaName::as_str),
+                    left_out,
+                    error = %failure,
+                    "a store statement found no table or function of its schema: run the migrations"
+                );
+            }
+        }
         #[cfg(feature = "metrics")]
         if matches!(failure, StoreError::Unavailable(_)) {
             metrics::counter!("janitor_db_unavailable_total").increment(1);

@@ -1,12 +1,18 @@
 //! Errors, and the one place that decides whether a database failure is "unavailable" or "data".
 
 mod connect;
+mod throttle;
 
 use janitor_core::config::ConfigError;
 use janitor_core::StoreError;
 use tokio_postgres::error::SqlState;
 
 pub(crate) use connect::{from_pool, Target};
+pub(crate) use throttle::Throttle;
+
+/// What a statement that found no table, schema or function of the stores asks of the operator.
+pub(crate) const RUN_MIGRATIONS: &str =
+    "the schema is not migrated: run the migrations (Database::migrate or janitor_sql::migrate) at start-up";
 
 /// A configuration that cannot be used. Nothing has touched the network when one is returned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,8 +47,8 @@ pub enum SetupError {
 /// Unavailable: connection lost or refused, server shutting down or out of resources, statement cancelled by
 /// its timeout, lock or serialization conflicts that a retry can win. Invalid: a data exception (class 22),
 /// a value the database cannot take. Everything else — constraints, a missing table (migrations not
-/// applied) — is a data error. Messages carry PostgreSQL's message and
-/// SQLSTATE, never its DETAIL line, which can quote row values.
+/// applied, see [`not_migrated`], whose text says to run them) — is a data error. Messages carry PostgreSQL's
+/// message and SQLSTATE, never its DETAIL line, which can quote row values.
 pub(crate) fn from_postgres(error: &tokio_postgres::Error) -> StoreError {
     let Some(db) = error.as_db_error() else {
         // No server answer at all: the socket closed, or I/O, TLS or the protocol failed.
@@ -58,9 +64,33 @@ pub(crate) fn from_postgres(error: &tokio_postgres::Error) -> StoreError {
     } else if db.code().code().starts_with("22") {
         // Data exceptions: the value sent, not the database, is what failed.
         StoreError::Invalid(text)
+    } else if not_migrated(error) {
+        StoreError::Data(format!("{text}: {RUN_MIGRATIONS}"))
     } else {
         StoreError::Data(text)
     }
+}
+
+/// Whether `error` says that an object the migrations create is missing: a table (42P01), the schema itself
+/// (3F000, a qualified name in transaction mode), or one of the migrations' functions (42883 naming a
+/// `janitor_` function; the same code for an operator is a fault of the statement, not of the schema).
+pub(crate) fn not_migrated(error: &tokio_postgres::Error) -> bool {
+    let Some(db) = error.as_db_error() else {
+        return false;
+    };
+    let code = db.code();
+    *code == SqlState::UNDEFINED_TABLE
+        || *code == SqlState::INVALID_SCHEMA_NAME
+        || (*code == SqlState::UNDEFINED_FUNCTION && names_our_function(db.message()))
+}
+
+/// Whether PostgreSQL's "function … does not exist" names a function of the migrations, qualified or not.
+fn names_our_function(message: &str) -> bool {
+    message
+        .strip_prefix("function ")
+        .and_then(|rest| rest.split('(').next())
+        .and_then(|name| name.rsplit('.').next())
+        .is_some_and(|name| name.starts_with("janitor_"))
 }
 
 fn is_transient(code: &SqlState) -> bool {
@@ -96,4 +126,26 @@ pub(crate) fn ends_session(error: &tokio_postgres::Error) -> bool {
 /// A row that does not read as what the schema promises.
 pub(crate) fn unreadable(what: &str, error: impl std::fmt::Display) -> StoreError {
     StoreError::Data(format!("cannot read {what}: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_migrations_functions_mean_not_migrated() {
+        for ours in [
+            "function janitor_save_observation(unknown) does not exist",
+            "function tenant_a.janitor_save_observation(text, bigint) does not exist",
+        ] {
+            assert!(names_our_function(ours), "{ours}");
+        }
+        for theirs in [
+            "function lower(integer) does not exist",
+            "operator does not exist: text = integer",
+            "function janitor.lower(integer) does not exist",
+        ] {
+            assert!(!names_our_function(theirs), "{theirs}");
+        }
+    }
 }
