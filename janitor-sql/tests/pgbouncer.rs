@@ -138,3 +138,38 @@ async fn the_client_keeps_the_statement_timeout_and_cancels_the_statement() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_mode_through_pgbouncer_says_to_use_transaction_mode() {
+    // PgBouncer refuses the `options` startup parameter in each of its pool modes.
+    for bouncer_mode in [PoolMode::Session, PoolMode::Transaction] {
+        let bouncer =
+            PgBouncer::start_in(&database_url(), bouncer_mode).unwrap_or_else(|e| panic!("{e}"));
+        let database = Database::from_url(&bouncer.url("postgres")).expect("pool");
+        let refused = database.ping().await;
+        match &refused {
+            Err(StoreError::Unavailable(message)) => {
+                assert!(
+                    message.contains("unsupported startup parameter: options"),
+                    "{bouncer_mode:?}: {message}"
+                );
+                assert!(
+                    message.contains("JANITOR_DATABASE_POOL_MODE=transaction")
+                        && message.contains("PoolMode::Transaction"),
+                    "{bouncer_mode:?}: {message}"
+                );
+            }
+            other => panic!("{bouncer_mode:?}: expected a refusal, got {other:?}"),
+        }
+        // What the message says to do works, through the same bouncer.
+        let config = janitor_sql::DatabaseConfig::builder(&bouncer.url("postgres"))
+            .pool_mode(PoolMode::Transaction)
+            .build()
+            .unwrap();
+        Database::new(config)
+            .unwrap()
+            .ping()
+            .await
+            .expect("transaction mode");
+    }
+}

@@ -132,7 +132,7 @@ impl DatabaseConfigBuilder {
     }
 
     /// How connections reach PostgreSQL (default [`PoolMode::Session`]): [`PoolMode::Transaction`] behind a
-    /// transaction pooler such as PgBouncer in `pool_mode = transaction`.
+    /// pooler such as PgBouncer, in any of its pool modes.
     pub fn pool_mode(mut self, mode: PoolMode) -> Self {
         self.pool_mode = mode;
         self

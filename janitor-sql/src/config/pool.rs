@@ -9,13 +9,14 @@ use crate::error::SetupError;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PoolMode {
-    /// Each connection is one server session for its whole life: a direct connection, or PgBouncer in
-    /// `pool_mode = session`. The schema and the statement timeout travel in the startup packet, and each
-    /// statement is prepared once per connection.
+    /// Each connection is one server session for its whole life: a direct connection to PostgreSQL. The schema
+    /// and the statement timeout travel in the startup packet (its `options` parameter), and each statement is
+    /// prepared once per connection. PgBouncer refuses that parameter in each of its pool modes, `session`
+    /// included: use [`Transaction`](Self::Transaction) through it.
     #[default]
     Session,
-    /// Server sessions change between transactions: PgBouncer in `pool_mode = transaction`, and the poolers of
-    /// Supabase, Neon and most managed platforms. Nothing is set on a session: statements are sent unnamed with
+    /// Server sessions may change between transactions, or the pooler takes no startup options: PgBouncer in any
+    /// `pool_mode`, and the poolers of Supabase, Neon and most managed platforms. Nothing is set on a session: statements are sent unnamed with
     /// their parameter types (one round trip each, as prepared ones), tables are named with their schema, and
     /// the statement timeout is kept by the client, which cancels a statement that overruns it.
     Transaction,

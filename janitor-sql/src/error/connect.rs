@@ -13,6 +13,11 @@ use tokio_postgres::error::SqlState;
 /// The cause when the bytes that came back are not PostgreSQL's protocol.
 const NOT_POSTGRES: &str = "the answer is not PostgreSQL's protocol (a wrong port?)";
 
+/// What to do when a pooler refuses the `options` startup parameter, which session mode sends.
+const POOLER_REFUSES_OPTIONS: &str = "PgBouncer refuses the `options` startup parameter (which session mode \
+     sends for statement_timeout and search_path) in each of its pool modes: connect through it with \
+     JANITOR_DATABASE_POOL_MODE=transaction (PoolMode::Transaction) and no `options` in the connection string";
+
 /// Where a pool connects, as messages name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Target(Option<String>);
@@ -135,6 +140,11 @@ fn refused_by_server(db: &tokio_postgres::error::DbError) -> String {
     let code = db.code();
     if code.code().starts_with("28") {
         format!("authentication failed: {said}")
+    } else if db
+        .message()
+        .starts_with("unsupported startup parameter: options")
+    {
+        format!("{said}; {POOLER_REFUSES_OPTIONS}")
     } else if *code == SqlState::TOO_MANY_CONNECTIONS {
         format!("the server has no connection slot left: {said}")
     } else if *code == SqlState::CANNOT_CONNECT_NOW {

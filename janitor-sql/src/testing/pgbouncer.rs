@@ -1,4 +1,4 @@
-//! A PgBouncer of a test's own in `pool_mode = transaction`, in front of the PostgreSQL named by
+//! A PgBouncer of a test's own, in `pool_mode = transaction` (or `session`), in front of the PostgreSQL named by
 //! `DATABASE_URL`, so that the stores are tried behind the kind of pooler managed platforms put before the
 //! database.
 //!
@@ -16,6 +16,8 @@ use std::process::{Child, Command, Stdio};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use crate::PoolMode;
+
 /// Where Debian's package puts the program.
 pub const PROGRAM: &str = "/usr/sbin/pgbouncer";
 
@@ -31,11 +33,20 @@ pub struct PgBouncer {
 }
 
 impl PgBouncer {
-    /// Starts one in front of the server of `upstream` (a `postgres://` URL of a server on this machine).
+    /// Starts one in `pool_mode = transaction` in front of the server of `upstream` (a `postgres://` URL of a
+    /// server on this machine).
     ///
     /// # Errors
     /// When PgBouncer is not installed (with the command that installs it), or does not start.
     pub fn start(upstream: &str) -> Result<PgBouncer, String> {
+        PgBouncer::start_in(upstream, PoolMode::Transaction)
+    }
+
+    /// The same in the bouncer's `pool_mode` named by `mode` (`session` or `transaction`).
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn start_in(upstream: &str, mode: PoolMode) -> Result<PgBouncer, String> {
         if !Path::new(PROGRAM).is_file() {
             return Err(format!(
                 "{PROGRAM} is missing: install it with `apt-get install -y --no-install-recommends pgbouncer`"
@@ -49,10 +60,14 @@ impl PgBouncer {
         let config = format!(
             "[databases]\n* = host={host} port={port} connect_query='SET search_path = {NOWHERE}'\n\n\
              [pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {listen}\nunix_socket_dir =\n\
-             auth_type = trust\nauth_file = {auth}\npool_mode = transaction\nmax_client_conn = 200\n\
+             auth_type = trust\nauth_file = {auth}\npool_mode = {mode}\nmax_client_conn = 200\n\
              default_pool_size = 20\nlogfile = {log}\npidfile = {pid}\nignore_startup_parameters = \
              extra_float_digits\n",
             auth = dir.join("users.txt").display(),
+            mode = match mode {
+                PoolMode::Session => "session",
+                PoolMode::Transaction => "transaction",
+            },
             log = dir.join("pgbouncer.log").display(),
             pid = dir.join("pgbouncer.pid").display(),
         );
