@@ -192,13 +192,24 @@ impl Database {
                 metrics::counter!("janitor_db_pool_timeouts_total").increment(1);
             }
         }
-        let client = client.map_err(|e| from_pool(e, &self.inner.pool, &self.inner.target))?;
+        let client = client.map_err(|e| {
+            // A pool that cannot connect at all is the whole outage: it counts as much as a lost statement.
+            count_unavailable();
+            from_pool(e, &self.inner.pool, &self.inner.target)
+        })?;
         Ok(Connection {
             client: Some(client),
             broken: false,
             inner: &self.inner,
         })
     }
+}
+
+/// Counts one outcome reported as [`StoreError::Unavailable`] (`janitor_db_unavailable_total`, feature
+/// `metrics`): each path that returns one calls this once.
+fn count_unavailable() {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("janitor_db_unavailable_total").increment(1);
 }
 
 /// The deadpool manager for `config`, connecting as its `sslmode` says, and where cancel requests go.
@@ -262,6 +273,9 @@ impl Connection<'_> {
             self.broken = true;
         }
         let failure = from_postgres(error);
+        if matches!(failure, StoreError::Unavailable(_)) {
+            count_unavailable();
+        }
         if not_migrated(error) {
             // The application sees a data error, which it may log only at debug level; a forgotten
             // migration must reach the operator.
@@ -273,10 +287,6 @@ impl Connection<'_> {
                     "a store statement found no table or function of its schema: run the migrations"
                 );
             }
-        }
-        #[cfg(feature = "metrics")]
-        if matches!(failure, StoreError::Unavailable(_)) {
-            metrics::counter!("janitor_db_unavailable_total").increment(1);
         }
         failure
     }
@@ -360,6 +370,7 @@ impl Connection<'_> {
                 self.broken = true;
                 #[cfg(feature = "metrics")]
                 metrics::counter!("janitor_db_statement_timeouts_total").increment(1);
+                count_unavailable();
                 Err(timed_out)
             }
         }

@@ -1,60 +1,18 @@
 //! "Storage unavailable" versus data errors: a killed connection, a statement timeout, an exhausted pool and an
 //! unreachable server are `Unavailable`, and the pool recovers afterwards.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{backend_pid, lock_observations, terminate, wait_until_blocked};
 use janitor_core::testing::visitor;
 use janitor_core::testing::visitor_store::observation;
 use janitor_core::{Retention, StoreError, VisitorStore};
-use janitor_sql::testing::{admin_client, with_schemas};
+use janitor_sql::testing::with_schemas;
 use janitor_sql::{Database, DatabaseConfig, MigrateError, PgVisitorStore};
 
 use janitor_core::testing::T0;
-
-async fn backend_pid(database: &Database) -> i32 {
-    let client = database.pool().get().await.unwrap();
-    client
-        .query_one("SELECT pg_backend_pid()", &[])
-        .await
-        .unwrap()
-        .get(0)
-}
-
-/// Takes an exclusive lock on the schema's `observations` in an open transaction of a separate client, so
-/// that the store's next read waits on it. Dropping the client ends the transaction.
-async fn lock_observations(database: &Database) -> tokio_postgres::Client {
-    let admin = admin_client().await;
-    let schema = database.schema().unwrap();
-    admin
-        .batch_execute(&format!(
-            "BEGIN; LOCK TABLE {schema}.observations IN ACCESS EXCLUSIVE MODE"
-        ))
-        .await
-        .unwrap();
-    admin
-}
-
-async fn wait_until_blocked(admin: &tokio_postgres::Client, pid: i32) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let waiting: bool = admin
-            .query_one(
-                "SELECT coalesce(bool_or(wait_event_type = 'Lock'), false) FROM pg_stat_activity WHERE pid = $1",
-                &[&pid],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if waiting {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the store's statement never blocked"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_connection_is_unavailable_and_the_pool_recovers() {
@@ -74,13 +32,7 @@ async fn a_killed_connection_is_unavailable_and_the_pool_recovers() {
             tokio::spawn(async move { store.recent_observations(&visitor(1), 5, T0).await })
         };
         wait_until_blocked(&lock, pid).await;
-        let killer = admin_client().await;
-        let killed: bool = killer
-            .query_one("SELECT pg_terminate_backend($1)", &[&pid])
-            .await
-            .unwrap()
-            .get(0);
-        assert!(killed);
+        terminate(pid).await;
         let outcome = blocked.await.unwrap();
         assert!(
             matches!(outcome, Err(StoreError::Unavailable(_))),
