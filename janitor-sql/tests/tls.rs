@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use janitor_core::{Retention, StoreError, VisitorStore};
 use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
 use janitor_sql::{Database, DatabaseConfig, PgVisitorStore, SetupError};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair, KeyUsagePurpose};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
+};
 
 /// A CA, a server certificate it signed for `localhost` only, and an unrelated CA.
 struct Pki {
@@ -26,9 +28,7 @@ fn certificate_authority(name: &str) -> CertifiedIssuer<'static, KeyPair> {
         KeyUsagePurpose::CrlSign,
         KeyUsagePurpose::DigitalSignature,
     ];
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
+    params.distinguished_name.push(DnType::CommonName, name);
     CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
 }
 
@@ -47,8 +47,9 @@ fn pki() -> Pki {
     }
 }
 
-/// The cluster: TLS on, and a `pg_hba.conf` that refuses every connection without it.
-fn tls_only_cluster(dir: &Path, pki: &Pki) -> Cluster {
+/// The cluster: TLS on with this certificate and key, and a `pg_hba.conf` that refuses every connection
+/// without TLS.
+fn tls_only_cluster(dir: &Path, certificate: &str, key: &str) -> Cluster {
     let spec = ClusterSpec {
         settings: vec![
             ("ssl".into(), "on".into()),
@@ -60,8 +61,8 @@ fn tls_only_cluster(dir: &Path, pki: &Pki) -> Cluster {
                 .into(),
         ),
         files: vec![
-            ("server.crt".into(), pki.server_certificate.clone().into_bytes()),
-            ("server.key".into(), pki.server_key.clone().into_bytes()),
+            ("server.crt".into(), certificate.as_bytes().to_vec()),
+            ("server.key".into(), key.as_bytes().to_vec()),
         ],
         ..ClusterSpec::new("janitor-tls-test", dir.to_path_buf(), free_port().unwrap())
     };
@@ -96,7 +97,12 @@ async fn every_sslmode_against_a_tls_only_server() {
     let files = tempfile_dir("files");
     let ca = write(&files, "ca.pem", &pki.ca);
     let other_ca = write(&files, "other-ca.pem", &pki.other_ca);
-    let cluster = tls_only_cluster(&tempfile_dir("cluster").join("pg"), &pki);
+    let cluster_dir = tempfile_dir("cluster");
+    let cluster = tls_only_cluster(
+        &cluster_dir.join("pg"),
+        &pki.server_certificate,
+        &pki.server_key,
+    );
     let port = cluster.port();
     let url =
         |host: &str, query: &str| format!("postgres://postgres@{host}:{port}/postgres?{query}");
@@ -182,15 +188,90 @@ async fn every_sslmode_against_a_tls_only_server() {
         .unwrap();
     assert!(store.delete_visitor(&visitor).await.unwrap());
     drop(cluster);
-    std::fs::remove_dir_all(files.parent().unwrap()).unwrap();
+    for dir in [files, cluster_dir] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+    let _ = std::fs::remove_dir(tempfile_dir_of_this_run());
 }
 
 /// A directory of this test run's own under the temp directory, made empty.
 fn tempfile_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir()
-        .join(format!("janitor-tls-test-{}", std::process::id()))
-        .join(name);
+    let dir = tempfile_dir_of_this_run().join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// A self-signed certificate for `localhost` with CA:TRUE, as the PostgreSQL manual's `openssl req -new -x509
+/// -subj "/CN=localhost"` makes it: with the name in a subjectAltName, or (as openssl's) in the CN only.
+fn self_signed_localhost(alt_name: bool) -> (String, String) {
+    let names = if alt_name {
+        vec!["localhost".to_owned()]
+    } else {
+        Vec::new()
+    };
+    let mut params = CertificateParams::new(names).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
+    let key = KeyPair::generate().unwrap();
+    let certificate = params.self_signed(&key).unwrap();
+    (certificate.pem(), key.serialize_pem())
+}
+
+/// libpq trusts a server whose self-signed certificate is the root certificate itself; webpki alone calls that
+/// a CA used as an end entity. Checked for a certificate naming its host either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_signed_server_certificate_named_in_sslrootcert() {
+    for alt_name in [true, false] {
+        let case = if alt_name { "alt-name" } else { "cn-only" };
+        let (certificate, key) = self_signed_localhost(alt_name);
+        let (other, _) = self_signed_localhost(alt_name);
+        let files = tempfile_dir(&format!("self-signed-{case}"));
+        let root = write(&files, "server.crt", &certificate);
+        let other = write(&files, "other.crt", &other);
+        let cluster = tls_only_cluster(&files.join("pg"), &certificate, &key);
+        let port = cluster.port();
+        let url = |host: &str, mode: &str, root: &Path| {
+            format!(
+                "postgres://postgres@{host}:{port}/postgres?sslmode={mode}&sslrootcert={}",
+                root.display()
+            )
+        };
+
+        reach(&url("localhost", "verify-full", &root))
+            .await
+            .unwrap_or_else(|e| panic!("{case}: verify-full with the right name: {e}"));
+        let message = refused(
+            reach(&url("127.0.0.1", "verify-full", &root)).await,
+            "verify-full, another name",
+        );
+        assert!(
+            message.contains("not issued for the host"),
+            "{case}: {message}"
+        );
+        reach(&url("127.0.0.1", "verify-ca", &root))
+            .await
+            .unwrap_or_else(|e| panic!("{case}: verify-ca with another name: {e}"));
+        reach(&url("127.0.0.1", "require", &root))
+            .await
+            .unwrap_or_else(|e| panic!("{case}: require with sslrootcert: {e}"));
+        for mode in ["verify-full", "verify-ca"] {
+            let message = refused(
+                reach(&url("localhost", mode, &other)).await,
+                "another self-signed certificate",
+            );
+            assert!(message.contains("refused"), "{case} {mode}: {message}");
+        }
+        drop(cluster);
+        std::fs::remove_dir_all(&files).unwrap();
+    }
+    // Removed by the last test to finish (it is not empty while another uses it).
+    let _ = std::fs::remove_dir(tempfile_dir_of_this_run());
+}
+
+/// The directory of this run's directories.
+fn tempfile_dir_of_this_run() -> PathBuf {
+    std::env::temp_dir().join(format!("janitor-tls-test-{}", std::process::id()))
 }
