@@ -98,26 +98,8 @@ fn cause(error: &tokio_postgres::Error) -> String {
         return refused;
     }
     let chain = sources(error);
-    if let Some(io) = first_io_error(error) {
-        match io.kind() {
-            std::io::ErrorKind::ConnectionRefused => {
-                return "connection refused (is the server running, and listening on this port?)".into()
-            }
-            std::io::ErrorKind::TimedOut => return format!("timed out ({chain})"),
-            std::io::ErrorKind::UnexpectedEof
-            | std::io::ErrorKind::ConnectionReset
-            | std::io::ErrorKind::BrokenPipe => {
-                return "the connection was closed before a PostgreSQL answer (a wrong port, or a server or \
-                        pooler that dropped it)"
-                    .into()
-            }
-            // A partial message at the end of the stream: the codec's words for bytes that are not PostgreSQL's.
-            _ if io.to_string() == "bytes remaining on stream" => return NOT_POSTGRES.into(),
-            _ if io.to_string().starts_with("failed to lookup address") => {
-                return format!("the host name was not resolved ({io})")
-            }
-            _ => {}
-        }
+    if let Some(cause) = first_io_error(error).and_then(io_cause) {
+        return cause;
     }
     let kind = error.to_string();
     match kind.as_str() {
@@ -132,6 +114,29 @@ fn cause(error: &tokio_postgres::Error) -> String {
         _ if chain.is_empty() => kind,
         _ => format!("{kind}: {chain}"),
     }
+}
+
+/// The cause an I/O error beneath the driver's names, when it is one a reader can act on.
+fn io_cause(io: &std::io::Error) -> Option<String> {
+    use std::io::ErrorKind;
+    let text = io.to_string();
+    Some(match io.kind() {
+        ErrorKind::ConnectionRefused => {
+            "connection refused (is the server running, and listening on this port?)".into()
+        }
+        ErrorKind::TimedOut => format!("timed out ({text})"),
+        ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::BrokenPipe => {
+            "the connection was closed before a PostgreSQL answer (a wrong port, or a server or pooler that \
+             dropped it)"
+                .into()
+        }
+        // A partial message at the end of the stream: the codec's words for bytes that are not PostgreSQL's.
+        _ if text == "bytes remaining on stream" => NOT_POSTGRES.into(),
+        _ if text.starts_with("failed to lookup address") => {
+            format!("the host name was not resolved ({text})")
+        }
+        _ => return None,
+    })
 }
 
 /// What the server said when it refused the connection: its message and SQLSTATE, with the kind in front.
@@ -200,5 +205,25 @@ mod tests {
             Target::unknown().cannot_connect("refused"),
             "cannot connect to PostgreSQL: refused"
         );
+    }
+
+    #[test]
+    fn io_causes_in_plain_words() {
+        use std::io::{Error, ErrorKind};
+        for (error, words) in [
+            (Error::from(ErrorKind::ConnectionRefused), "connection refused"),
+            (Error::new(ErrorKind::TimedOut, "connection timed out"), "timed out"),
+            (Error::from(ErrorKind::UnexpectedEof), "closed before a PostgreSQL answer"),
+            (Error::other("bytes remaining on stream"), "a wrong port?"),
+            (
+                // What the system's resolver says of a name it does not know.
+                Error::other("failed to lookup address information: Name or service not known"),
+                "the host name was not resolved (failed to lookup address information: Name or service not known)",
+            ),
+        ] {
+            let cause = io_cause(&error).unwrap_or_default();
+            assert!(cause.contains(words), "{error}: {cause}");
+        }
+        assert_eq!(io_cause(&Error::other("something else")), None);
     }
 }
