@@ -66,6 +66,7 @@ fn key_value_refusals_quote_nothing_of_the_string() {
     for text in [
         // An unquoted password with a space: the part after it has no `=`.
         "host=db.example.com user=u password=pass S3cretMarker dbname=app",
+        "host=db.example.com user=u password=pass S3cretMarker",
         "host=db.example.com user=u password='S3cretMarker",
         "host=db.example.com password=S3cretMarker sslmode=verify",
         "host=db.example.com password=S3cretMarker port=notaport",
