@@ -12,6 +12,7 @@ use janitor_core::directory::{
     AssessmentContext, Attribution, Delegation, DelegationId, DelegationInput, DirectoryError,
     IdentityDirectory, KeyInput, KeyRecord, SubjectKind,
 };
+use janitor_core::erasure::{AccountErasure, ErasureError};
 use janitor_core::evidence::{
     ActivitySummary, DeviceAssessment, DeviceLink, DeviceLinkInput, EventInput, Evidence,
     EvidenceCleanup, EvidenceError, LinkId, Recorded, RevocationInput, SubjectId, VelocityQuery,
@@ -273,18 +274,22 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         self.inner.evidence.revoke(link, revocation, now).await
     }
 
-    /// Erases a session's events (by its raw id).
+    /// Erases a session's events (by its raw id), as the contract defines it. An account's erasure request
+    /// needs [`erase_account`](Self::erase_account).
     pub async fn delete_session(&self, session: &str) -> Result<u64, EvidenceError> {
         self.inner.evidence.delete_session(session).await
     }
 
-    /// Erases every event naming `subject` as subject or actor.
+    /// Erases every event naming `subject` as subject or actor, as the contract defines it (events about
+    /// other accounts in which it only acted go too). An erasure request needs
+    /// [`erase_account`](Self::erase_account).
     pub async fn delete_subject_events(&self, subject: &SubjectId) -> Result<u64, EvidenceError> {
         self.inner.evidence.delete_subject_events(subject).await
     }
 
     /// Erases a subject and everything that refers to it: its events and device links, and its directory
-    /// keys and delegations.
+    /// keys and delegations — the contract's cascade, which also removes events about other accounts in which
+    /// it only acted. An erasure request needs [`erase_account`](Self::erase_account).
     pub async fn delete_subject(&self, subject: &SubjectId) -> Result<bool, EvidenceError> {
         // Through the directory, whose store removes the evidence rows with the subject (the cascade on
         // PostgreSQL, shared subject rows in memory); the evidence store alone would leave keys behind in
@@ -301,10 +306,32 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         }
     }
 
-    /// Erases a visitor with its observations, events and links. The application must authorize erasure and
-    /// should not re-identify the browser automatically afterwards.
+    /// Erases a browser: its visitor row, observations, device links and the events naming it that name no
+    /// account. Events about accounts are kept without it, so erasing a browser never resets an account's
+    /// lockout. Returns whether the visitor existed. The application must authorize erasure and should not
+    /// re-identify the browser automatically afterwards. To erase an account (with or without its browser),
+    /// call [`erase_account`](Self::erase_account).
     pub async fn delete_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
+        // The family's erasure, not the visitor store's delete: on PostgreSQL the visitor row's foreign keys
+        // would cascade to other accounts' events.
         self.inner.stores.erase_visitor(visitor).await
+    }
+
+    /// Erases an account — the call a GDPR erasure request needs — and, when given, the account holder's
+    /// browser, in one atomic step (see `janitor_core::erasure` and `docs/identity.md`).
+    ///
+    /// Goes: the subject row, its keys, delegations, learning sessions, device links and the events about it;
+    /// with a browser, its visitor row, observations, links and anonymous events. Stays, detached from the
+    /// erased account and browser: events about other accounts (another account's failed sign-ins from the
+    /// same browser keep counting). The application must authorize the request and pass only a browser the
+    /// account holder presents as theirs.
+    pub async fn erase_account(
+        &self,
+        account_id: &str,
+        browser: Option<&VisitorId>,
+    ) -> Result<AccountErasure, ErasureError> {
+        let key = &self.inner.config.key;
+        janitor_core::erasure::erase_account(&self.inner.stores, key, account_id, browser).await
     }
 
     /// The identity directory: verified people and agents, their keys and delegations (see
@@ -367,7 +394,9 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     }
 
     /// Erases everything held about a raw account id: its subject, keys, delegations, events and device
-    /// links. Returns whether the subject existed. The application must authorize erasure.
+    /// links. Returns whether the subject existed. The application must authorize erasure. Like the
+    /// reference's, this is the subject row's cascade (events about other accounts in which it only acted go
+    /// too); [`erase_account`](Self::erase_account) keeps them and can erase the browser in the same step.
     pub async fn forget_user(&self, account_id: &str) -> Result<bool, DirectoryError> {
         let subject = self.inner.directory.subject_id(account_id)?;
         // Learning rows go with the subject's row by cascade on PostgreSQL; the memory store keeps them apart.

@@ -484,13 +484,14 @@ async fn evidence_and_maintenance_entry_points<S: Stores>(stores: S) {
         .await
         .unwrap();
     assert_eq!(seen.total, 3);
-    // Erasing the visitor erases its events too.
+    // Erasing the browser keeps the events about the account (its lockout must hold), without the browser.
     assert!(janitor.delete_visitor(&visitor).await.unwrap());
+    assert!(!janitor.delete_visitor(&visitor).await.unwrap());
     let activity = janitor
         .velocity(&VelocityQuery::new(ActivityKey::Subject(subject)))
         .await
         .unwrap();
-    assert_eq!(activity.total, 0);
+    assert_eq!(activity.total, 3);
     let maintenance = janitor.cleanup(None, 100).await.unwrap();
     assert_eq!(maintenance.visitors.next_visitor, None);
     assert!(matches!(

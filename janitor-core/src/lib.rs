@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod directory;
+pub mod erasure;
 mod error;
 pub mod evidence;
 pub mod identification;

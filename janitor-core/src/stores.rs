@@ -11,11 +11,12 @@
 use std::future::Future;
 
 use crate::directory::{IdentityStore, MemoryIdentityStore};
+use crate::erasure::AccountErasure;
 use crate::error::StoreError;
-use crate::evidence::{EvidenceStore, MemoryEvidenceStore};
+use crate::evidence::{EvidenceStore, MemoryEvidenceStore, SubjectId};
 use crate::identification::config::Retention;
 use crate::identification::store::{MemoryVisitorStore, VisitorStore};
-use crate::learning::{LearningStore, MemoryLearningStore};
+use crate::learning::{erase_subject_sessions, LearningStore, MemoryLearningStore};
 use crate::protection::budget::{BudgetStore, MemoryBudgetStore};
 use crate::protection::quota::{MemoryQuotaStore, QuotaStore};
 use crate::visitor::VisitorId;
@@ -66,23 +67,27 @@ pub trait Stores: Clone + Send + Sync + 'static {
         async { Ok(KeyCheck::Unshared) }
     }
 
-    /// Erases a visitor with its observations, events and device links; returns whether the visitor existed.
+    /// Erases an account's subject and, when given, a browser, in one atomic step: nothing is left
+    /// half-erased when it fails. What goes and what stays is the rule of [`crate::erasure`]: the subject
+    /// row, its keys, delegations, learning sessions, device links and own events go; events about other
+    /// subjects that name it as actor or name the browser are kept and detached from both; the browser's
+    /// visitor row, observations, links and events naming no other subject go.
     ///
-    /// The default deletes the visitor, then its evidence. A family whose storage removes the evidence with the
-    /// visitor (a database's cascading foreign keys) overrides it with the one statement.
+    /// Server code calls [`erasure::erase_account`](crate::erasure::erase_account) (or the `Janitor`
+    /// handle's), which labels the raw account id first.
+    fn erase_account(
+        &self,
+        subject: &SubjectId,
+        browser: Option<&VisitorId>,
+    ) -> impl Future<Output = Result<AccountErasure, StoreError>> + Send;
+
+    /// Erases a browser alone, atomically, by the rule of [`crate::erasure`]: its visitor row, observations,
+    /// device links and the events naming it that name no subject go; events about subjects are kept without
+    /// it, so erasing a browser never resets an account's lockout. Returns whether the visitor existed.
     fn erase_visitor(
         &self,
         visitor: &VisitorId,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        async move {
-            let existed = self
-                .visitors(Retention::default())
-                .delete_visitor(visitor)
-                .await?;
-            self.evidence().delete_visitor_evidence(visitor).await?;
-            Ok(existed)
-        }
-    }
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
 /// What [`Stores::check_key`] found.
@@ -146,6 +151,27 @@ impl MemoryStores {
     pub fn new() -> Self {
         MemoryStores::default()
     }
+
+    /// Erases under every store's lock at once, so no call sees it half done. The locks are taken in the
+    /// order the directory already takes its own and evidence's; learning and visitors are never held while
+    /// another lock is taken, so the order cannot deadlock.
+    fn erase(&self, subject: Option<&SubjectId>, browser: Option<&VisitorId>) -> AccountErasure {
+        let mut directory = self.directory.lock();
+        let mut evidence = self.evidence.lock();
+        let mut learning = self.learning.rows();
+        let mut visitors = self.visitors.lock();
+        let mut report = AccountErasure::default();
+        evidence.erase(subject, browser, &mut report);
+        if let Some(subject) = subject {
+            report.subject_existed = evidence.remove_subject(subject);
+            (report.keys_deleted, report.delegations_deleted) = directory.erase_subject(subject);
+            report.learning_sessions_deleted = erase_subject_sessions(&mut learning, subject);
+        }
+        if let Some(browser) = browser {
+            report.visitor_erased = visitors.remove_visitor(browser);
+        }
+        report
+    }
 }
 
 impl Stores for MemoryStores {
@@ -178,5 +204,17 @@ impl Stores for MemoryStores {
 
     fn learning(&self) -> Self::Learning {
         self.learning.clone()
+    }
+
+    async fn erase_account(
+        &self,
+        subject: &SubjectId,
+        browser: Option<&VisitorId>,
+    ) -> Result<AccountErasure, StoreError> {
+        Ok(self.erase(Some(subject), browser))
+    }
+
+    async fn erase_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
+        Ok(self.erase(None, Some(visitor)).visitor_erased)
     }
 }

@@ -415,6 +415,21 @@ impl Connection<'_> {
         }
     }
 
+    /// Starts a transaction. Until [`commit`](Self::commit) succeeds the connection counts as broken: if a
+    /// statement fails or the caller's future is dropped midway, the connection leaves the pool instead of
+    /// handing an open transaction to the next caller, and the server rolls it back when the session ends.
+    pub(crate) async fn begin(&mut self) -> Result<(), StoreError> {
+        self.broken = true;
+        self.execute("BEGIN", &[]).await.map(drop)
+    }
+
+    /// Commits the transaction [`begin`](Self::begin) started; the connection goes back to the pool.
+    pub(crate) async fn commit(&mut self) -> Result<(), StoreError> {
+        self.execute("COMMIT", &[]).await?;
+        self.broken = false;
+        Ok(())
+    }
+
     /// Counts a statement run outside [`query`](Self::query) and [`execute`](Self::execute).
     pub(crate) fn count_statement(&self) {
         self.inner.statements.fetch_add(1, Ordering::Relaxed);

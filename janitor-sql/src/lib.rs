@@ -12,6 +12,7 @@ mod cancel;
 mod config;
 mod database;
 mod directory_store;
+mod erasure;
 mod error;
 mod evidence_store;
 mod key_check;

@@ -1,5 +1,7 @@
 //! The PostgreSQL family of stores: every store over one [`Database`], shared by every instance on it.
 
+use janitor_core::erasure::AccountErasure;
+use janitor_core::evidence::SubjectId;
 use janitor_core::{KeyCheck, Retention, StoreError, Stores, VisitorId};
 
 use crate::{
@@ -65,11 +67,20 @@ impl Stores for PgStores {
         crate::key_check::check(&self.database, namespace, fingerprint).await
     }
 
-    /// One statement: the events and device links of the visitor go with its row, by the foreign keys' cascade.
+    /// One transaction of at most six round trips: events about other subjects are detached before the rows
+    /// whose cascade would delete them go.
+    async fn erase_account(
+        &self,
+        subject: &SubjectId,
+        browser: Option<&VisitorId>,
+    ) -> Result<AccountErasure, StoreError> {
+        crate::erasure::erase(&self.database, Some(subject), browser).await
+    }
+
+    /// One transaction of five round trips: events about subjects that name the browser are detached before
+    /// its row goes.
     async fn erase_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
-        use janitor_core::VisitorStore;
-        self.visitors(Retention::default())
-            .delete_visitor(visitor)
-            .await
+        let erased = crate::erasure::erase(&self.database, None, Some(visitor)).await?;
+        Ok(erased.visitor_erased)
     }
 }

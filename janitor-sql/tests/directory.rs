@@ -1,7 +1,9 @@
 //! The identity directory on PostgreSQL beyond the shared suite: erasing an account leaves neither its raw
-//! id nor its label in any column of any table.
+//! id nor its label in any column of any table; erasing it with its browser leaves no trace of the browser
+//! either, while other accounts' events stay, detached.
 
 use janitor_core::directory::{DelegationInput, IdentityDirectory, KeyInput, KeyType, SubjectKind};
+use janitor_core::erasure::{erase_account, AccountErasure};
 use janitor_core::evidence::{
     DeviceLinkInput, EventInput, EventType, Evidence, EvidenceConfig, SubjectId, VerificationInput,
     VerificationMethod,
@@ -125,59 +127,191 @@ async fn labelled_learning_flow(
     learning
 }
 
+/// An account with everything it accumulates: a key, a delegation to an agent, events as subject and as
+/// actor, a device link to its browser (`visitor(1)`), a labelled learning flow.
+struct Settled {
+    database: janitor_sql::Database,
+    stores: PgStores,
+    evidence: Evidence<janitor_sql::PgEvidenceStore>,
+    directory: IdentityDirectory<janitor_sql::PgIdentityStore>,
+    learning: Learning<janitor_sql::PgLearningStore>,
+    me: SubjectId,
+    agent: SubjectId,
+    now: i64,
+}
+
+async fn settled(schemas: &janitor_sql::testing::Schemas) -> Settled {
+    let database = schemas.fresh().await;
+    let stores = PgStores::new(database.clone());
+    let key = label_key("erasure");
+    let evidence = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default());
+    let directory = IdentityDirectory::new(stores.directory(), key);
+    let me = directory.subject_id(ACCOUNT).unwrap();
+    let agent = directory.subject_id("helper-agent").unwrap();
+    let now = now_ms();
+    directory
+        .put_subject(&me, SubjectKind::Person, now)
+        .await
+        .unwrap();
+    directory
+        .put_subject(&agent, SubjectKind::Agent, now)
+        .await
+        .unwrap();
+    let email = KeyInput::new(KeyType::Email, "app", "me@example.com");
+    directory.add_verified_key(&me, &email, now).await.unwrap();
+    let grant = DelegationInput {
+        principal: me.clone(),
+        actor: agent.clone(),
+        audience: "billing".into(),
+        scopes: vec!["pay".into()],
+        expires_at: now + 60_000,
+    };
+    directory.create_delegation(&grant, now).await.unwrap();
+    record_evidence(&stores, &evidence, &me, &agent, now).await;
+    let learning = labelled_learning_flow(&stores, &me, now).await;
+    Settled {
+        database,
+        stores,
+        evidence,
+        directory,
+        learning,
+        me,
+        agent,
+        now,
+    }
+}
+
+impl Settled {
+    fn schema(&self) -> String {
+        self.database.schema().unwrap().as_str().to_owned()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_user_leaves_no_trace() {
     with_schemas(|schemas| async move {
-        let database = schemas.fresh().await;
-        let stores = PgStores::new(database.clone());
-        let key = label_key("erasure");
-        let evidence = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default());
-        let directory = IdentityDirectory::new(stores.directory(), key);
-        let me = directory.subject_id(ACCOUNT).unwrap();
-        let agent = directory.subject_id("helper-agent").unwrap();
-        let now = now_ms();
-        directory
-            .put_subject(&me, SubjectKind::Person, now)
-            .await
-            .unwrap();
-        directory
-            .put_subject(&agent, SubjectKind::Agent, now)
-            .await
-            .unwrap();
-        let email = KeyInput::new(KeyType::Email, "app", "me@example.com");
-        directory.add_verified_key(&me, &email, now).await.unwrap();
-        let grant = DelegationInput {
-            principal: me.clone(),
-            actor: agent.clone(),
-            audience: "billing".into(),
-            scopes: vec!["pay".into()],
-            expires_at: now + 60_000,
-        };
-        directory.create_delegation(&grant, now).await.unwrap();
-        record_evidence(&stores, &evidence, &me, &agent, now).await;
-        let learning = labelled_learning_flow(&stores, &me, now).await;
-
+        let s = settled(&schemas).await;
         let client = janitor_sql::testing::admin_client().await;
-        let schema = database.schema().unwrap().as_str().to_owned();
+        let schema = s.schema();
         assert!(
-            !occurrences(&client, &schema, me.as_str()).await.is_empty(),
+            !occurrences(&client, &schema, s.me.as_str())
+                .await
+                .is_empty(),
             "the scan finds the label before erasure"
         );
-        assert!(directory.forget_user(ACCOUNT).await.unwrap());
-        for needle in [ACCOUNT, me.as_str()] {
+        assert!(s.directory.forget_user(ACCOUNT).await.unwrap());
+        for needle in [ACCOUNT, s.me.as_str()] {
             assert_eq!(
                 occurrences(&client, &schema, needle).await,
                 vec![],
                 "{needle}"
             );
         }
-        assert!(learning.reports(100, now + 2).await.unwrap().is_empty());
+        assert!(s.learning.reports(100, s.now + 2).await.unwrap().is_empty());
         // The agent and the visitor stay, without anything of the forgotten account.
-        assert!(directory.subject(&agent).await.unwrap().is_some());
+        assert!(s.directory.subject(&s.agent).await.unwrap().is_some());
         assert_eq!(
-            evidence.store().database().schema().unwrap().as_str(),
+            s.evidence.store().database().schema().unwrap().as_str(),
             schema
         );
+    })
+    .await;
+}
+
+/// The events of `subject` as stored: `(visitor_id, digest, record has visitorId, record has actorId)`.
+async fn stored_events(
+    client: &tokio_postgres::Client,
+    schema: &str,
+    subject: &SubjectId,
+) -> Vec<(Option<String>, String, bool, bool)> {
+    let sql = format!(
+        "SELECT visitor_id, digest, record ? 'visitorId', record ? 'actorId' \
+         FROM \"{schema}\".application_events WHERE subject_id = $1 ORDER BY id"
+    );
+    let rows = client.query(&sql, &[&subject.as_str()]).await.unwrap();
+    rows.iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erase_account_leaves_no_trace_and_keeps_other_accounts_evidence() {
+    with_schemas(|schemas| async move {
+        let s = settled(&schemas).await;
+        let browser = visitor(1);
+        let visitors = s.stores.visitors(Retention::default());
+        let seen = janitor_core::testing::visitor_store::observation("erasure");
+        visitors
+            .save_observation(&browser, &seen, s.now)
+            .await
+            .unwrap();
+        // Another account's failed sign-ins from the same browser, and an anonymous event of it.
+        let dave = s.evidence.subject_id("dave");
+        for i in 0..5 {
+            let input = EventInput::builder(&format!("dave-{i}"), EventType::LoginFailure)
+                .subject(dave.clone())
+                .visitor(browser.clone());
+            s.evidence
+                .record(&input.build().unwrap(), s.now)
+                .await
+                .unwrap();
+        }
+        let anonymous = EventInput::builder("anonymous", EventType::LoginAttempt)
+            .session("before-sign-in")
+            .visitor(browser.clone());
+        s.evidence
+            .record(&anonymous.build().unwrap(), s.now)
+            .await
+            .unwrap();
+        let client = janitor_sql::testing::admin_client().await;
+        let schema = s.schema();
+        let daves_before = stored_events(&client, &schema, &dave).await;
+        assert!(!occurrences(&client, &schema, browser.as_str())
+            .await
+            .is_empty());
+
+        let statements = s.database.statements_executed();
+        let key = label_key("erasure");
+        let report = erase_account(&s.stores, &key, ACCOUNT, Some(&browser))
+            .await
+            .unwrap();
+        assert_eq!(
+            s.database.statements_executed() - statements,
+            6,
+            "BEGIN, the lock, evidence, the subject, the visitor, COMMIT"
+        );
+        let expected = AccountErasure {
+            subject_existed: true,
+            events_deleted: 2,
+            events_detached: 6,
+            links_deleted: 1,
+            keys_deleted: 1,
+            delegations_deleted: 1,
+            learning_sessions_deleted: 1,
+            visitor_erased: true,
+        };
+        assert_eq!(report, expected);
+        for needle in [ACCOUNT, s.me.as_str(), browser.as_str()] {
+            assert_eq!(
+                occurrences(&client, &schema, needle).await,
+                vec![],
+                "{needle}"
+            );
+        }
+        // Dave's rows stay, detached in both the column and the record, with the digests they were recorded
+        // with; the agent's event keeps the agent, without the erased actor.
+        let daves_after = stored_events(&client, &schema, &dave).await;
+        assert_eq!(daves_after.len(), 5);
+        for (before, after) in daves_before.iter().zip(&daves_after) {
+            assert_eq!(after, &(None, before.1.clone(), false, false));
+        }
+        let agents = stored_events(&client, &schema, &s.agent).await;
+        assert_eq!(agents.len(), 1);
+        assert_eq!((agents[0].2, agents[0].3), (false, false));
+        assert!(s.directory.subject(&s.agent).await.unwrap().is_some());
+        assert!(s.learning.reports(100, s.now + 2).await.unwrap().is_empty());
+        let again = erase_account(&s.stores, &key, ACCOUNT, Some(&browser));
+        assert_eq!(again.await.unwrap(), AccountErasure::default());
     })
     .await;
 }

@@ -1,6 +1,6 @@
 //! The stores behind PgBouncer in `pool_mode = transaction`, started by each test in front of the local server:
-//! the six store suites (migrations included), one round trip per statement with nothing prepared, and the
-//! statement timeout kept by the client.
+//! the seven store suites (migrations included, and the family's erasure in one transaction), one round trip per
+//! statement with nothing prepared, and the statement timeout kept by the client.
 //!
 //! The bouncer sets every server session's `search_path` to a schema that does not exist, so only statements
 //! that name their schema pass.

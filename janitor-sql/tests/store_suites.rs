@@ -1,4 +1,4 @@
-//! The six store suites of janitor-core, run unchanged on PostgreSQL: one test per case, each in a fresh
+//! The seven store suites of janitor-core, run unchanged on PostgreSQL: one test per case, each in a fresh
 //! schema that is dropped afterwards.
 
 use janitor_sql::testing::{with_schemas, Schemas};

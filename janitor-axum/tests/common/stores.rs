@@ -6,6 +6,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use janitor_core::erasure::AccountErasure;
+use janitor_core::evidence::SubjectId;
 use janitor_core::identification::candidates::{LookupRow, Probe};
 use janitor_core::identification::store::{CleanupReport, VisitWrite, VisitorStore};
 use janitor_core::{Observation, Retention, StoreError, Stores, VisitorId};
@@ -86,6 +88,13 @@ impl<S: Stores> Stores for Hooked<S> {
     }
     async fn erase_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
         self.stores.erase_visitor(visitor).await
+    }
+    async fn erase_account(
+        &self,
+        subject: &SubjectId,
+        browser: Option<&VisitorId>,
+    ) -> Result<AccountErasure, StoreError> {
+        self.stores.erase_account(subject, browser).await
     }
 }
 

@@ -21,8 +21,10 @@ pub struct MemoryIdentityStore {
     evidence: MemoryEvidenceStore,
 }
 
+/// Keys and delegations behind the lock. [`MemoryStores`](crate::MemoryStores) holds it, with every other
+/// store's lock, while it erases an account.
 #[derive(Debug, Default)]
-struct Inner {
+pub(crate) struct Inner {
     keys: HashMap<String, KeyRecord>,
     delegations: HashMap<String, Delegation>,
     /// `(expires_at, id)`, for cleanup.
@@ -53,7 +55,7 @@ impl MemoryIdentityStore {
         self.lock().delegations.len()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
         // No call panics while holding the lock with the maps half-updated.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -64,6 +66,23 @@ impl MemoryIdentityStore {
 }
 
 impl Inner {
+    /// Deletes `subject`'s keys and every delegation naming it (as principal or actor); returns how many of
+    /// each.
+    pub(crate) fn erase_subject(&mut self, subject: &SubjectId) -> (u64, u64) {
+        let keys = self.keys.len();
+        self.keys.retain(|_, key| key.subject_id != *subject);
+        let grants: Vec<String> = self
+            .delegations
+            .values()
+            .filter(|g| g.principal_id == *subject || g.actor_id == *subject)
+            .map(|g| g.id.as_str().to_owned())
+            .collect();
+        for id in &grants {
+            self.remove_delegation(id);
+        }
+        ((keys - self.keys.len()) as u64, grants.len() as u64)
+    }
+
     fn remove_delegation(&mut self, id: &str) -> bool {
         match self.delegations.remove(id) {
             Some(grant) => {
@@ -102,16 +121,7 @@ impl IdentityStore for MemoryIdentityStore {
         if !self.evidence.delete_subject_row(subject) {
             return Ok(false);
         }
-        inner.keys.retain(|_, key| key.subject_id != *subject);
-        let grants: Vec<String> = inner
-            .delegations
-            .values()
-            .filter(|g| g.principal_id == *subject || g.actor_id == *subject)
-            .map(|g| g.id.as_str().to_owned())
-            .collect();
-        for id in grants {
-            inner.remove_delegation(&id);
-        }
+        inner.erase_subject(subject);
         Ok(true)
     }
 

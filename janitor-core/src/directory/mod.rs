@@ -39,6 +39,7 @@ pub use key::{
     MAX_KEY_VALUE_CHARS,
 };
 pub use memory::MemoryIdentityStore;
+pub(crate) use service::account_subject;
 pub use service::{IdentityDirectory, MAX_ACCOUNT_ID_CHARS};
 pub use store::{store_cleanup_batch, IdentityStore, KeyWrite, SubjectRecord};
 

@@ -12,6 +12,22 @@ use crate::label::LabelKey;
 /// Characters of an account id (not trimmed).
 pub const MAX_ACCOUNT_ID_CHARS: usize = 512;
 
+/// The subject label of an account id of 1–512 characters under `key`: the rule of
+/// [`IdentityDirectory::subject_id`], shared with erasure.
+pub(crate) fn account_subject(
+    key: &LabelKey,
+    account_id: &str,
+) -> Result<SubjectId, DirectoryError> {
+    let length = account_id.chars().count();
+    if length == 0 || length > MAX_ACCOUNT_ID_CHARS {
+        return Err(DirectoryError::invalid(
+            "accountId",
+            format!("must be 1–{MAX_ACCOUNT_ID_CHARS} characters, got {length}"),
+        ));
+    }
+    Ok(SubjectId::from_label(key.subject(account_id)))
+}
+
 /// The identity directory over a store: subjects, verified keys, delegations, attribution and erasure.
 /// Server code only; nothing here is reachable from a browser.
 ///
@@ -37,14 +53,7 @@ impl<S: IdentityStore> IdentityDirectory<S> {
 
     /// The subject label of an account id of 1–512 characters: the same label evidence uses.
     pub fn subject_id(&self, account_id: &str) -> Result<SubjectId, DirectoryError> {
-        let length = account_id.chars().count();
-        if length == 0 || length > MAX_ACCOUNT_ID_CHARS {
-            return Err(DirectoryError::invalid(
-                "accountId",
-                format!("must be 1–{MAX_ACCOUNT_ID_CHARS} characters, got {length}"),
-            ));
-        }
-        Ok(SubjectId::from_label(self.key.subject(account_id)))
+        account_subject(&self.key, account_id)
     }
 
     /// Registers a subject of `kind`, or refreshes its `updatedAt`. A subject's kind never changes: the other
@@ -193,6 +202,10 @@ impl<S: IdentityStore> IdentityDirectory<S> {
 
     /// Erases everything the directory and evidence hold about a raw account id, found by its label: the
     /// subject record, keys, delegations, events and device links. Returns whether the subject existed.
+    ///
+    /// The subject row's cascade, as the reference deletes: events about other subjects in which this account
+    /// only acted go too. A GDPR erasure request needs [`erasure::erase_account`](crate::erasure::erase_account),
+    /// which keeps them (detached) and can erase the account holder's browser in the same step.
     pub async fn forget_user(&self, account_id: &str) -> Result<bool, DirectoryError> {
         let subject = self.subject_id(account_id)?;
         // On PostgreSQL the subject's learning sessions go with its row by cascade; the Janitor handle's

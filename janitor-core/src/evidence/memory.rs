@@ -6,8 +6,8 @@
 //! only for the synchronous work of a call.
 //!
 //! There is no visitors table here: visitor ids are taken as given (PostgreSQL checks them against
-//! `visitors`), and [`delete_visitor_evidence`](EvidenceStore::delete_visitor_evidence) stands in for the
-//! cascade when a visitor is deleted.
+//! `visitors`). Erasing a browser or an account goes through [`Inner::erase`], which applies the rule of
+//! [`event_fate`] to every event naming either.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
@@ -22,6 +22,7 @@ use super::store::{
     IMPLICIT_SUBJECT_KIND,
 };
 use super::velocity::{ActivityColumn, ActivityRead};
+use crate::erasure::{detached, event_fate, AccountErasure, EventFate};
 use crate::error::StoreError;
 use crate::visitor::VisitorId;
 
@@ -37,8 +38,10 @@ pub struct MemoryEvidenceStore {
     inner: Arc<Mutex<Inner>>,
 }
 
+/// The evidence behind the lock. [`MemoryStores`](crate::MemoryStores) holds it, with every other store's
+/// lock, while it erases an account.
 #[derive(Debug, Default)]
-struct Inner {
+pub(crate) struct Inner {
     subjects: HashMap<String, (SubjectKind, i64)>,
     events: HashMap<String, ApplicationEvent>,
     /// `(column, key, scope)` → events by time.
@@ -107,19 +110,13 @@ impl MemoryEvidenceStore {
         for id in inner.subject_events(subject.as_str(), None) {
             inner.remove_event(&id);
         }
-        let links: Vec<String> = inner
-            .links_by_subject
-            .range((subject.as_str().to_owned(), String::new())..)
-            .take_while(|((s, _), _)| s == subject.as_str())
-            .flat_map(|(_, slots)| slots.iter().map(|(_, id)| id.clone()))
-            .collect();
-        for id in links {
+        for id in inner.subject_links(subject.as_str()) {
             inner.remove_link(&id);
         }
         true
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
         // No call panics while holding the lock with the indexes half-updated, so a poisoned lock still guards
         // consistent data.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
@@ -141,6 +138,11 @@ fn event_keys(event: &ApplicationEvent) -> impl Iterator<Item = (ActivityColumn,
     ]
     .into_iter()
     .filter_map(|(column, key)| key.map(|k| (column, k)))
+}
+
+/// The ids `index` files under `key`.
+fn filed(index: &HashMap<String, BTreeSet<String>>, key: &str) -> Vec<String> {
+    index.get(key).into_iter().flatten().cloned().collect()
 }
 
 /// Bounds of every slot with a time in `[from, to]`.
@@ -193,10 +195,8 @@ impl Inner {
         self.events.insert(event.id.clone(), event);
     }
 
-    fn remove_event(&mut self, id: &str) -> bool {
-        let Some(event) = self.events.remove(id) else {
-            return false;
-        };
+    fn remove_event(&mut self, id: &str) -> Option<ApplicationEvent> {
+        let event = self.events.remove(id)?;
         let slot: Slot = (event.occurred_at, event.id.clone());
         for (column, key) in event_keys(&event) {
             let index = (column, key.to_owned(), event.scope.clone());
@@ -212,7 +212,7 @@ impl Inner {
             self.events_by_visitor
                 .remove_item(visitor.as_str().to_owned(), &event.id);
         }
-        true
+        Some(event)
     }
 
     fn insert_link(&mut self, link: DeviceLink) {
@@ -240,6 +240,60 @@ impl Inner {
         self.links_by_visitor
             .remove_item(link.visitor_id.as_str().to_owned(), &id.to_owned());
         Some(link)
+    }
+
+    /// Ids of the links of `subject`, in every scope.
+    fn subject_links(&self, subject: &str) -> Vec<String> {
+        self.links_by_subject
+            .range((subject.to_owned(), String::new())..)
+            .take_while(|((s, _), _)| s == subject)
+            .flat_map(|(_, slots)| slots.iter().map(|(_, id)| id.clone()))
+            .collect()
+    }
+
+    /// Erases `subject` and `browser` from evidence, in every scope: each event naming either is deleted or
+    /// detached as [`event_fate`] says, and their links are deleted. Adds the counts to `report`; the subject
+    /// row is [`remove_subject`](Self::remove_subject)'s.
+    pub(crate) fn erase(
+        &mut self,
+        subject: Option<&SubjectId>,
+        browser: Option<&VisitorId>,
+        report: &mut AccountErasure,
+    ) {
+        let mut events = BTreeSet::new();
+        let mut links = BTreeSet::new();
+        if let Some(subject) = subject {
+            events.extend(self.subject_events(subject.as_str(), None));
+            links.extend(self.subject_links(subject.as_str()));
+        }
+        if let Some(browser) = browser {
+            events.extend(filed(&self.events_by_visitor, browser.as_str()));
+            links.extend(filed(&self.links_by_visitor, browser.as_str()));
+        }
+        for id in events {
+            let fate = self
+                .events
+                .get(&id)
+                .and_then(|e| event_fate(e, subject, browser));
+            let Some(event) = fate.and_then(|_| self.remove_event(&id)) else {
+                continue;
+            };
+            if fate == Some(EventFate::Detached) {
+                // Filed again under the keys it still names, so velocity reads keep counting it.
+                self.insert_event(detached(event, subject, browser));
+                report.events_detached += 1;
+            } else {
+                report.events_deleted += 1;
+            }
+        }
+        for id in links {
+            report.links_deleted += u64::from(self.remove_link(&id).is_some());
+        }
+    }
+
+    /// Deletes a subject row; returns whether it existed. Its events and links are [`erase`](Self::erase)'s.
+    pub(crate) fn remove_subject(&mut self, subject: &SubjectId) -> bool {
+        self.subjects.remove(subject.as_str()).is_some()
     }
 
     /// Ids of the events where `subject` is the subject or the actor, in `scope` or (when `None`) any scope.
@@ -419,7 +473,10 @@ impl EvidenceStore for MemoryEvidenceStore {
                 .map(|slots| slots.iter().map(|(_, id)| id.clone()).collect())
                 .unwrap_or_default(),
         };
-        Ok(ids.iter().filter(|id| inner.remove_event(id)).count() as u64)
+        Ok(ids
+            .iter()
+            .filter(|id| inner.remove_event(id).is_some())
+            .count() as u64)
     }
 
     async fn put_subject(
@@ -436,23 +493,9 @@ impl EvidenceStore for MemoryEvidenceStore {
     }
 
     async fn delete_visitor_evidence(&self, visitor: &VisitorId) -> Result<u64, StoreError> {
-        let mut inner = self.lock();
-        let events = inner
-            .events_by_visitor
-            .remove(visitor.as_str())
-            .unwrap_or_default();
-        let links = inner
-            .links_by_visitor
-            .remove(visitor.as_str())
-            .unwrap_or_default();
-        let mut removed = 0;
-        for id in events {
-            removed += u64::from(inner.remove_event(&id));
-        }
-        for id in links {
-            removed += u64::from(inner.remove_link(&id).is_some());
-        }
-        Ok(removed)
+        let mut report = AccountErasure::default();
+        self.lock().erase(None, Some(visitor), &mut report);
+        Ok(report.events_deleted + report.links_deleted)
     }
 
     async fn cleanup(
@@ -474,7 +517,7 @@ impl EvidenceStore for MemoryEvidenceStore {
             .collect();
         let mut report = EvidenceCleanup::default();
         for id in expired {
-            report.events_deleted += u64::from(inner.remove_event(&id));
+            report.events_deleted += u64::from(inner.remove_event(&id).is_some());
         }
         for id in retired {
             report.links_deleted += u64::from(inner.remove_link(&id).is_some());

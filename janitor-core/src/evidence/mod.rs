@@ -16,6 +16,8 @@
 //! - [`Evidence::delete_session`], [`delete_subject_events`](Evidence::delete_subject_events),
 //!   [`delete_subject`](Evidence::delete_subject) and [`cleanup`](Evidence::cleanup) erase on request and
 //!   retire by age.
+//!   An account's erasure request needs [`erasure::erase_account`](crate::erasure::erase_account), which keeps
+//!   evidence about other accounts.
 //!
 //! Privacy: the store never holds a raw account id, session id or event id — only their HMAC labels
 //! (see [`label`](crate::label)): subject ids are labels of account ids, session and event ids are labelled

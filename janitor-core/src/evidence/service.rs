@@ -264,6 +264,9 @@ impl<S: EvidenceStore> Evidence<S> {
     }
 
     /// Deletes the events of a raw session id (found by its label); returns how many.
+    ///
+    /// The contract's session erasure (every event of the session, whoever it is about). For an account's
+    /// erasure request use [`erasure::erase_account`](crate::erasure::erase_account).
     pub async fn delete_session(&self, session_id: &str) -> Result<u64, EvidenceError> {
         let trimmed = label_text("sessionId", session_id)?;
         let label = self.session_label(&trimmed);
@@ -275,6 +278,10 @@ impl<S: EvidenceStore> Evidence<S> {
 
     /// Deletes the events where `subject` is the subject or the actor; returns how many. Its links and its
     /// subject row stay (see [`delete_subject`](Self::delete_subject)).
+    ///
+    /// As the contract defines it, this also deletes events about other subjects in which `subject` only
+    /// acted. A GDPR erasure request needs [`erasure::erase_account`](crate::erasure::erase_account), which
+    /// keeps those events and detaches the erased account from them.
     pub async fn delete_subject_events(&self, subject: &SubjectId) -> Result<u64, EvidenceError> {
         Ok(self
             .store
@@ -284,11 +291,16 @@ impl<S: EvidenceStore> Evidence<S> {
 
     /// Erases a subject: its row, and by cascade its events (as subject or actor) and device links, in every
     /// namespace sharing the database. Returns whether it existed.
+    ///
+    /// The contract's cascade: events about other subjects in which it only acted go too. An erasure request
+    /// needs [`erasure::erase_account`](crate::erasure::erase_account).
     pub async fn delete_subject(&self, subject: &SubjectId) -> Result<bool, EvidenceError> {
         Ok(self.store.delete_subject(subject).await?)
     }
 
-    /// Erases a browser's events and links (what deleting its visitor row cascades to on PostgreSQL).
+    /// Erases a browser from evidence (see [`EvidenceStore::delete_visitor_evidence`]): its links and the
+    /// events naming no subject go, events about subjects stay without it. Returns how many rows were deleted.
+    /// [`Stores::erase_visitor`](crate::Stores::erase_visitor) also deletes the visitor row.
     pub async fn delete_visitor(&self, visitor: &VisitorId) -> Result<u64, EvidenceError> {
         Ok(self.store.delete_visitor_evidence(visitor).await?)
     }

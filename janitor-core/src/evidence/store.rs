@@ -158,15 +158,19 @@ pub trait EvidenceStore: Send + Sync {
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// Deletes a subject row and, with it, every event naming it (as subject or actor) and every link of it.
-    /// Returns whether it existed.
+    /// Deletes a subject row and, with it, every event naming it (as subject or actor) and every link of it:
+    /// the contract's cascade, which also removes events about other subjects in which it only acted.
+    /// Returns whether it existed. Erasure requests go through
+    /// [`Stores::erase_account`](crate::Stores::erase_account) instead.
     fn delete_subject(
         &self,
         subject: &SubjectId,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// Deletes every event and link of a browser; returns how many rows went. (On PostgreSQL, deleting the
-    /// visitor row does the same by cascade.)
+    /// Erases a browser from evidence, by the rule of [`crate::erasure`]: deletes its links and the events
+    /// naming it that name no subject or actor, and detaches it from the events that do (their visitor id
+    /// removed, the row and its digest kept). Returns how many rows were deleted. The visitor row itself is
+    /// the visitor store's ([`Stores::erase_visitor`](crate::Stores::erase_visitor) erases both at once).
     fn delete_visitor_evidence(
         &self,
         visitor: &VisitorId,

@@ -22,10 +22,22 @@ impl MemoryLearningStore {
         Self::default()
     }
 
-    fn rows(&self) -> MutexGuard<'_, HashMap<SessionId, LearningSession>> {
+    pub(crate) fn rows(&self) -> MutexGuard<'_, HashMap<SessionId, LearningSession>> {
         // A panic elsewhere cannot leave a half-written row: every change below is one map operation.
         self.sessions.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Deletes every session labelled with, or predicted for, `subject`; returns how many.
+pub(crate) fn erase_subject_sessions(
+    rows: &mut HashMap<SessionId, LearningSession>,
+    subject: &SubjectId,
+) -> u64 {
+    let before = rows.len();
+    rows.retain(|_, s| {
+        s.subject_id.as_ref() != Some(subject) && s.prediction.subject_id.as_ref() != Some(subject)
+    });
+    (before - rows.len()) as u64
 }
 
 fn usable(session: &LearningSession, scope: &str, cutoff: i64) -> bool {
@@ -242,12 +254,6 @@ impl LearningStore for MemoryLearningStore {
     }
 
     async fn delete_subject_sessions(&self, subject: &SubjectId) -> Result<u64, StoreError> {
-        let mut rows = self.rows();
-        let before = rows.len();
-        rows.retain(|_, s| {
-            s.subject_id.as_ref() != Some(subject)
-                && s.prediction.subject_id.as_ref() != Some(subject)
-        });
-        Ok((before - rows.len()) as u64)
+        Ok(erase_subject_sessions(&mut self.rows(), subject))
     }
 }

@@ -28,6 +28,7 @@ mod store;
 
 pub use config::{CollectionPolicy, LearningConfig, LearningConfigBuilder, LearningMode};
 pub use error::LearningError;
+pub(crate) use memory::erase_subject_sessions;
 pub use memory::MemoryLearningStore;
 pub use predictor::{NoPredictor, PredictionInput, Predictor, PredictorAnswer, PredictorError};
 pub use service::{Learning, LearningCookie, LearningVisit, Login, LEARNING_SCOPE_TEXT};

@@ -1,7 +1,8 @@
 //! Shared test fixtures and the behaviour suites every store must pass (feature `testing`).
 //!
 //! Each store trait has one suite, written once here and run against every implementation: the memory stores
-//! in this crate, the PostgreSQL stores in `janitor-sql`. A suite is a list of cases; its macro expands to one
+//! in this crate, the PostgreSQL stores in `janitor-sql`; the [`Stores`](crate::Stores) family has one too
+//! (`stores`), for what crosses its stores (erasure). A suite is a list of cases; its macro expands to one
 //! `#[tokio::test]` per case, so a failure names its case and never hides the others:
 //!
 //! ```ignore
@@ -26,6 +27,7 @@ pub mod evidence_store;
 pub mod identity_store;
 pub mod learning_store;
 pub mod quota_store;
+pub mod stores;
 pub mod visitor_store;
 
 use std::future::Future;

@@ -5,6 +5,7 @@
 //! read only when the id existed; an activity read, a link write, a listing, a revocation, each erasure and
 //! each cleanup step are one statement each.
 
+use janitor_core::erasure::AccountErasure;
 use janitor_core::evidence::config::{
     store_activity_rows, store_cleanup_batch, store_link_list_limit,
 };
@@ -18,7 +19,7 @@ use janitor_core::VisitorId;
 use tokio_postgres::types::Json;
 use tokio_postgres::Row;
 
-use crate::database::Database;
+use crate::database::{Connection, Database};
 use crate::error::unreadable;
 
 pub(crate) mod statements;
@@ -27,7 +28,9 @@ pub(crate) mod statements;
 /// before use.
 ///
 /// Visitor ids must name rows of `visitors` (a foreign key): a write naming an unknown visitor is a
-/// [`StoreError::Data`]. Deleting a visitor row deletes its events and links by cascade.
+/// [`StoreError::Data`]. Deleting a visitor row directly deletes its events and links by cascade (the
+/// contract's foreign keys); [`PgStores::erase_visitor`](crate::PgStores) erases a browser without deleting
+/// events about accounts.
 #[derive(Debug, Clone)]
 pub struct PgEvidenceStore {
     database: Database,
@@ -70,7 +73,30 @@ fn event_type(row: &Row) -> Result<EventType, StoreError> {
         .ok_or_else(|| unreadable("an event type", "not one of the event types"))
 }
 
-fn count(row: &Row, column: usize) -> Result<u64, StoreError> {
+/// Runs [`statements::ERASE_EVIDENCE`] for `subject` and `browser` on `connection` (inside the caller's
+/// transaction, when it has one); the event and link counts of the report.
+pub(crate) async fn erase_evidence(
+    connection: &mut Connection<'_>,
+    subject: Option<&SubjectId>,
+    browser: Option<&VisitorId>,
+) -> Result<AccountErasure, StoreError> {
+    let subject = subject.map(SubjectId::as_str);
+    let browser = browser.map(VisitorId::as_str);
+    let rows = connection
+        .query(statements::ERASE_EVIDENCE, &[&subject, &browser])
+        .await?;
+    let row = rows
+        .first()
+        .ok_or_else(|| unreadable("erasure counts", "no row"))?;
+    Ok(AccountErasure {
+        events_deleted: count(row, 0)?,
+        events_detached: count(row, 1)?,
+        links_deleted: count(row, 2)?,
+        ..AccountErasure::default()
+    })
+}
+
+pub(crate) fn count(row: &Row, column: usize) -> Result<u64, StoreError> {
     let n: i64 = row
         .try_get(column)
         .map_err(|e| unreadable("a row count", e))?;
@@ -294,15 +320,11 @@ impl EvidenceStore for PgEvidenceStore {
         Ok(deleted > 0)
     }
 
+    /// One statement: the erasure of evidence with no subject.
     async fn delete_visitor_evidence(&self, visitor: &VisitorId) -> Result<u64, StoreError> {
         let mut connection = self.database.connection().await?;
-        let rows = connection
-            .query(statements::DELETE_VISITOR_EVIDENCE, &[&visitor.as_str()])
-            .await?;
-        match rows.first() {
-            Some(row) => count(row, 0),
-            None => Err(unreadable("a row count", "no row")),
-        }
+        let erased = erase_evidence(&mut connection, None, Some(visitor)).await?;
+        Ok(erased.events_deleted + erased.links_deleted)
     }
 
     async fn cleanup(

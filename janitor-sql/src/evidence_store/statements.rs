@@ -106,11 +106,54 @@ RETURNING id";
 /// Deletes a subject row (`$1`); its events and links go by cascade.
 pub(crate) const DELETE_SUBJECT: &str = "DELETE FROM identity_subjects WHERE id = $1";
 
-/// Deletes a visitor's events and links in one round trip (`$1` visitor id); returns how many rows went.
-pub(crate) const DELETE_VISITOR_EVIDENCE: &str = "\
-WITH events AS (DELETE FROM application_events WHERE visitor_id = $1 RETURNING 1), \
-links AS (DELETE FROM device_links WHERE visitor_id = $1 RETURNING 1) \
-SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM links)";
+/// The events an erasure of subject `$1` and browser `$2` reaches: those naming either (a `NULL` names nothing).
+/// Each key has its index (`idx_events_subject_time`, `idx_events_actor_time`, `idx_events_visitor`).
+macro_rules! named_by_erasure {
+    () => {
+        "(subject_id = $1 OR actor_id = $1 OR visitor_id = $2)"
+    };
+}
+
+/// Of those, the events that go: the erased subject's own, and those naming no other subject. Never `NULL`
+/// (every comparison is wrapped in `IS TRUE`), so `NOT` selects exactly the events that stay.
+macro_rules! erased_by_erasure {
+    () => {
+        "((subject_id = $1) IS TRUE \
+          OR (subject_id IS NULL AND (actor_id IS NULL OR (actor_id = $1) IS TRUE)))"
+    };
+}
+
+/// Erases subject `$1` and browser `$2` (either may be `NULL`) from evidence, in every scope, in one round
+/// trip: deletes the events [`janitor_core::erasure::event_fate`] deletes; detaches the others that name
+/// either (the erased actor and browser set to `NULL` and their keys removed from `record`, so every reader of
+/// the row sees one event; `digest` stays as recorded, so a retry of the original event is still a repeat);
+/// deletes the links of either. Returns the three counts.
+///
+/// The two sets of events are disjoint, so no row is changed twice by the statement.
+pub(crate) const ERASE_EVIDENCE: &str = concat!(
+    "WITH deleted AS ( \
+       DELETE FROM application_events WHERE ",
+    named_by_erasure!(),
+    " AND ",
+    erased_by_erasure!(),
+    " RETURNING 1 \
+     ), detached AS ( \
+       UPDATE application_events SET \
+         actor_id = CASE WHEN actor_id = $1 THEN NULL ELSE actor_id END, \
+         visitor_id = CASE WHEN visitor_id = $2 THEN NULL ELSE visitor_id END, \
+         record = record - array_remove(ARRAY[ \
+           CASE WHEN actor_id = $1 THEN 'actorId' END, \
+           CASE WHEN visitor_id = $2 THEN 'visitorId' END], NULL) \
+       WHERE ",
+    named_by_erasure!(),
+    " AND NOT ",
+    erased_by_erasure!(),
+    " RETURNING 1 \
+     ), links AS ( \
+       DELETE FROM device_links WHERE subject_id = $1 OR visitor_id = $2 RETURNING 1 \
+     ) \
+     SELECT (SELECT count(*) FROM deleted), (SELECT count(*) FROM detached), (SELECT count(*) FROM links)"
+);
 
 /// One retention step in one round trip: at most `$4` expired events of scope `$1` (`expires_at <= $2`,
 /// earliest first) and at most `$4` links retired at or before `$3`. Returns both counts.

@@ -6,7 +6,8 @@ use janitor_core::evidence::ActivityColumn;
 use janitor_core::identification::candidates::Probe;
 
 use crate::{
-    budget_store, directory_store, evidence_store, key_check, learning_store, visitor_store,
+    budget_store, directory_store, erasure, evidence_store, key_check, learning_store,
+    visitor_store,
 };
 
 /// Every fixed statement, by a stable name: `<store>.<statement>`.
@@ -76,10 +77,9 @@ pub const STATEMENTS: &[(&str, &str)] = &[
         "evidence.delete_subject",
         evidence_store::statements::DELETE_SUBJECT,
     ),
-    (
-        "evidence.delete_visitor_evidence",
-        evidence_store::statements::DELETE_VISITOR_EVIDENCE,
-    ),
+    ("evidence.erase", evidence_store::statements::ERASE_EVIDENCE),
+    ("erasure.lock_targets", erasure::statements::LOCK_TARGETS),
+    ("erasure.erase_subject", erasure::statements::ERASE_SUBJECT),
     ("evidence.cleanup", evidence_store::statements::CLEANUP),
     ("key_checks.record", key_check::RECORD),
     ("directory.subject", directory_store::statements::SUBJECT),

@@ -1,7 +1,8 @@
-//! The six store suites of janitor-core on PostgreSQL, for any way of reaching a database.
+//! The seven store suites of janitor-core on PostgreSQL, for any way of reaching a database.
 
-/// Runs janitor-core's visitor, quota, budget, evidence and identity store suites on PostgreSQL, one test per
-/// case, in modules `visitor_store`, `quota_store`, `budget_store`, `evidence_store` and `identity_store`. `around` runs each case with
+/// Runs janitor-core's visitor, quota, budget, evidence, identity and learning store suites and the family's
+/// suite on PostgreSQL, one test per case, in modules `visitor_store`, `quota_store`, `budget_store`,
+/// `evidence_store`, `identity_store`, `learning_store` and `stores`. `around` runs each case with
 /// a context (as in janitor-core's suites); `database` makes a fresh, migrated [`Database`](crate::Database)
 /// of it. The calling crate depends on `janitor-core` (feature `testing`) and `tokio`.
 ///
@@ -84,6 +85,15 @@ macro_rules! pg_store_suites {
             janitor_core::learning_store_tests!(
                 around: $around,
                 fresh: |$context: $type, ()| async move { $crate::PgLearningStore::new($database) },
+            );
+        }
+
+        mod stores {
+            use super::*;
+
+            janitor_core::stores_tests!(
+                around: $around,
+                fresh: |$context: $type, ()| async move { $crate::PgStores::new($database) },
             );
         }
     };

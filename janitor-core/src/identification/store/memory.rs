@@ -34,8 +34,10 @@ pub struct MemoryVisitorStore {
     inner: Arc<Mutex<Inner>>,
 }
 
+/// The visitors behind the lock. [`MemoryStores`](crate::MemoryStores) holds it, with every other store's
+/// lock, while it erases a browser.
 #[derive(Debug, Default)]
-struct Inner {
+pub(crate) struct Inner {
     next_slot: u64,
     visitors: BTreeMap<String, VisitorEntry>,
     observations: HashMap<u64, StoredObservation>,
@@ -89,7 +91,7 @@ impl MemoryVisitorStore {
         self.lock().observations.len()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
         // No call panics while holding the lock, and every mutation leaves the indexes consistent before it
         // could; a poisoned lock therefore still guards consistent data.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
@@ -97,6 +99,17 @@ impl MemoryVisitorStore {
 }
 
 impl Inner {
+    /// Deletes a visitor with its observations; returns whether it existed.
+    pub(crate) fn remove_visitor(&mut self, visitor: &VisitorId) -> bool {
+        let Some(entry) = self.visitors.remove(visitor.as_str()) else {
+            return false;
+        };
+        for (_, id) in entry.history {
+            self.remove(id);
+        }
+        true
+    }
+
     fn remove(&mut self, id: u64) {
         let Some(stored) = self.observations.remove(&id) else {
             return;
@@ -397,13 +410,6 @@ impl VisitorStore for MemoryVisitorStore {
     }
 
     async fn delete_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
-        let mut inner = self.lock();
-        let Some(entry) = inner.visitors.remove(visitor.as_str()) else {
-            return Ok(false);
-        };
-        for (_, id) in entry.history {
-            inner.remove(id);
-        }
-        Ok(true)
+        Ok(self.lock().remove_visitor(visitor))
     }
 }

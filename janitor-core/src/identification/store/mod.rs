@@ -213,6 +213,11 @@ pub trait VisitorStore: Send + Sync {
     ) -> impl Future<Output = Result<CleanupReport, StoreError>> + Send;
 
     /// Deletes a visitor and, with it, every observation. Returns whether it existed.
+    ///
+    /// Only the visitor store's rows: to erase a browser, call
+    /// [`Stores::erase_visitor`](crate::Stores::erase_visitor), which also erases it from evidence without
+    /// deleting what evidence says about accounts. (On PostgreSQL the foreign keys of `application_events` and
+    /// `device_links` cascade from this row to every event and link naming the browser.)
     fn delete_visitor(
         &self,
         visitor: &VisitorId,

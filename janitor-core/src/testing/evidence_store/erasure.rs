@@ -109,8 +109,11 @@ pub async fn subject_deletion_cascades(fresh: impl Fresh<Vec<VisitorId>, Store: 
     assert!(e.record(&back, T0 + 1).await.expect("record").recorded);
 }
 
-/// Case: Visitor erasure removes events and links.
-pub async fn visitor_erasure_removes_events_and_links(
+/// Case: Visitor erasure keeps events about subjects.
+///
+/// Erasing a browser deletes its links and its events that name no subject; events about a subject stay,
+/// without the browser, so a browser's erasure never resets an account's lockout.
+pub async fn visitor_erasure_keeps_events_about_subjects(
     fresh: impl Fresh<Vec<VisitorId>, Store: EvidenceStore>,
 ) {
     let e = evidence(fresh.store(visitors()).await, defaults());
@@ -122,6 +125,9 @@ pub async fn visitor_erasure_removes_events_and_links(
         event("v-2", EventType::LoginFailure)
             .subject(alice.clone())
             .visitor(visitor(2)),
+        event("v-3", EventType::LoginAttempt)
+            .session("anonymous")
+            .visitor(visitor(1)),
     ];
     record_all(&e, inputs, T0).await;
     e.link(
@@ -136,7 +142,11 @@ pub async fn visitor_erasure_removes_events_and_links(
     )
     .await
     .expect("link");
-    assert_eq!(e.delete_visitor(&visitor(1)).await.expect("delete"), 2);
+    assert_eq!(
+        e.delete_visitor(&visitor(1)).await.expect("delete"),
+        2,
+        "visitor_erasure_keeps_events_about_subjects: the anonymous event and the link"
+    );
     let left = count(
         &e,
         VelocityQuery::new(ActivityKey::Subject(alice.clone())),
@@ -144,12 +154,15 @@ pub async fn visitor_erasure_removes_events_and_links(
     )
     .await;
     assert_eq!(
-        left.total, 1,
-        "visitor_erasure_removes_events_and_links: events"
+        left.total, 2,
+        "visitor_erasure_keeps_events_about_subjects: alice's events stay"
     );
+    let anonymous = VelocityQuery::new(ActivityKey::Session("anonymous".into()));
+    assert_eq!(count(&e, anonymous, T0).await.total, 0);
     let links = e.list(&alice, 20).await.expect("list");
     assert_eq!(links.len(), 1);
     assert_eq!(links[0].visitor_id, visitor(2));
+    assert_eq!(e.delete_visitor(&visitor(1)).await.expect("again"), 0);
 }
 
 /// Case: Cleanup is bounded.

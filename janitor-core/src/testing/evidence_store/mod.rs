@@ -102,7 +102,7 @@ macro_rules! evidence_store_tests {
             revocation_happens_once,
             erasure_removes_exactly_the_owner,
             subject_deletion_cascades,
-            visitor_erasure_removes_events_and_links,
+            visitor_erasure_keeps_events_about_subjects,
             cleanup_is_bounded,
             subject_kinds_do_not_change,
             ]
