@@ -1,5 +1,11 @@
-#![doc = include_str!("../README.md")]
+#![doc = include_str!("lib.md")]
 #![forbid(unsafe_code)]
+
+// The README is what crates.io shows: plain Markdown, no rustdoc links or hidden lines. Its example is compiled
+// here so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 pub mod config;
 pub mod directory;

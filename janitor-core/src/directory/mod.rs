@@ -13,7 +13,7 @@
 //!   [`forget_user`](IdentityDirectory::forget_user), which also reaches the subject's evidence.
 //!
 //! Storage is the [`IdentityStore`] trait: [`MemoryIdentityStore`] here, `PgIdentityStore` in `janitor-sql`,
-//! both held to the behaviour suite in `testing::identity_store` (feature `testing`). `docs/identity.md`
+//! both held to the behaviour suite in `testing::identity_store` (feature `testing`). [docs/identity.md](https://github.com/janitor-rust/janitor/blob/main/docs/identity.md)
 //! gives every limit and JSON shape.
 
 mod assess;
@@ -43,7 +43,7 @@ pub(crate) use service::account_subject;
 pub use service::{IdentityDirectory, MAX_ACCOUNT_ID_CHARS};
 pub use store::{store_cleanup_batch, IdentityStore, KeyWrite, SubjectRecord};
 
-/// The example of `docs/identity.md`, compiled and run with the doc tests.
+/// The example of [docs/identity.md](https://github.com/janitor-rust/janitor/blob/main/docs/identity.md), compiled and run with the doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/identity.md")]
 struct IdentityGuide;

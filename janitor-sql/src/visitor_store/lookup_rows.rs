@@ -12,7 +12,7 @@ use crate::error::unreadable;
 
 /// How [`PgVisitorStore`](crate::PgVisitorStore) reads candidate rows. Every way gives the same ranking; they
 /// differ in what the server sends and the client decodes, and are kept so that a benchmark can compare them
-/// in one run (`docs/storage.md`, "The candidate lookup").
+/// in one run ([docs/storage.md](https://github.com/janitor-rust/janitor/blob/main/docs/storage.md), "The candidate lookup").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum LookupRead {
     /// The stored `lookup_features` column: fourteen short texts per row, no JSON on either side. The default:
