@@ -27,9 +27,12 @@ use janitor_core::{
 
 use crate::admission::Admission;
 use crate::config::JanitorConfig;
+use crate::dyn_janitor::DynJanitor;
 use crate::identify;
-use crate::identity::{Identified, IdentityLayer};
+use crate::identity::{ClearVisitorCookie, Identified, IdentityLayer};
+use crate::origin::OriginLayer;
 use crate::refusal::Refusal;
+use crate::VisitorContext;
 
 /// Janitor for one application: cheap to clone, shared by every route and task.
 ///
@@ -193,23 +196,79 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         Assessment { response, identity }
     }
 
-    /// Identifies the payload a route of the application carries (a login form's `visitor` field, say) for the
-    /// request `parts` describes: the quotas with its [`VisitorContext`](crate::VisitorContext), then the
-    /// engine with its `__visitor` cookie. The [`Identified`] holds the private identity and, as response
-    /// parts, the cookie the response must set.
+    /// Claims the quotas of a request made in `context` on a route of the application (a sign-in keyed by
+    /// the account being signed into, say): the global counter, then the account's and the session's when
+    /// `context` names them. Nothing else is checked (see [`check_origin`](Self::check_origin)); a refusal is
+    /// [`Refusal::RateLimited`] (429 with `Retry-After`) or [`Refusal::Unavailable`] (503).
+    pub async fn claim_quota(&self, context: &VisitorContext) -> Result<(), Refusal> {
+        identify::claim_quota(&self.inner, context)
+            .await
+            .inspect_err(|refusal| crate::telemetry::refused(*refusal))
+    }
+
+    /// On a route of the application: claims the quotas of `context` whether or not the request carries a
+    /// payload (a client that leaves the payload out is counted all the same), then identifies `payload`, when
+    /// there is one, with the request's `__visitor` cookie. `Ok(None)` means the quotas had room and there
+    /// was nothing to identify. The [`Identified`] holds the private identity and, as response parts, the
+    /// cookie the response must set.
+    ///
+    /// It checks neither the origin ([`check_origin`](Self::check_origin), [`origin_layer`](Self::origin_layer))
+    /// nor the body's size (the handler read it): see [docs/http.md](https://github.com/janitor-rust/janitor/blob/main/docs/http.md).
     pub async fn identify_parts(
         &self,
         parts: &Parts,
-        payload: &VisitorPayload,
-    ) -> Result<Identified, Refusal> {
-        identify::identify_parts(&self.inner, parts, payload).await
+        context: &VisitorContext,
+        payload: Option<&VisitorPayload>,
+    ) -> Result<Option<Identified>, Refusal> {
+        identify::identify_parts(&self.inner, parts, context, payload).await
     }
 
-    /// A layer for the application's routes that identifies the `visitor` field of their JSON bodies before
-    /// the handler runs (see [`IdentityService`](crate::IdentityService)); handlers read a
+    /// The engine on `payload` with the cookie of `headers`, without the quota claim (the identity layer
+    /// made it first).
+    pub(crate) async fn identify_visitor(
+        &self,
+        headers: &http::HeaderMap,
+        payload: &VisitorPayload,
+    ) -> Result<Identified, Refusal> {
+        identify::identify_visitor(&self.inner, headers, payload)
+            .await
+            .inspect_err(|refusal| crate::telemetry::refused(*refusal))
+    }
+
+    /// A layer for the application's routes that claims each request's quotas and identifies the `visitor`
+    /// field of their JSON bodies before the handler runs (see [`IdentityLayer`]); handlers read a
     /// [`VisitorIdentity`](crate::VisitorIdentity) and need no type parameter of this handle.
-    pub fn identity_layer(&self) -> IdentityLayer<S, E> {
-        IdentityLayer::new(self.clone())
+    pub fn identity_layer(&self) -> IdentityLayer {
+        IdentityLayer::new(self.to_dyn())
+    }
+
+    /// The endpoint's origin policy (`Origin`, `Sec-Fetch-Site`, forwarded headers from trusted proxies, one
+    /// `Host`) as a layer for the application's own state-changing routes.
+    pub fn origin_layer(&self) -> OriginLayer {
+        OriginLayer::new(self.inner.config.origin.clone())
+    }
+
+    /// The endpoint's origin policy on one request: [`Refusal::CrossOrigin`] (403) for a request another
+    /// site's page sent, [`Refusal::AmbiguousHost`] (400) for more than one `Host`.
+    pub fn check_origin(&self, parts: &Parts) -> Result<(), Refusal> {
+        crate::origin::check(parts, &self.inner.config.origin)
+    }
+
+    /// The visitor named by the request's `__visitor` cookie, when exactly one well-formed cookie names one.
+    pub fn visitor_cookie(&self, headers: &http::HeaderMap) -> Option<VisitorId> {
+        identify::cookie::visitor(headers)
+    }
+
+    /// Response parts that make the browser forget its `__visitor` cookie (after erasure, say), with the
+    /// attributes the cookie was set with.
+    pub fn clear_visitor_cookie(&self) -> ClearVisitorCookie {
+        ClearVisitorCookie::new(self.inner.config.cookie.secure())
+    }
+
+    /// This handle without its type parameters, for handlers and application state that should not name
+    /// the stores (the same handle: clones share everything).
+    pub fn to_dyn(&self) -> DynJanitor {
+        DynJanitor::new(self.clone())
     }
 
     /// Identifies a payload directly (no HTTP checks, no quota), for server code that has one.
@@ -226,7 +285,7 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         &self.inner.evidence
     }
 
-    /// Records an application event (see `docs/evidence.md`).
+    /// Records an application event (see [docs/evidence.md](https://github.com/janitor-rust/janitor/blob/main/docs/evidence.md)).
     pub async fn record_event(&self, event: &EventInput) -> Result<Recorded, EvidenceError> {
         self.inner.evidence.record(event, now_ms()).await
     }
@@ -287,23 +346,13 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         self.inner.evidence.delete_subject_events(subject).await
     }
 
-    /// Erases a subject and everything that refers to it: its events and device links, and its directory
-    /// keys and delegations — the contract's cascade, which also removes events about other accounts in which
-    /// it only acted. An erasure request needs [`erase_account`](Self::erase_account).
+    /// Erases a subject by its id, as [`erase_account`](Self::erase_account) erases an account without its
+    /// browser: its keys, delegations, learning sessions, device links and the events about it go; events
+    /// about other accounts in which it only acted are kept, detached (unlike the contract's cascade, which
+    /// deletes them). Returns whether the subject existed.
     pub async fn delete_subject(&self, subject: &SubjectId) -> Result<bool, EvidenceError> {
-        // Through the directory, whose store removes the evidence rows with the subject (the cascade on
-        // PostgreSQL, shared subject rows in memory); the evidence store alone would leave keys behind in
-        // memory.
-        self.inner
-            .learning
-            .forget_subject(subject)
-            .await
-            .map_err(|e| EvidenceError::Store(learning_store_error(e)))?;
-        match self.inner.directory.delete_subject(subject).await {
-            Ok(existed) => Ok(existed),
-            Err(DirectoryError::Store(error)) => Err(EvidenceError::Store(error)),
-            Err(other) => Err(EvidenceError::Store(StoreError::Data(other.to_string()))),
-        }
+        let erased = self.inner.stores.erase_account(subject, None).await?;
+        Ok(erased.subject_existed)
     }
 
     /// Erases a browser: its visitor row, observations, device links and the events naming it that name no
@@ -335,7 +384,7 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     }
 
     /// The identity directory: verified people and agents, their keys and delegations (see
-    /// `docs/identity.md`).
+    /// [docs/identity.md](https://github.com/janitor-rust/janitor/blob/main/docs/identity.md)).
     pub fn directory(&self) -> &IdentityDirectory<S::Directory> {
         &self.inner.directory
     }
@@ -393,22 +442,19 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         self.inner.directory.assess(context, now_ms()).await
     }
 
-    /// Erases everything held about a raw account id: its subject, keys, delegations, events and device
-    /// links. Returns whether the subject existed. The application must authorize erasure. Like the
-    /// reference's, this is the subject row's cascade (events about other accounts in which it only acted go
-    /// too); [`erase_account`](Self::erase_account) keeps them and can erase the browser in the same step.
+    /// Erases everything held about a raw account id, as [`erase_account`](Self::erase_account) without a
+    /// browser: its subject, keys, delegations, learning sessions, events and device links; events about
+    /// other accounts in which it only acted are kept, detached. Returns whether the subject existed. The
+    /// application must authorize erasure.
     pub async fn forget_user(&self, account_id: &str) -> Result<bool, DirectoryError> {
-        let subject = self.inner.directory.subject_id(account_id)?;
-        // Learning rows go with the subject's row by cascade on PostgreSQL; the memory store keeps them apart.
-        self.inner
-            .learning
-            .forget_subject(&subject)
-            .await
-            .map_err(|e| DirectoryError::Store(learning_store_error(e)))?;
-        self.inner.directory.forget_user(account_id).await
+        match self.erase_account(account_id, None).await {
+            Ok(erased) => Ok(erased.subject_existed),
+            Err(ErasureError::InvalidAccount(error)) => Err(error),
+            Err(ErasureError::Store(error)) => Err(DirectoryError::Store(error)),
+        }
     }
 
-    /// The learning service (see `docs/learning.md`): off unless the configuration enables it.
+    /// The learning service (see [docs/learning.md](https://github.com/janitor-rust/janitor/blob/main/docs/learning.md)): off unless the configuration enables it.
     pub fn learning(&self) -> &Learning<S::Learning> {
         &self.inner.learning
     }
@@ -490,14 +536,6 @@ pub enum CleanupError {
     /// The learning store.
     #[error(transparent)]
     Learning(#[from] LearningError),
-}
-
-/// A learning failure during erasure, as a store failure (erasure takes no argument learning could refuse).
-fn learning_store_error(error: LearningError) -> StoreError {
-    match error {
-        LearningError::Store(e) => e,
-        other => StoreError::Data(other.to_string()),
-    }
 }
 
 async fn endpoint<S: Stores, E: Evaluator + 'static>(

@@ -122,7 +122,7 @@ pub struct QuotaSettings {
     pub window_ms: Option<i64>,
 }
 
-/// [`EvidenceConfig`] as data.
+/// [`EvidenceConfig`](crate::evidence::EvidenceConfig) as data.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[allow(missing_docs)] // each field is the builder method of the same name

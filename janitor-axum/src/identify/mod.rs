@@ -25,7 +25,7 @@ use tracing::Instrument;
 mod body;
 pub(crate) mod cookie;
 pub(crate) mod learning;
-mod origin;
+pub(crate) mod origin;
 mod response;
 
 use body::BodyError;
@@ -54,6 +54,11 @@ impl VisitorContext {
         })
     }
 
+    /// No account and no session: the global quota alone.
+    pub fn anonymous() -> VisitorContext {
+        VisitorContext::default()
+    }
+
     /// A signed-in account, with no session.
     pub fn for_account(account: &str) -> Result<VisitorContext, janitor_core::ConfigError> {
         VisitorContext::new(Some(account), None)
@@ -67,9 +72,11 @@ pub(crate) async fn handle<S: Stores, E: Evaluator>(
 ) -> (Response, Option<Identity>) {
     let (parts, body) = request.into_parts();
     let config = &janitor.config;
+    let anonymous = VisitorContext::default();
+    let context = parts.extensions.get().unwrap_or(&anonymous);
     let before_body = async {
         check_head(&parts, config)?;
-        claim_quota(janitor, &parts).await?;
+        claim_quota(janitor, context).await?;
         body::check_declared_length(&parts.headers, config.endpoint.max_body_bytes())
             .map_err(|_| Refusal::TooLarge)
     };
@@ -120,20 +127,19 @@ fn check_head(parts: &Parts, config: &JanitorConfig) -> Result<(), Refusal> {
     }
 }
 
-/// Claims the request's quotas, when quotas are on.
-async fn claim_quota<S: Stores, E: Evaluator>(
+/// Claims the quotas of a request made in `context`, when quotas are on: the global counter, then the
+/// account's and the session's when the context names them.
+pub(crate) async fn claim_quota<S: Stores, E: Evaluator>(
     janitor: &Inner<S, E>,
-    parts: &Parts,
+    context: &VisitorContext,
 ) -> Result<(), Refusal> {
     let Some(quotas) = &janitor.quotas else {
         return Ok(());
     };
-    let context = match parts.extensions.get::<VisitorContext>() {
-        Some(c) => QuotaContext::new(c.account.as_deref(), c.session.as_deref()),
-        None => Ok(QuotaContext::anonymous()),
-    };
-    // A malformed context is the application's mistake: refuse rather than count it as anonymous.
-    let Ok(context) = context else {
+    // A malformed context is the application's mistake: refuse rather than count it as anonymous. The public
+    // constructors check the lengths; the fields are public, so check again.
+    let Ok(context) = QuotaContext::new(context.account.as_deref(), context.session.as_deref())
+    else {
         tracing::error!(
             "the request's VisitorContext has an account or session outside 1-512 characters"
         );
@@ -204,16 +210,22 @@ async fn identify<S: Stores, E: Evaluator>(
     Ok((response, identified.into_identity()))
 }
 
-/// Identifies `payload` for a request on any route: the quota claim (with the request's [`VisitorContext`]),
-/// then the engine with the request's `__visitor` cookie.
+/// For a request on any route: claims the quotas of `context`, whether or not the request carries a payload,
+/// then identifies `payload` (when there is one) with the request's `__visitor` cookie.
 pub(crate) async fn identify_parts<S: Stores, E: Evaluator>(
     janitor: &Inner<S, E>,
     parts: &Parts,
-    payload: &VisitorPayload,
-) -> Result<Identified, Refusal> {
+    context: &VisitorContext,
+    payload: Option<&VisitorPayload>,
+) -> Result<Option<Identified>, Refusal> {
     let identified = async {
-        claim_quota(janitor, parts).await?;
-        identify_visitor(janitor, &parts.headers, payload).await
+        claim_quota(janitor, context).await?;
+        match payload {
+            Some(payload) => identify_visitor(janitor, &parts.headers, payload)
+                .await
+                .map(Some),
+            None => Ok(None),
+        }
     };
     identified
         .await
@@ -221,7 +233,7 @@ pub(crate) async fn identify_parts<S: Stores, E: Evaluator>(
 }
 
 /// The engine on `payload` with the cookie of `headers`, and the cookie to set.
-async fn identify_visitor<S: Stores, E: Evaluator>(
+pub(crate) async fn identify_visitor<S: Stores, E: Evaluator>(
     janitor: &Inner<S, E>,
     headers: &HeaderMap,
     payload: &VisitorPayload,

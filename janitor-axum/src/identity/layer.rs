@@ -1,7 +1,9 @@
-//! The identity layer: identifies the payload an application route's JSON body carries, before the handler.
+//! The identity layer: claims an application route's quotas and identifies the payload its JSON body
+//! carries, before the handler.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::{to_bytes, Body};
@@ -9,81 +11,121 @@ use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, SET_COOKIE};
-use janitor_core::{Evaluator, Stores, VisitorPayload};
+use http::request::Parts;
+use serde_json::Value;
 use tower::{Layer, Service};
 
-use super::VisitorIdentity;
+use super::{VisitorField, VisitorIdentity};
 use crate::admission::AdmissionSlot;
 use crate::config::MAX_BODY_BYTES;
 use crate::refusal::Refusal;
-use crate::Janitor;
+use crate::{DynJanitor, VisitorContext};
 
 /// The field of a JSON body that holds the browser's payload (what the browser client's `collect()` returns).
 pub const PAYLOAD_FIELD: &str = "visitor";
 
+/// How the layer finds a request's [`VisitorContext`]: from its parts and its JSON body (`Value::Null` when
+/// the body is not JSON).
+pub type ContextFn = dyn Fn(&Parts, &Value) -> VisitorContext + Send + Sync;
+
 /// Wraps an application's routes in an [`IdentityService`]. Made by
 /// [`Janitor::identity_layer`](crate::Janitor::identity_layer).
-pub struct IdentityLayer<S: Stores, E: Evaluator> {
-    janitor: Janitor<S, E>,
+///
+/// Each request's quotas are claimed with the [`VisitorContext`] the layer's [`context`](Self::context)
+/// function gives: by default the one the application's own middleware attached as a request extension, or
+/// none (the global counter only).
+#[derive(Clone)]
+pub struct IdentityLayer {
+    janitor: DynJanitor,
+    context: Arc<ContextFn>,
 }
 
-impl<S: Stores, E: Evaluator> IdentityLayer<S, E> {
-    pub(crate) fn new(janitor: Janitor<S, E>) -> Self {
-        IdentityLayer { janitor }
-    }
-}
-
-impl<S: Stores, E: Evaluator> Clone for IdentityLayer<S, E> {
-    fn clone(&self) -> Self {
+impl IdentityLayer {
+    pub(crate) fn new(janitor: DynJanitor) -> Self {
         IdentityLayer {
-            janitor: self.janitor.clone(),
+            janitor,
+            context: Arc::new(extension_context),
         }
     }
+
+    /// Finds each request's context with `context`, from its parts and its JSON body: the account being
+    /// signed into keys the account quota, so guesses at one account's password are counted wherever they
+    /// come from, with or without a payload.
+    ///
+    /// ```
+    /// use janitor_axum::{Janitor, JanitorConfig, MemoryStores, VisitorContext};
+    ///
+    /// # let config = JanitorConfig::builder().secret("a-secret-of-at-least-32-bytes-0123456789").build().unwrap();
+    /// let janitor = Janitor::new(config, MemoryStores::new());
+    /// let layer = janitor.identity_layer().context(|_parts, body| {
+    ///     body["username"]
+    ///         .as_str()
+    ///         .and_then(|name| VisitorContext::for_account(name).ok())
+    ///         .unwrap_or_default()
+    /// });
+    /// ```
+    pub fn context<F>(mut self, context: F) -> Self
+    where
+        F: Fn(&Parts, &Value) -> VisitorContext + Send + Sync + 'static,
+    {
+        self.context = Arc::new(context);
+        self
+    }
 }
 
-impl<S: Stores, E: Evaluator> std::fmt::Debug for IdentityLayer<S, E> {
+/// The context the application attached to the request, or none.
+fn extension_context(parts: &Parts, _body: &Value) -> VisitorContext {
+    parts
+        .extensions
+        .get::<VisitorContext>()
+        .cloned()
+        .unwrap_or_default()
+}
+
+impl std::fmt::Debug for IdentityLayer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IdentityLayer").finish_non_exhaustive()
     }
 }
 
-impl<I, S: Stores, E: Evaluator> Layer<I> for IdentityLayer<S, E> {
-    type Service = IdentityService<I, S, E>;
+impl<I> Layer<I> for IdentityLayer {
+    type Service = IdentityService<I>;
 
     fn layer(&self, inner: I) -> Self::Service {
         IdentityService {
             inner,
-            janitor: self.janitor.clone(),
+            layer: self.clone(),
         }
     }
 }
 
-/// A service that, for a JSON request whose body holds a [`PAYLOAD_FIELD`], identifies the payload, hands the
-/// handler a [`VisitorIdentity`] (as a request extension and an extractor) and appends the `__visitor` cookie
-/// to the handler's response. Other requests pass with [`VisitorIdentity::Absent`].
+/// A service that, for every request, claims the quotas of its context and answers a spent quota (429 with
+/// `Retry-After`) or an unavailable quota store (503) itself; then, for a JSON body with a
+/// [`PAYLOAD_FIELD`], identifies the payload, hands the handler a [`VisitorIdentity`] (as a request extension
+/// and an extractor) and appends the `__visitor` cookie to the handler's response. Requests without a payload
+/// reach the handler with [`VisitorIdentity::Absent`].
 ///
-/// The body is read whole (at most 65,536 bytes, within the endpoint's request timeout) and passed on
-/// unchanged; a larger or slower body is refused with 413 or 408 before the handler.
-pub struct IdentityService<I, S: Stores, E: Evaluator> {
+/// A JSON body is read whole (at most 65,536 bytes, within the endpoint's request timeout) and passed on
+/// unchanged; a larger or slower body is refused with 413 or 408 before the handler. Refusals are worded for
+/// a route ([`Refusal::for_route`]). The origin is not checked: add [`OriginLayer`](crate::OriginLayer).
+pub struct IdentityService<I> {
     inner: I,
-    janitor: Janitor<S, E>,
+    layer: IdentityLayer,
 }
 
-impl<I: Clone, S: Stores, E: Evaluator> Clone for IdentityService<I, S, E> {
+impl<I: Clone> Clone for IdentityService<I> {
     fn clone(&self) -> Self {
         IdentityService {
             inner: self.inner.clone(),
-            janitor: self.janitor.clone(),
+            layer: self.layer.clone(),
         }
     }
 }
 
-impl<I, S, E> Service<Request> for IdentityService<I, S, E>
+impl<I> Service<Request> for IdentityService<I>
 where
     I: Service<Request, Response = Response> + Clone + Send + 'static,
     I::Future: Send,
-    S: Stores,
-    E: Evaluator + 'static,
 {
     type Response = Response;
     type Error = I::Error;
@@ -97,24 +139,38 @@ where
         // The clone that was polled ready serves this request; the fresh one waits for the next.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let janitor = self.janitor.clone();
+        let layer = self.layer.clone();
         Box::pin(async move {
             let (mut parts, body) = request.into_parts();
-            let (body, payload) = match take_payload(&parts, body, &janitor).await {
+            let (body, document) = match read_json(&parts, body, &layer.janitor).await {
                 Ok(read) => read,
-                Err(refusal) => return Ok(refusal.into_response()),
+                Err(refusal) => return Ok(refusal.for_route().into_response()),
             };
+            let document = document.unwrap_or(Value::Null);
+            let context = (layer.context)(&parts, &document);
+            if let Err(refusal) = layer.janitor.claim_quota(&context).await {
+                return Ok(refusal.for_route().into_response());
+            }
+            let field = document
+                .get(PAYLOAD_FIELD)
+                .map_or(VisitorField::Missing, VisitorField::from_value);
             let mut set_cookie = None;
-            let identity = match payload {
-                None => VisitorIdentity::Absent,
-                Some(Err(refusal)) => VisitorIdentity::Refused(refusal),
-                Some(Ok(payload)) => match janitor.identify_parts(&parts, &payload).await {
-                    Ok(identified) => {
-                        set_cookie = Some(identified.set_cookie().clone());
-                        VisitorIdentity::Identified(identified.into_identity())
+            let identity = match field {
+                VisitorField::Missing => VisitorIdentity::Absent,
+                VisitorField::Invalid => VisitorIdentity::Refused(Refusal::InvalidPayload),
+                VisitorField::Valid(payload) => {
+                    match layer
+                        .janitor
+                        .identify_visitor(&parts.headers, &payload)
+                        .await
+                    {
+                        Ok(identified) => {
+                            set_cookie = Some(identified.set_cookie().clone());
+                            VisitorIdentity::Identified(identified.into_identity())
+                        }
+                        Err(refusal) => VisitorIdentity::Refused(refusal),
                     }
-                    Err(refusal) => VisitorIdentity::Refused(refusal),
-                },
+                }
             };
             parts.extensions.insert(identity);
             let mut response = inner.call(Request::from_parts(parts, body)).await?;
@@ -126,13 +182,13 @@ where
     }
 }
 
-/// The body to pass on, and the payload it carries: `None` when the request is not JSON or has no payload
-/// field, `Some(Err)` when the field does not validate.
-async fn take_payload<S: Stores, E: Evaluator + 'static>(
-    parts: &http::request::Parts,
+/// The body to pass on, and its JSON document: `None` when the request is not declared JSON or its body does
+/// not parse (the handler's own extractor answers that).
+async fn read_json(
+    parts: &Parts,
     body: Body,
-    janitor: &Janitor<S, E>,
-) -> Result<(Body, Option<Result<VisitorPayload, Refusal>>), Refusal> {
+    janitor: &DynJanitor,
+) -> Result<(Body, Option<Value>), Refusal> {
     let json = parts
         .headers
         .get(CONTENT_TYPE)
@@ -154,9 +210,6 @@ async fn take_payload<S: Stores, E: Evaluator + 'static>(
         Ok(Err(_)) => return Err(Refusal::TooLarge),
         Err(_) => return Err(Refusal::TimedOut),
     };
-    let payload = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
-        .and_then(|mut document| document.get_mut(PAYLOAD_FIELD).map(serde_json::Value::take))
-        .map(|field| VisitorPayload::from_value(&field).map_err(|_| Refusal::InvalidPayload));
-    Ok((Body::from(bytes), payload))
+    let document = serde_json::from_slice::<Value>(&bytes).ok();
+    Ok((Body::from(bytes), document))
 }

@@ -10,6 +10,10 @@ use http::header::{
 };
 use http::{HeaderMap, StatusCode};
 
+mod route;
+
+pub use route::RouteRefusal;
+
 /// Why a request got no identification. Bodies are `{"error": message}` with fixed texts that never echo the
 /// request; every answer carries the [security headers](security_headers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +108,12 @@ impl Refusal {
         }
     }
 
+    /// The same refusal worded for a route of the application rather than for the endpoint ("Too many
+    /// requests" rather than "Visitor measurement rate limited"), with the same status and headers.
+    pub const fn for_route(self) -> RouteRefusal {
+        RouteRefusal(self)
+    }
+
     /// The JSON body.
     pub fn body(&self) -> Bytes {
         // A message is a fixed text without quotes or backslashes, so it needs no escaping.
@@ -153,7 +163,7 @@ pub fn security_headers(headers: &mut HeaderMap) {
 mod tests {
     use super::*;
 
-    const ALL: [Refusal; 13] = [
+    pub(super) const ALL: [Refusal; 13] = [
         Refusal::NotFound,
         Refusal::MethodNotAllowed,
         Refusal::AmbiguousHost,

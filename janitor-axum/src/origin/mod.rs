@@ -1,0 +1,41 @@
+//! The endpoint's origin policy on the application's own routes: [`OriginLayer`] for every state-changing
+//! route behind it, and [`Janitor::check_origin`](crate::Janitor::check_origin) for one request.
+//!
+//! A browser marks a request another site's page sent: `Sec-Fetch-Site: cross-site`, or an `Origin` that is
+//! not the request's own (the host it asked for, or what a trusted proxy forwarded) and not listed in the
+//! allowed origins. Both are refused with 403, as on the endpoint; so is a request with more than one `Host`
+//! (400), whose own origin would be a guess. A request with neither header (curl, a server) passes: the policy
+//! stops browsers being used against their users (cross-site request forgery), not clients that send what
+//! they like — those are what quotas and the application's own authentication are for.
+
+mod layer;
+
+use http::header::HOST;
+use http::request::Parts;
+use http::Method;
+
+use crate::config::OriginConfig;
+use crate::identify::origin::is_cross_origin;
+use crate::refusal::Refusal;
+
+pub use layer::{OriginLayer, OriginService};
+
+/// The policy on one request, whatever its method.
+pub(crate) fn check(parts: &Parts, config: &OriginConfig) -> Result<(), Refusal> {
+    if parts.headers.get_all(HOST).iter().nth(1).is_some() {
+        Err(Refusal::AmbiguousHost)
+    } else if is_cross_origin(parts, config) {
+        Err(Refusal::CrossOrigin)
+    } else {
+        Ok(())
+    }
+}
+
+/// Methods the layer passes unchecked: the safe ones (RFC 9110 §9.2.1), which change nothing, and which a
+/// page of another site may rightly ask for (a link, an image, a CORS preflight).
+fn is_safe(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE
+    )
+}
