@@ -9,8 +9,7 @@ mod common;
 use axum::response::Html;
 use axum::routing::get;
 use axum::Router;
-use janitor_axum::{Janitor, Stores};
-use janitor_core::Evaluator;
+use janitor_axum::DynJanitor;
 
 /// The page (the browser tests serve the same file).
 const PAGE: &str = include_str!("quickstart.html");
@@ -20,7 +19,7 @@ struct QuickStart;
 impl common::Site for QuickStart {
     const NAME: &'static str = "Janitor quick start";
 
-    fn routes<S: Stores, E: Evaluator + 'static>(&self, _: &Janitor<S, E>) -> Router {
+    fn routes(&self, _: &DynJanitor) -> Router {
         Router::new().route("/", get(|| async { Html(PAGE) }))
     }
 }

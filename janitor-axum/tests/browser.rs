@@ -448,8 +448,11 @@ const PASSWORD: &str = "correct horse battery staple";
 async fn sign_in_page<S: Stores>(stores: S) {
     let _one_browser = BROWSERS.lock().await;
     let janitor = Janitor::new(config().build().unwrap(), stores);
-    let site = login::routes(janitor.clone(), login::Accounts::with("ada", PASSWORD))
-        .route("/", get(|| async { Html(LOGIN_PAGE) }));
+    let site = login::routes(
+        janitor.to_dyn(),
+        login::Accounts::with(&[("ada", PASSWORD)]),
+    )
+    .route("/", get(|| async { Html(LOGIN_PAGE) }));
     let server = Server::start_with(&janitor, site).await;
     let driver = Driver::start().await;
     let session = driver.session().await;

@@ -1,5 +1,7 @@
 //! Identity on any route, through the real router and on both stores: the identity layer on an application's
-//! login route, the direct `identify_parts`, quotas by the request's account, and refusals.
+//! login route (with the context from middleware or from its own context function), the direct
+//! `identify_parts` and `claim_quota`, quotas by the request's account with or without a payload, and
+//! refusals.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -155,8 +157,107 @@ async fn account_quotas_apply_on_the_login_route<S: Stores>(stores: S) {
             "attempt {attempt}: {answer}"
         );
     }
-    let (_, cookie, limited) = send(&app, &form(payload), None).await;
-    assert_eq!((limited, cookie), (json!({"refused": 429}), None));
+    // The layer answers a spent quota itself, worded for the route: the handler never runs.
+    let (status, cookie, limited) = send(&app, &form(payload), None).await;
+    assert_eq!(
+        (status, limited, cookie),
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            json!({"error": "Too many requests; try again later"}),
+            None
+        )
+    );
+    // And a request without a payload is counted and refused the same.
+    let (status, _, _) = send(&app, &json!({"email": "ada@example.com"}), None).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+}
+
+/// The account comes from the body itself, through the layer's context function: no middleware needed, and a
+/// client that leaves the payload out is counted against the account it names.
+async fn the_layer_keys_the_quota_by_the_bodys_account<S: Stores>(stores: S) {
+    let quotas = QuotaConfig::builder().account(2).build().unwrap();
+    let config = common::config("identity-context-tests")
+        .quotas(quotas)
+        .build()
+        .unwrap();
+    let janitor = Janitor::new(config, stores);
+    let layer = janitor.identity_layer().context(|_, body| {
+        body["email"]
+            .as_str()
+            .and_then(|email| VisitorContext::for_account(email).ok())
+            .unwrap_or_default()
+    });
+    let app = Router::new()
+        .route("/login", post(login))
+        .route_layer(layer);
+    let bare = json!({"email": "ada@example.com"});
+    for attempt in 0..2 {
+        let (status, _, answer) = send(&app, &bare, None).await;
+        assert_eq!(
+            (status, answer),
+            (StatusCode::OK, json!({"absent": true})),
+            "attempt {attempt}"
+        );
+    }
+    let response = app
+        .clone()
+        .oneshot(
+            Request::builder()
+                .method("POST")
+                .uri("/login")
+                .header("content-type", "application/json")
+                .body(Body::from(bare.to_string()))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    // Another account is counted apart.
+    let (status, _, _) = send(&app, &json!({"email": "bob@example.com"}), None).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+/// `claim_quota` and `identify_parts` without a payload count the request all the same.
+async fn a_request_without_a_payload_is_counted<S: Stores>(stores: S) {
+    let quotas = QuotaConfig::builder().account(1).build().unwrap();
+    let config = common::config("identity-claim-tests")
+        .quotas(quotas)
+        .build()
+        .unwrap();
+    let janitor = Janitor::new(config, stores);
+    let ada = VisitorContext::for_account("ada").unwrap();
+    let (parts, ()) = http::Request::new(()).into_parts();
+    assert!(matches!(
+        janitor.identify_parts(&parts, &ada, None).await,
+        Ok(None)
+    ));
+    for limited in [
+        janitor.claim_quota(&ada).await,
+        janitor.to_dyn().claim_quota(&ada).await,
+    ] {
+        assert!(
+            matches!(limited, Err(janitor_axum::Refusal::RateLimited { retry_after_secs }) if retry_after_secs >= 1),
+            "{limited:?}"
+        );
+    }
+    let payload = janitor_core::testing::mac_payload();
+    assert!(matches!(
+        janitor.identify_parts(&parts, &ada, Some(&payload)).await,
+        Err(janitor_axum::Refusal::RateLimited { .. })
+    ));
+    let bob = VisitorContext::for_account("bob").unwrap();
+    let identified = janitor
+        .to_dyn()
+        .identify_parts(&parts, &bob, Some(&payload))
+        .await
+        .unwrap();
+    assert!(identified.is_some());
 }
 
 async fn identify_parts_in_a_handler<S: Stores>(stores: S) {
@@ -176,8 +277,13 @@ async fn identify_parts_in_a_handler<S: Stores>(stores: S) {
             let Ok(Json(form)) = Json::<Form>::from_bytes(&bytes) else {
                 return StatusCode::BAD_REQUEST.into_response();
             };
-            match janitor.identify_parts(&parts, &form.visitor).await {
-                Ok(identified) => {
+            let anonymous = VisitorContext::anonymous();
+            match janitor
+                .identify_parts(&parts, &anonymous, Some(&form.visitor))
+                .await
+            {
+                Ok(None) => unreachable!("a payload was given"),
+                Ok(Some(identified)) => {
                     let id = identified.identity().visitor_id.to_string();
                     (identified, id).into_response()
                 }
@@ -218,8 +324,17 @@ async fn identify_parts_in_a_handler<S: Stores>(stores: S) {
 on_both_stores!(
     the_login_route_identifies_and_sets_the_cookie,
     account_quotas_apply_on_the_login_route,
+    the_layer_keys_the_quota_by_the_bodys_account,
+    a_request_without_a_payload_is_counted,
     identify_parts_in_a_handler,
 );
+
+#[tokio::test]
+async fn visitor_identity_without_its_layer_is_refused_loudly() {
+    let app = Router::new().route("/login", post(login));
+    let (status, _, _) = send(&app, &form(janitor_core::testing::mac_document()), None).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+}
 
 #[tokio::test]
 async fn a_body_over_the_limit_is_refused_before_the_handler() {

@@ -1,6 +1,7 @@
 //! The sign-in example's routes (`examples/login/app.rs`, compiled here as they are) on both stores, over a
 //! real socket: identity on a route of the application, the account quota keyed by the account being signed
-//! into, the lock after repeated failures counted from recorded evidence, and erasure.
+//! into (with or without a payload), the lock after repeated failures counted from recorded evidence, the
+//! origin policy on the application's routes, and an erasure that keeps other accounts' evidence.
 
 mod common;
 
@@ -12,13 +13,11 @@ use std::net::SocketAddr;
 
 use common::stores::on_both_stores;
 use common::wire::{serve, Connection};
-use janitor_axum::Janitor;
-use janitor_core::evidence::{Action, ActivityKey, EventType, VelocityQuery};
-use janitor_core::protection::quota::QuotaConfig;
-use janitor_core::Stores;
+use janitor_axum::{Action, ActivityKey, EventType, Janitor, QuotaConfig, Stores, VelocityQuery};
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "correct horse battery staple";
+const DAVE: &str = "dave's own passphrase";
 
 /// A handle on `stores`, with quotas when given, and the example's routes served on a socket.
 async fn site<S: Stores>(stores: S, quotas: Option<QuotaConfig>) -> (Janitor<S>, SocketAddr) {
@@ -27,7 +26,8 @@ async fn site<S: Stores>(stores: S, quotas: Option<QuotaConfig>) -> (Janitor<S>,
         config = config.quotas(quotas);
     }
     let janitor = Janitor::new(config.build().unwrap(), stores);
-    let routes = app::routes(janitor.clone(), app::Accounts::with("ada", PASSWORD));
+    let accounts = app::Accounts::with(&[("ada", PASSWORD), ("dave", DAVE)]);
+    let routes = app::routes(janitor.to_dyn(), accounts);
     let address = serve(janitor.router().merge(routes)).await;
     (janitor, address)
 }
@@ -35,13 +35,15 @@ async fn site<S: Stores>(stores: S, quotas: Option<QuotaConfig>) -> (Janitor<S>,
 struct Answer {
     status: u16,
     cookie: Option<String>,
+    retry_after: Option<String>,
     body: Value,
 }
 
-async fn post(address: SocketAddr, path: &str, body: &str, cookie: Option<&str>) -> Answer {
-    let cookie = cookie.map_or(String::new(), |c| format!("Cookie: {c}\r\n"));
+/// A POST with `headers` (each a whole `Name: value` line).
+async fn post_with(address: SocketAddr, path: &str, body: &str, headers: &[String]) -> Answer {
+    let headers: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
     let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n{cookie}\
+        "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n{headers}\
          Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
@@ -52,17 +54,27 @@ async fn post(address: SocketAddr, path: &str, body: &str, cookie: Option<&str>)
         cookie: reply
             .header("set-cookie")
             .map(|c| c.split(';').next().unwrap().to_owned()),
+        retry_after: reply.header("retry-after").map(str::to_owned),
         body: serde_json::from_str(&reply.text()).unwrap_or(Value::Null),
     }
 }
 
-fn sign_in(password: &str) -> String {
-    json!({"username": "ada", "password": password, "visitor": janitor_core::testing::mac_document()})
+async fn post(address: SocketAddr, path: &str, body: &str, cookie: Option<&str>) -> Answer {
+    let headers: Vec<String> = cookie.map(|c| format!("Cookie: {c}")).into_iter().collect();
+    post_with(address, path, body, &headers).await
+}
+
+fn sign_in_as(username: &str, password: &str) -> String {
+    json!({"username": username, "password": password, "visitor": janitor_core::testing::mac_document()})
         .to_string()
 }
 
-async fn sign_in_events<S: Stores>(janitor: &Janitor<S>) -> Vec<(EventType, u32)> {
-    let subject = janitor.evidence().subject_id("ada");
+fn sign_in(password: &str) -> String {
+    sign_in_as("ada", password)
+}
+
+async fn sign_in_events<S: Stores>(janitor: &Janitor<S>, account: &str) -> Vec<(EventType, u32)> {
+    let subject = janitor.evidence().subject_id(account);
     let query = VelocityQuery::new(ActivityKey::Subject(subject)).action(Action::SignIn);
     let summary = janitor.velocity(&query).await.unwrap();
     summary.counts.into_iter().collect()
@@ -91,17 +103,25 @@ async fn a_sign_in_identifies_the_browser_and_records_the_success<S: Stores>(sto
         (Some(id.as_str()), Some(true))
     );
     assert_eq!(
-        sign_in_events(&janitor).await,
+        sign_in_events(&janitor, "ada").await,
         [(EventType::LoginSuccess, 2)]
     );
 }
 
-async fn a_form_without_a_payload_signs_in_and_a_bad_form_records_nothing<S: Stores>(stores: S) {
+async fn a_form_without_a_valid_payload_signs_in_and_a_bad_form_records_nothing<S: Stores>(
+    stores: S,
+) {
     let (janitor, address) = site(stores, None).await;
-    let bare = json!({"username": "ada", "password": PASSWORD}).to_string();
-    let answer = post(address, "/login", &bare, None).await;
-    assert_eq!((answer.status, answer.cookie), (200, None));
-    assert_eq!(answer.body["visitorId"], Value::Null);
+    // No payload (scripts off), and a payload this server cannot read (a newer client's): the form still
+    // parses, the sign-in goes on without an identity.
+    for body in [
+        json!({"username": "ada", "password": PASSWORD}),
+        json!({"username": "ada", "password": PASSWORD, "visitor": {"signals": {}, "fromTheFuture": 1}}),
+    ] {
+        let answer = post(address, "/login", &body.to_string(), None).await;
+        assert_eq!((answer.status, answer.cookie), (200, None), "{body}");
+        assert_eq!(answer.body["visitorId"], Value::Null);
+    }
     for bad in [
         "{",
         r#"{"username":"ada"}"#,
@@ -112,8 +132,8 @@ async fn a_form_without_a_payload_signs_in_and_a_bad_form_records_nothing<S: Sto
         assert_eq!(answer.status, 400, "{bad}: {}", answer.body);
     }
     assert_eq!(
-        sign_in_events(&janitor).await,
-        [(EventType::LoginSuccess, 1)]
+        sign_in_events(&janitor, "ada").await,
+        [(EventType::LoginSuccess, 2)]
     );
 }
 
@@ -126,7 +146,7 @@ async fn five_failures_lock_the_account_even_for_the_right_password<S: Stores>(s
     let locked = post(address, "/login", &sign_in(PASSWORD), None).await;
     assert_eq!(locked.status, 429, "{}", locked.body);
     assert_eq!(
-        sign_in_events(&janitor).await,
+        sign_in_events(&janitor, "ada").await,
         [
             (EventType::LoginFailure, app::MAX_FAILURES),
             (EventType::ActionDenied, 1)
@@ -134,27 +154,72 @@ async fn five_failures_lock_the_account_even_for_the_right_password<S: Stores>(s
     );
 }
 
-async fn the_account_quota_counts_sign_ins_to_one_account<S: Stores>(stores: S) {
+async fn the_account_quota_counts_sign_ins_with_or_without_a_payload<S: Stores>(stores: S) {
     let quotas = QuotaConfig::builder().account(2).build().unwrap();
     let (janitor, address) = site(stores, Some(quotas)).await;
-    for _ in 0..2 {
+    let bare = json!({"username": "ada", "password": PASSWORD}).to_string();
+    assert_eq!(
+        post(address, "/login", &sign_in(PASSWORD), None)
+            .await
+            .status,
+        200
+    );
+    assert_eq!(post(address, "/login", &bare, None).await.status, 200);
+    // At the limit, a client that leaves the payload out (a script guessing passwords) is refused as well.
+    for body in [&bare, &sign_in(PASSWORD)] {
+        let limited = post(address, "/login", body, None).await;
+        assert_eq!((limited.status, limited.cookie), (429, None), "{body}");
+        let retry: u64 = limited.retry_after.expect("Retry-After").parse().unwrap();
+        assert!((1..=60).contains(&retry), "{retry}");
         assert_eq!(
-            post(address, "/login", &sign_in(PASSWORD), None)
-                .await
-                .status,
-            200
+            limited.body,
+            json!({"error": "Too many requests; try again later"})
         );
     }
-    let limited = post(address, "/login", &sign_in(PASSWORD), None).await;
-    assert_eq!((limited.status, limited.cookie), (429, None));
+    // Another account has its own counter.
     assert_eq!(
-        sign_in_events(&janitor).await,
+        post(address, "/login", &sign_in_as("dave", DAVE), None)
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        sign_in_events(&janitor, "ada").await,
         [(EventType::LoginSuccess, 2)],
         "a refused sign-in records nothing"
     );
 }
 
-async fn erasure_removes_the_accounts_events_and_the_browsers_visitor<S: Stores>(stores: S) {
+async fn a_cross_site_post_is_refused_before_the_form_is_read<S: Stores>(stores: S) {
+    let (janitor, address) = site(stores, None).await;
+    let own = format!("Origin: http://{address}");
+    for headers in [
+        vec!["Origin: https://attacker.example".to_owned()],
+        vec!["Sec-Fetch-Site: cross-site".to_owned()],
+        vec![own.clone(), "Sec-Fetch-Site: cross-site".to_owned()],
+    ] {
+        for path in ["/login", "/account/erase"] {
+            let answer = post_with(address, path, &sign_in(PASSWORD), &headers).await;
+            assert_eq!(answer.status, 403, "{path} {headers:?}: {}", answer.body);
+            assert_eq!(
+                answer.body,
+                json!({"error": "Cross-site requests are not allowed"})
+            );
+        }
+    }
+    assert!(sign_in_events(&janitor, "ada").await.is_empty());
+    // The page's own origin, and a client that sends no origin at all, sign in.
+    let same = post_with(address, "/login", &sign_in(PASSWORD), &[own]).await;
+    assert_eq!(same.status, 200, "{}", same.body);
+    assert_eq!(
+        post(address, "/login", &sign_in(PASSWORD), None)
+            .await
+            .status,
+        200
+    );
+}
+
+async fn erasure_removes_the_account_and_its_browser<S: Stores>(stores: S) {
     let (janitor, address) = site(stores, None).await;
     let first = post(address, "/login", &sign_in(PASSWORD), None).await;
     let cookie = first.cookie.clone().unwrap();
@@ -173,16 +238,53 @@ async fn erasure_removes_the_accounts_events_and_the_browsers_visitor<S: Stores>
         json!({"erasedEvents": 1, "erasedVisitor": true})
     );
     assert_eq!(erased.cookie.as_deref(), Some("__visitor="));
-    assert!(sign_in_events(&janitor).await.is_empty());
+    assert!(sign_in_events(&janitor, "ada").await.is_empty());
     // The old cookie names nobody now: the next sign-in is a new visitor.
     let after = post(address, "/login", &sign_in(PASSWORD), Some(&cookie)).await;
     assert_ne!(after.body["visitorId"], first.body["visitorId"]);
 }
 
+/// Dave is locked out by failures from one browser; Ada signs in from the same browser and erases her account
+/// and the browser. Dave's failures are evidence about Dave: they stay, and he stays locked.
+async fn erasing_one_account_keeps_another_accounts_lockout<S: Stores>(stores: S) {
+    let (janitor, address) = site(stores, None).await;
+    let first = post(address, "/login", &sign_in_as("dave", "wrong"), None).await;
+    let cookie = first.cookie.clone().expect("the browser's cookie");
+    for _ in 1..app::MAX_FAILURES {
+        let failed = post(
+            address,
+            "/login",
+            &sign_in_as("dave", "wrong"),
+            Some(&cookie),
+        )
+        .await;
+        assert_eq!(failed.status, 401);
+    }
+    let ada = post(address, "/login", &sign_in(PASSWORD), Some(&cookie)).await;
+    assert_eq!(ada.status, 200, "{}", ada.body);
+    let credentials = json!({"username": "ada", "password": PASSWORD}).to_string();
+    let erased = post(address, "/account/erase", &credentials, Some(&cookie)).await;
+    assert_eq!(
+        (erased.status, erased.body["erasedVisitor"].as_bool()),
+        (200, Some(true)),
+        "{}",
+        erased.body
+    );
+    assert_eq!(
+        sign_in_events(&janitor, "dave").await,
+        [(EventType::LoginFailure, app::MAX_FAILURES)]
+    );
+    let locked = post(address, "/login", &sign_in_as("dave", DAVE), None).await;
+    assert_eq!(locked.status, 429, "dave is still locked: {}", locked.body);
+    assert!(sign_in_events(&janitor, "ada").await.is_empty());
+}
+
 on_both_stores!(
     a_sign_in_identifies_the_browser_and_records_the_success,
-    a_form_without_a_payload_signs_in_and_a_bad_form_records_nothing,
+    a_form_without_a_valid_payload_signs_in_and_a_bad_form_records_nothing,
     five_failures_lock_the_account_even_for_the_right_password,
-    the_account_quota_counts_sign_ins_to_one_account,
-    erasure_removes_the_accounts_events_and_the_browsers_visitor,
+    the_account_quota_counts_sign_ins_with_or_without_a_payload,
+    a_cross_site_post_is_refused_before_the_form_is_read,
+    erasure_removes_the_account_and_its_browser,
+    erasing_one_account_keeps_another_accounts_lockout,
 );

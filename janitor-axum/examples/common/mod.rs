@@ -28,14 +28,12 @@ use std::process::ExitCode;
 use axum::routing::get;
 use axum::Router;
 use janitor_axum::jev::JevConfig;
+use janitor_axum::protection::budget::BudgetConfig;
 use janitor_axum::serve::{self, ServeConfig};
 use janitor_axum::{
-    Environment, Janitor, JanitorConfig, JanitorSettings, JevBehindBudget, MaintenanceSchedule,
-    MemoryStores, Stores,
+    DynJanitor, EnvSource, Environment, Evaluator, Janitor, JanitorConfig, JanitorSettings,
+    JevBehindBudget, MaintenanceSchedule, MemoryStores, Stores,
 };
-use janitor_core::config::EnvSource;
-use janitor_core::protection::budget::BudgetConfig;
-use janitor_core::Evaluator;
 use metrics_exporter_prometheus::PrometheusBuilder;
 
 /// The routes an example adds to the handle's own, on whichever stores the environment chose.
@@ -43,7 +41,7 @@ pub trait Site {
     /// Its name, for the line printed at start.
     const NAME: &'static str;
     /// Its routes.
-    fn routes<S: Stores, E: Evaluator + 'static>(&self, janitor: &Janitor<S, E>) -> Router;
+    fn routes(&self, janitor: &DynJanitor) -> Router;
 }
 
 /// Serves `site` as the environment says, until Ctrl-C or SIGTERM; a configuration or start-up error is
@@ -138,7 +136,7 @@ async fn serve_postgres(
     site: impl Site,
     addr: SocketAddr,
 ) -> Result<(), Box<dyn Error>> {
-    use janitor_sql::{Database, DatabaseConfig, PgStores};
+    use janitor_axum::{Database, DatabaseConfig, PgStores};
     let database = Database::new(DatabaseConfig::from_env()?)?;
     let report = database.migrate().await?;
     println!("PostgreSQL: migrations applied now {:?}", report.applied);
@@ -167,7 +165,7 @@ async fn serve<S: Stores, E: Evaluator + 'static, W: Site>(
     let metrics = PrometheusBuilder::new().install_recorder()?;
     let app = janitor
         .router()
-        .merge(site.routes(&janitor))
+        .merge(site.routes(&janitor.to_dyn()))
         .route("/metrics", get(move || async move { metrics.render() }));
     let limits = ServeConfig::from_env(&EnvSource::process())?;
     let listener = tokio::net::TcpListener::bind(addr).await?;

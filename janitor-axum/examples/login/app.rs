@@ -1,20 +1,21 @@
-//! The routes of the sign-in example: `POST /login` identifies the browser beside the form, counts the
-//! account's recent failures, and records what happened as evidence; `POST /account/erase` removes an
-//! account's evidence and the browser's visitor. The tests (`tests/login.rs`) serve these same routes.
+//! The routes of the sign-in example: `POST /login` claims the quota of the account being signed into (with
+//! or without a browser payload), identifies the browser beside the form, counts the account's recent
+//! failures, and records what happened as evidence; `POST /account/erase` erases an account and the browser
+//! it signs in from. Both sit behind the origin layer, so another site's page cannot post to them. The tests
+//! (`tests/login.rs`) serve these same routes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::body::{to_bytes, Body};
 use axum::extract::{Request, State};
-use axum::http::header::{COOKIE, SET_COOKIE};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use janitor_axum::{Janitor, Refusal, VisitorContext};
-use janitor_core::evidence::{Action, ActivityKey, EventInput, EventType, VelocityQuery};
-use janitor_core::{Evaluator, Stores, VisitorId, VisitorPayload};
+use janitor_axum::{
+    Action, ActivityKey, DynJanitor, EventInput, EventType, VelocityQuery, VisitorContext,
+    VisitorField,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -32,12 +33,14 @@ const MAX_FORM_BYTES: usize = 64 * 1024;
 pub struct Accounts(Arc<HashMap<String, [u8; 32]>>);
 
 impl Accounts {
-    /// One account.
-    pub fn with(name: &str, password: &str) -> Accounts {
-        Accounts(Arc::new(HashMap::from([(
-            name.to_owned(),
-            digest(password),
-        )])))
+    /// Accounts with these names and passwords.
+    pub fn with(accounts: &[(&str, &str)]) -> Accounts {
+        Accounts(Arc::new(
+            accounts
+                .iter()
+                .map(|(name, password)| ((*name).to_owned(), digest(password)))
+                .collect(),
+        ))
     }
 
     fn verify(&self, name: &str, password: &str) -> bool {
@@ -49,29 +52,32 @@ fn digest(password: &str) -> [u8; 32] {
     Sha256::digest(password.as_bytes()).into()
 }
 
-struct App<S: Stores, E: Evaluator> {
-    janitor: Janitor<S, E>,
+/// What every handler shares: the Janitor handle, with no type parameter, and the accounts.
+#[derive(Clone)]
+struct App {
+    janitor: DynJanitor,
     accounts: Accounts,
 }
 
-/// The example's routes, on `janitor`'s stores.
-pub fn routes<S: Stores, E: Evaluator + 'static>(
-    janitor: Janitor<S, E>,
-    accounts: Accounts,
-) -> Router {
+/// The example's routes, behind the handle's origin policy.
+pub fn routes(janitor: DynJanitor, accounts: Accounts) -> Router {
+    let origin = janitor.origin_layer();
     Router::new()
-        .route("/login", post(login::<S, E>))
-        .route("/account/erase", post(erase::<S, E>))
-        .with_state(Arc::new(App { janitor, accounts }))
+        .route("/login", post(login))
+        .route("/account/erase", post(erase))
+        .layer(origin)
+        .with_state(App { janitor, accounts })
 }
 
-/// The sign-in form: the application's fields, and the browser's payload from `collect()`.
+/// The sign-in form: the application's fields, and the browser's payload from `collect()`, read tolerantly
+/// (a missing or invalid payload never fails the form).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LoginForm {
     username: String,
     password: String,
-    visitor: Option<VisitorPayload>,
+    #[serde(default)]
+    visitor: VisitorField,
 }
 
 fn answer(status: StatusCode, body: Value) -> Response {
@@ -87,44 +93,42 @@ fn internal(what: &str, error: impl std::fmt::Display) -> Response {
 }
 
 /// Reads a JSON form of at most [`MAX_FORM_BYTES`].
-async fn read_form<T: serde::de::DeserializeOwned>(body: Body) -> Result<T, Response> {
-    let bytes = to_bytes(body, MAX_FORM_BYTES).await.map_err(|_| {
-        answer(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            json!({"error": "Form too large"}),
-        )
-    })?;
+async fn read_form<T: serde::de::DeserializeOwned>(body: axum::body::Body) -> Result<T, Response> {
+    let bytes = axum::body::to_bytes(body, MAX_FORM_BYTES)
+        .await
+        .map_err(|_| {
+            answer(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({"error": "Form too large"}),
+            )
+        })?;
     serde_json::from_slice(&bytes)
         .map_err(|_| answer(StatusCode::BAD_REQUEST, json!({"error": "Invalid form"})))
 }
 
-async fn login<S: Stores, E: Evaluator + 'static>(
-    State(app): State<Arc<App<S, E>>>,
-    request: Request,
-) -> Response {
-    let (mut parts, body) = request.into_parts();
+async fn login(State(app): State<App>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
     let form: LoginForm = match read_form(body).await {
         Ok(form) => form,
         Err(response) => return response,
     };
     // The account being signed into keys the account quota: guessing one account's password is slowed
-    // wherever the guesses come from. The name is never stored; its quota counter is an HMAC label.
+    // wherever the guesses come from, and whether or not they carry a payload. The name is never stored; its
+    // quota counter is an HMAC label.
     let Ok(context) = VisitorContext::for_account(&form.username) else {
         return answer(StatusCode::BAD_REQUEST, json!({"error": "Invalid form"}));
     };
-    parts.extensions.insert(context);
-    // A browser without a payload (scripts off) may still sign in; a spent quota or an overload may not.
-    let identified = match &form.visitor {
-        Some(payload) => match app.janitor.identify_parts(&parts, payload).await {
-            Ok(identified) => Some(identified),
-            Err(Refusal::InvalidPayload) => None,
-            Err(refusal) => return refusal.into_response(),
-        },
-        None => None,
+    let identified = match app
+        .janitor
+        .identify_parts(&parts, &context, form.visitor.payload())
+        .await
+    {
+        Ok(identified) => identified,
+        Err(refusal) => return refusal.for_route().into_response(),
     };
     let visitor = identified.as_ref().map(|i| i.identity().clone());
 
-    let subject = app.janitor.evidence().subject_id(&form.username);
+    let subject = app.janitor.subject_id(&form.username);
     let recent = VelocityQuery::new(ActivityKey::Subject(subject.clone()))
         .action(Action::SignIn)
         .window_ms(FAILURE_WINDOW_MS);
@@ -187,7 +191,7 @@ fn event_id() -> String {
     format!("login-{hex}")
 }
 
-/// Erasure asks for the password again: deleting an account's evidence must be the account holder's act.
+/// Erasure asks for the password again: erasing an account must be the account holder's act.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct EraseForm {
@@ -195,10 +199,7 @@ struct EraseForm {
     password: String,
 }
 
-async fn erase<S: Stores, E: Evaluator + 'static>(
-    State(app): State<Arc<App<S, E>>>,
-    request: Request,
-) -> Response {
+async fn erase(State(app): State<App>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let form: EraseForm = match read_form(body).await {
         Ok(form) => form,
@@ -210,39 +211,24 @@ async fn erase<S: Stores, E: Evaluator + 'static>(
             json!({"error": "Wrong username or password"}),
         );
     }
-    let subject = app.janitor.evidence().subject_id(&form.username);
-    let events = match app.janitor.delete_subject_events(&subject).await {
-        Ok(events) => events,
+    // The account, and the browser it signs in from: evidence about other accounts that names this browser
+    // (another account's failed sign-ins from it) is kept, detached from it.
+    let browser = app.janitor.visitor_cookie(&parts.headers);
+    let erased = match app
+        .janitor
+        .erase_account(&form.username, browser.as_ref())
+        .await
+    {
+        Ok(erased) => erased,
         Err(error) => return internal("erasure failed", error),
     };
-    let visitor = match cookie_visitor(&parts.headers) {
-        Some(visitor) => match app.janitor.delete_visitor(&visitor).await {
-            Ok(deleted) => deleted,
-            Err(error) => return internal("erasure failed", error),
-        },
-        None => false,
-    };
     // The browser forgets the id too; the next identification mints a new one.
-    let secure = if app.janitor.config().cookie().secure() {
-        "; Secure"
-    } else {
-        ""
-    };
-    let clear = format!("__visitor=; Max-Age=0; Path=/; HttpOnly{secure}; SameSite=Lax");
     (
-        [(SET_COOKIE, clear)],
-        Json(json!({"erasedEvents": events, "erasedVisitor": visitor})),
+        app.janitor.clear_visitor_cookie(),
+        Json(json!({
+            "erasedEvents": erased.events_deleted,
+            "erasedVisitor": erased.visitor_erased,
+        })),
     )
         .into_response()
-}
-
-/// The visitor id of the request's `__visitor` cookie, when it holds one.
-fn cookie_visitor(headers: &axum::http::HeaderMap) -> Option<VisitorId> {
-    headers
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().strip_prefix("__visitor="))
-        .find_map(VisitorId::parse)
 }

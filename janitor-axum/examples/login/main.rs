@@ -5,8 +5,9 @@
 //!
 //! Run with: `cargo run -p janitor-axum --example login`, open http://127.0.0.1:3000/ and sign in as `ada`
 //! with the password in `JANITOR_DEMO_PASSWORD` (default `correct horse battery staple`). Set
-//! `JANITOR_QUOTA_ACCOUNT=3` to see the account quota answer 429 to the fourth sign-in within a minute. The other
-//! variables are those of the quick start (`examples/common/mod.rs`).
+//! `JANITOR_QUOTA_ACCOUNT=3` to see the account quota answer 429 to the fourth sign-in to one account within a
+//! minute, whether or not the form carries the browser's payload (`curl` without one is counted too). The
+//! other variables are those of the quick start (`examples/common/mod.rs`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -16,8 +17,7 @@ mod app;
 use axum::response::Html;
 use axum::routing::get;
 use axum::Router;
-use janitor_axum::{Janitor, Stores};
-use janitor_core::Evaluator;
+use janitor_axum::DynJanitor;
 
 const PAGE: &str = include_str!("login.html");
 
@@ -26,7 +26,7 @@ struct SignIn(app::Accounts);
 impl common::Site for SignIn {
     const NAME: &'static str = "Janitor sign-in example";
 
-    fn routes<S: Stores, E: Evaluator + 'static>(&self, janitor: &Janitor<S, E>) -> Router {
+    fn routes(&self, janitor: &DynJanitor) -> Router {
         app::routes(janitor.clone(), self.0.clone()).route("/", get(|| async { Html(PAGE) }))
     }
 }
@@ -35,5 +35,5 @@ impl common::Site for SignIn {
 async fn main() -> std::process::ExitCode {
     let password = std::env::var("JANITOR_DEMO_PASSWORD")
         .unwrap_or_else(|_| "correct horse battery staple".to_owned());
-    common::main(SignIn(app::Accounts::with("ada", &password))).await
+    common::main(SignIn(app::Accounts::with(&[("ada", &password)]))).await
 }
