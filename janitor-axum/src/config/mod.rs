@@ -236,7 +236,8 @@ impl JanitorConfigBuilder {
         self
     }
 
-    /// Request quotas (off unless set).
+    /// Request quotas (off unless set): the counters `quotas` has on (a [`QuotaConfig`] builder starts with
+    /// all three on). A configuration with every counter off is refused by [`build`](Self::build).
     pub fn quotas(mut self, quotas: QuotaConfig) -> Self {
         self.quotas = Some(quotas);
         self
@@ -280,6 +281,13 @@ impl JanitorConfigBuilder {
             return Err(JanitorConfigError::Invalid {
                 field: "cookie_secure",
                 reason: "production cookies must be Secure",
+            });
+        }
+        if self.quotas.is_some_and(|q| !q.any_counter_on()) {
+            return Err(JanitorConfigError::Invalid {
+                field: "quotas",
+                reason: "no quota counter set: set global, account or session \
+                         (JANITOR_QUOTA_GLOBAL, _ACCOUNT, _SESSION); shards and window_ms only shape them",
             });
         }
         let cookie_max_age_days = self

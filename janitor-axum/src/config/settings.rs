@@ -11,7 +11,7 @@
 //! | `JANITOR_ENDPOINT_PATH`, `JANITOR_SCRIPT_PATH`, `JANITOR_MAX_BODY_BYTES`, `JANITOR_REQUEST_TIMEOUT_MS`, `JANITOR_EXPOSE_CLIENT_SCORES` | `endpoint.*` |
 //! | `JANITOR_ALLOWED_ORIGINS`, `JANITOR_TRUSTED_PROXIES` (comma-separated) | `origin.allowed_origins`, `origin.trusted_proxies` |
 //! | `JANITOR_MAX_IN_FLIGHT`, `JANITOR_MAX_DRAIN_BYTES`, `JANITOR_DRAIN_TIMEOUT_MS`, `JANITOR_BODY_GRACE_MS` | `admission.*` |
-//! | `JANITOR_QUOTA_GLOBAL`, `_ACCOUNT`, `_SESSION`, `_SHARDS`, `_WINDOW_MS` (any one turns quotas on) | `quotas.*` |
+//! | `JANITOR_QUOTA_GLOBAL`, `_ACCOUNT`, `_SESSION` (each switches its counter on; one not set is off), `_SHARDS`, `_WINDOW_MS` (shape the counters, switch none on) | `quotas.*` |
 //! | `JANITOR_EVENT_RETENTION_DAYS`, `JANITOR_LINK_RETENTION_DAYS`, `JANITOR_MAX_EVENTS_PER_QUERY` | `evidence.*` |
 
 use janitor_core::config::{EnvError, EnvSource};
@@ -52,7 +52,8 @@ pub struct JanitorSettings {
     pub origin: OriginSettings,
     /// The admission limits.
     pub admission: AdmissionSettings,
-    /// Request quotas; absent means off.
+    /// Request quotas; absent means off. Only the counters named are on (`{account = 3}` counts accounts
+    /// and nothing else); `shards` and `window_ms` alone switch none on and are refused.
     pub quotas: Option<QuotaSettings>,
     /// Evidence options.
     pub evidence: EvidenceSettings,
@@ -110,7 +111,9 @@ pub struct AdmissionSettings {
     pub body_grace_ms: Option<u64>,
 }
 
-/// [`QuotaConfig`] as data.
+/// [`QuotaConfig`] as data. Unlike the builder, which starts with every counter on, a counter not given here
+/// is off: settings switch on exactly the counters they name. At least one of `global`, `account` and
+/// `session` is required.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[allow(missing_docs)] // each field is the builder method of the same name
@@ -311,17 +314,22 @@ impl AdmissionSettings {
 }
 
 impl QuotaSettings {
+    /// Only the counters given are on: a file or environment that names one counter means that one, not the
+    /// contract's three defaults (the builder's default, which would cap the whole site at 600 a minute).
     fn build(self) -> Result<QuotaConfig, JanitorConfigError> {
         let mut b = QuotaConfig::builder();
-        if let Some(n) = self.global {
-            b = b.global(n);
-        }
-        if let Some(n) = self.account {
-            b = b.account(n);
-        }
-        if let Some(n) = self.session {
-            b = b.session(n);
-        }
+        b = match self.global {
+            Some(n) => b.global(n),
+            None => b.without_global(),
+        };
+        b = match self.account {
+            Some(n) => b.account(n),
+            None => b.without_account(),
+        };
+        b = match self.session {
+            Some(n) => b.session(n),
+            None => b.without_session(),
+        };
         if let Some(n) = self.shards {
             b = b.shards(n);
         }
@@ -387,7 +395,12 @@ mod tests {
             config.admission().body_grace(),
             std::time::Duration::from_millis(100)
         );
-        assert_eq!(config.quotas().map(|q| q.account()), Some(5));
+        let quotas = config.quotas().expect("quotas on");
+        assert_eq!(
+            (quotas.global(), quotas.account(), quotas.session()),
+            (None, Some(5), None),
+            "only the account counter was set"
+        );
         assert_eq!(config.cookie_max_age_secs(), 30 * 86_400);
         assert_eq!(config.engine.policy(), MatchingPolicy::Precise);
         let defaults =
@@ -428,6 +441,85 @@ mod tests {
     }
 
     #[test]
+    fn only_the_quota_counters_set_are_on() {
+        let quotas = |pairs: &[(&str, &str)]| {
+            let env = EnvSource::from_pairs(
+                [("JANITOR_SECRET", SECRET)]
+                    .into_iter()
+                    .chain(pairs.iter().copied()),
+            );
+            JanitorSettings::from_env(&env).and_then(JanitorSettings::build)
+        };
+        let counters = |pairs: &[(&str, &str)]| {
+            let config = quotas(pairs).unwrap();
+            let q = *config.quotas().expect("quotas on");
+            (
+                q.global(),
+                q.account(),
+                q.session(),
+                q.effective_shards(),
+                q.window_ms(),
+            )
+        };
+        assert_eq!(
+            counters(&[("JANITOR_QUOTA_ACCOUNT", "3")]),
+            (None, Some(3), None, 0, 60_000)
+        );
+        assert_eq!(
+            counters(&[
+                ("JANITOR_QUOTA_SESSION", "4"),
+                ("JANITOR_QUOTA_WINDOW_MS", "5000")
+            ]),
+            (None, None, Some(4), 0, 5_000)
+        );
+        assert_eq!(
+            counters(&[
+                ("JANITOR_QUOTA_GLOBAL", "21"),
+                ("JANITOR_QUOTA_SHARDS", "4"),
+                ("JANITOR_QUOTA_ACCOUNT", "3")
+            ]),
+            (Some(21), Some(3), None, 4, 60_000)
+        );
+        assert!(quotas(&[]).unwrap().quotas().is_none(), "no variable: off");
+        for shape_only in [
+            &[("JANITOR_QUOTA_SHARDS", "4")][..],
+            &[("JANITOR_QUOTA_WINDOW_MS", "5000")],
+            &[("JANITOR_QUOTA_ACOUNT", "3")],
+        ] {
+            let err = quotas(shape_only).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    JanitorConfigError::Invalid {
+                        field: "quotas",
+                        ..
+                    }
+                ),
+                "{err:?}"
+            );
+            assert!(err.to_string().contains("no quota counter set"), "{err}");
+        }
+        // A settings file: the same rule.
+        let file = |quotas: serde_json::Value| {
+            serde_json::from_value::<JanitorSettings>(
+                serde_json::json!({"secret": SECRET, "quotas": quotas}),
+            )
+            .unwrap()
+            .build()
+        };
+        let config = file(serde_json::json!({"account": 3})).unwrap();
+        let q = config.quotas().expect("quotas on");
+        assert_eq!(
+            (q.global(), q.account(), q.session()),
+            (None, Some(3), None)
+        );
+        let err = file(serde_json::json!({})).unwrap_err();
+        assert!(err.to_string().contains("no quota counter set"), "{err}");
+        let err = file(serde_json::json!({"shards": 2})).unwrap_err();
+        assert!(err.to_string().contains("no quota counter set"), "{err}");
+    }
+
+    #[test]
     fn a_file_reads_through_serde_and_unknown_keys_are_refused() {
         let settings: JanitorSettings = serde_json::from_value(serde_json::json!({
             "secret": SECRET,
@@ -440,7 +532,11 @@ mod tests {
         assert!(!format!("{settings:?}").contains(SECRET));
         let config = settings.build().unwrap();
         assert_eq!(config.endpoint().max_body_bytes(), 4096);
-        assert_eq!(config.quotas().map(|q| q.global()), Some(100));
+        let quotas = config.quotas().expect("quotas on");
+        assert_eq!(
+            (quotas.global(), quotas.account(), quotas.session()),
+            (Some(100), None, None)
+        );
         assert_eq!(config.engine.policy(), MatchingPolicy::Precise);
         let policy = serde_json::from_value::<JanitorSettings>(
             serde_json::json!({"matching_policy": "strict"}),
