@@ -433,6 +433,21 @@ mod tests {
             with("JANITOR_COOKIE_SECURE", "false").contains("production cookies must be Secure")
         );
         assert!(with("JANITOR_ALLOWED_ORIGINS", "example.com").contains("allowed_origins"));
+        let origins = with(
+            "JANITOR_ALLOWED_ORIGINS",
+            "https://example.com, ,https://example.com/shop",
+        );
+        assert!(
+            origins.contains(
+                "allowed_origins entry 2 of 2 (\"https://example.com/shop\"): it has a path"
+            ),
+            "{origins}"
+        );
+        let proxies = with("JANITOR_TRUSTED_PROXIES", "10.0.0.0/8,proxy.internal");
+        assert!(
+            proxies.contains("trusted_proxies entry 2 of 2 (\"proxy.internal\")"),
+            "{proxies}"
+        );
         let missing = JanitorSettings::from_env(&EnvSource::from_pairs([]))
             .unwrap()
             .build()
@@ -538,6 +553,22 @@ mod tests {
             (Some(100), None, None)
         );
         assert_eq!(config.engine.policy(), MatchingPolicy::Precise);
+        let origins = serde_json::from_value::<JanitorSettings>(serde_json::json!({
+            "secret": SECRET,
+            "origin": {"allowed_origins": ["https://example.com/", "https://user@example.com"]}
+        }));
+        let err = origins.unwrap().build().unwrap_err().to_string();
+        assert!(err.contains("allowed_origins entry 2 of 2"), "{err}");
+        assert!(err.contains("user information"), "{err}");
+        let slash = serde_json::from_value::<JanitorSettings>(serde_json::json!({
+            "secret": SECRET,
+            "origin": {"allowed_origins": ["https://example.com/"]}
+        }));
+        let config = slash.unwrap().build().unwrap();
+        assert_eq!(
+            config.origin().allowed_origins()[0].as_str(),
+            "https://example.com"
+        );
         let policy = serde_json::from_value::<JanitorSettings>(
             serde_json::json!({"matching_policy": "strict"}),
         );

@@ -28,7 +28,11 @@ pub(crate) fn is_cross_origin(parts: &Parts, config: &OriginConfig) -> bool {
     if origins.next().is_some() {
         return true;
     }
-    let Some(origin) = origin.to_str().ok().and_then(PublicOrigin::parse) else {
+    let Some(origin) = origin
+        .to_str()
+        .ok()
+        .and_then(|o| PublicOrigin::parse(o).ok())
+    else {
         return true;
     };
     let scheme = origin
