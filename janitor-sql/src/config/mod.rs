@@ -14,7 +14,7 @@ use crate::error::SetupError;
 
 pub use pool::{PoolMode, PoolOptions, PoolOptionsBuilder};
 pub use schema::SchemaName;
-pub use settings::DatabaseSettings;
+pub use settings::{DatabaseSettings, ENV_VARIABLES};
 pub(crate) use ssl::split_ssl;
 pub use ssl::{RootCerts, SslMode, SslSettings};
 
