@@ -18,6 +18,9 @@ mod telemetry;
 pub mod testing;
 
 pub use config::{
+    known_env_variables, unknown_env_variables, warn_unknown_env, UnknownEnvVariable,
+};
+pub use config::{
     AdmissionConfig, AdmissionSettings, CookieConfig, CookieConfigBuilder, CookieSettings,
     EndpointConfig, EndpointConfigBuilder, EndpointSettings, Environment, EvidenceSettings,
     JanitorConfig, JanitorConfigBuilder, JanitorConfigError, JanitorSettings, OriginConfig,

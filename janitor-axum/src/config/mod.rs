@@ -6,8 +6,10 @@
 
 mod cookie;
 mod endpoint;
+mod environment;
 mod origin;
 mod settings;
+mod unknown_env;
 
 use janitor_core::config::ConfigError;
 use janitor_core::evidence::EvidenceConfig;
@@ -29,6 +31,9 @@ pub use origin::{
 pub use settings::{
     AdmissionSettings, CookieSettings, EndpointSettings, EvidenceSettings, JanitorSettings,
     OriginSettings, QuotaSettings,
+};
+pub use unknown_env::{
+    known_env_variables, unknown_env_variables, warn_unknown_env, UnknownEnvVariable,
 };
 
 /// Where the handle runs: production refuses development-only settings.
