@@ -29,11 +29,15 @@ mod telemetry;
 pub mod testing;
 
 pub use config::{
+    known_env_variables, unknown_env_variables, warn_unknown_env, UnknownEnvVariable,
+};
+pub use config::{
     AdmissionConfig, AdmissionSettings, CookieConfig, CookieConfigBuilder, CookieSettings,
     EndpointConfig, EndpointConfigBuilder, EndpointSettings, Environment, EvidenceSettings,
     JanitorConfig, JanitorConfigBuilder, JanitorConfigError, JanitorSettings, OriginConfig,
-    OriginConfigBuilder, OriginSettings, ProxyRange, PublicOrigin, QuotaSettings,
-    COOKIE_MAX_AGE_DAYS, ENDPOINT_PATH, MAX_BODY_BYTES, REQUEST_TIMEOUT_MS, SCRIPT_PATH,
+    OriginConfigBuilder, OriginError, OriginSettings, ProxyRange, ProxyRangeError, PublicOrigin,
+    QuotaSettings, COOKIE_MAX_AGE_DAYS, ENDPOINT_PATH, MAX_BODY_BYTES, MAX_ORIGIN_ENTRIES,
+    REQUEST_TIMEOUT_MS, SCRIPT_PATH,
 };
 pub use dyn_janitor::DynJanitor;
 pub use identify::learning::{LearningContext, LEARNING_COOKIE_NAME};

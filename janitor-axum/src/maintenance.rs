@@ -55,8 +55,10 @@ impl MaintenanceSchedule {
     }
 }
 
-/// The background maintenance of one handle; it stops when dropped.
+/// The background maintenance of one handle. Dropping it aborts the task: keep it for as long as the handle
+/// serves (`let _maintenance = janitor.spawn_maintenance(..)`; `let _ = ..` drops it at once).
 #[derive(Debug)]
+#[must_use = "maintenance stops when its task is dropped: bind it (`let _maintenance = ...`)"]
 pub struct MaintenanceTask {
     handle: tokio::task::JoinHandle<()>,
 }
@@ -75,6 +77,25 @@ impl Drop for MaintenanceTask {
 impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     /// Runs cleanup in the background on `schedule` until the returned task is dropped. Must be called inside a
     /// Tokio runtime. Failures are logged and retried at the next pass.
+    ///
+    /// The task lives only as long as what this returns: a call whose result is not bound stops at once, which
+    /// the compiler points out (`unused_must_use`).
+    ///
+    /// ```
+    /// # use janitor_axum::{Janitor, MaintenanceSchedule, MemoryStores};
+    /// fn start(janitor: &Janitor<MemoryStores>) {
+    ///     let _maintenance = janitor.spawn_maintenance(MaintenanceSchedule::default());
+    ///     // ... serve while `_maintenance` is in scope
+    /// }
+    /// ```
+    ///
+    /// ```compile_fail
+    /// #![deny(unused_must_use)]
+    /// # use janitor_axum::{Janitor, MaintenanceSchedule, MemoryStores};
+    /// fn start(janitor: &Janitor<MemoryStores>) {
+    ///     janitor.spawn_maintenance(MaintenanceSchedule::default()); // dropped here: nothing would run
+    /// }
+    /// ```
     pub fn spawn_maintenance(&self, schedule: MaintenanceSchedule) -> MaintenanceTask {
         let janitor = self.clone();
         let first = schedule.every.mul_f64(rand::rng().random_range(0.0..1.0));

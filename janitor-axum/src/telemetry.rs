@@ -12,12 +12,17 @@
 //! | `janitor_db_pool_wait_seconds` | | waits for a pooled connection |
 //! | `janitor_db_pool_timeouts_total` | | waits that ran out |
 //! | `janitor_db_statement_timeouts_total` | | statements the client cancelled (transaction pooling) |
-//! | `janitor_db_unavailable_total` | | statements that failed as "unavailable" |
-//! | `janitor_maintenance_deleted_total` | `what` (observations, visitors, quotas, events, links) | rows cleanup removed |
+//! | `janitor_db_unavailable_total` | | every outcome reported as "unavailable": connections refused or timed out, pool waits out, lost connections, statement timeouts |
+//! | `janitor_maintenance_deleted_total` | `what` (observations, visitors, quotas, events, links, delegations) | rows cleanup removed |
 //!
-//! Logs: one `janitor.identify` span per identification with its outcome and risk status; warnings for
-//! overload, storage failures and provider failures, and info for quota denials, each at most once a second
-//! with the count of those left out.
+//! Every metric is described (help text and unit) and every counter's series is registered at zero when a
+//! handle is built, so a scrape before the first event already lists them: install the recorder before
+//! building the handle. The `janitor_db_*` metrics are there with feature `postgres`, `janitor_jev_calls_total`
+//! with feature `jev`.
+//!
+//! Logs: the request quotas at info when a handle is built; one `janitor.identify` span per identification
+//! with its outcome and risk status; warnings for overload, storage failures and provider failures, and info
+//! for quota denials, each at most once a second with the count of those left out.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -25,8 +30,155 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use janitor_core::identification::engine::{IdentifyMetrics, IdentifyPath};
 use janitor_core::Identity;
 
+use crate::config::JanitorConfig;
 use crate::janitor::Maintenance;
 use crate::refusal::Refusal;
+
+/// Every `outcome` of an identification.
+#[cfg(feature = "metrics")]
+const OUTCOMES: [&str; 3] = ["cookie", "restored", "minted"];
+/// Every `risk_status` of an identification.
+#[cfg(feature = "metrics")]
+const RISK_STATUSES: [&str; 3] = ["disabled", "unavailable", "evaluated"];
+/// Every `reason` of a refusal.
+#[cfg(feature = "metrics")]
+const REFUSAL_REASONS: [&str; 13] = [
+    "not_found",
+    "method_not_allowed",
+    "ambiguous_host",
+    "cross_origin",
+    "unsupported_media_type",
+    "insecure_cookie",
+    "rate_limited",
+    "too_large",
+    "body_required",
+    "timed_out",
+    "invalid_payload",
+    "unavailable",
+    "busy",
+];
+/// Every `outcome` of a provider call.
+#[cfg(all(feature = "metrics", feature = "jev"))]
+const PROVIDER_OUTCOMES: [&str; 4] = ["answered", "timeout", "failed", "refused"];
+/// Every `reason` the shared inference budget denies a call for.
+#[cfg(feature = "metrics")]
+const BUDGET_DENIALS: [&str; 4] = ["budget", "concurrency", "circuit-open", "storage"];
+/// Every `what` of the rows maintenance removes.
+#[cfg(feature = "metrics")]
+const MAINTAINED: [&str; 6] = [
+    "observations",
+    "visitors",
+    "quotas",
+    "events",
+    "links",
+    "delegations",
+];
+
+/// What a handle reports once, when it is built: its request quotas in the log (an operator should see a
+/// quota that is off, or on when it was not meant to be, before the first 429), and with feature `metrics`
+/// every metric described and every counter at zero.
+pub(crate) fn handle_built(config: &JanitorConfig) {
+    match config.quotas() {
+        Some(quotas) => tracing::info!("request quotas on: {quotas}"),
+        None => tracing::info!("request quotas off"),
+    }
+    #[cfg(feature = "metrics")]
+    register_metrics();
+}
+
+/// Describes every metric and registers each counter's series at zero. Adding zero leaves a count another
+/// handle of the process has made untouched.
+#[cfg(feature = "metrics")]
+fn register_metrics() {
+    use metrics::{describe_counter, describe_histogram, Unit};
+
+    describe_counter!(
+        "janitor_identifications_total",
+        Unit::Count,
+        "Identifications, by how the visitor was known (outcome) and the risk status"
+    );
+    describe_histogram!(
+        "janitor_identification_seconds",
+        Unit::Seconds,
+        "Time the engine took for one identification, by outcome"
+    );
+    describe_counter!(
+        "janitor_refusals_total",
+        Unit::Count,
+        "Answers of the endpoint that were not an identification, by reason"
+    );
+    describe_counter!(
+        "janitor_budget_denials_total",
+        Unit::Count,
+        "Provider calls the shared inference budget refused, by reason"
+    );
+    describe_counter!(
+        "janitor_maintenance_deleted_total",
+        Unit::Count,
+        "Rows maintenance deleted, by what they held"
+    );
+    for outcome in OUTCOMES {
+        for risk_status in RISK_STATUSES {
+            metrics::counter!(
+                "janitor_identifications_total",
+                "outcome" => outcome,
+                "risk_status" => risk_status
+            )
+            .increment(0);
+        }
+    }
+    for reason in REFUSAL_REASONS {
+        metrics::counter!("janitor_refusals_total", "reason" => reason).increment(0);
+    }
+    for reason in BUDGET_DENIALS {
+        metrics::counter!("janitor_budget_denials_total", "reason" => reason).increment(0);
+    }
+    for what in MAINTAINED {
+        metrics::counter!("janitor_maintenance_deleted_total", "what" => what).increment(0);
+    }
+    #[cfg(feature = "jev")]
+    {
+        describe_counter!(
+            "janitor_jev_calls_total",
+            Unit::Count,
+            "Calls to the Jev provider, by outcome"
+        );
+        for outcome in PROVIDER_OUTCOMES {
+            metrics::counter!("janitor_jev_calls_total", "outcome" => outcome).increment(0);
+        }
+    }
+    #[cfg(feature = "postgres")]
+    register_database_metrics();
+}
+
+/// The pool's and the statements' metrics, which janitor-sql records.
+#[cfg(all(feature = "metrics", feature = "postgres"))]
+fn register_database_metrics() {
+    use metrics::{describe_counter, describe_histogram, Unit};
+
+    describe_histogram!(
+        "janitor_db_pool_wait_seconds",
+        Unit::Seconds,
+        "Time spent waiting for a pooled database connection"
+    );
+    for (name, help) in [
+        (
+            "janitor_db_pool_timeouts_total",
+            "Waits for a pooled database connection that ran out (answered 503)",
+        ),
+        (
+            "janitor_db_statement_timeouts_total",
+            "Statements the client cancelled at their timeout (transaction pooling)",
+        ),
+        (
+            "janitor_db_unavailable_total",
+            "Outcomes reported as unavailable: connections refused or timed out, pool waits out, lost connections, statement timeouts",
+        ),
+    ] {
+        describe_counter!(name, Unit::Count, help);
+        metrics::counter!(name).increment(0);
+    }
+}
 
 /// How an identification ended: by its cookie, by restoring an id without one, or with a new id.
 pub(crate) fn outcome(metrics: &IdentifyMetrics, identity: &Identity) -> &'static str {
@@ -103,14 +255,15 @@ pub(crate) fn maintained(step: &Maintenance) {
     #[cfg(feature = "metrics")]
     {
         let observations = step.visitors.expired_deleted + step.visitors.pruned;
-        for (what, rows) in [
-            ("observations", observations as u64),
-            ("visitors", step.visitors.visitors_removed as u64),
-            ("quotas", step.quotas as u64),
-            ("events", step.evidence.events_deleted),
-            ("links", step.evidence.links_deleted),
-            ("delegations", step.delegations),
-        ] {
+        let rows = [
+            observations as u64,
+            step.visitors.visitors_removed as u64,
+            step.quotas as u64,
+            step.evidence.events_deleted,
+            step.evidence.links_deleted,
+            step.delegations,
+        ];
+        for (what, rows) in MAINTAINED.into_iter().zip(rows) {
             metrics::counter!("janitor_maintenance_deleted_total", "what" => what).increment(rows);
         }
     }
@@ -158,9 +311,135 @@ static UNAVAILABLE: Throttle = Throttle::new();
 #[cfg_attr(not(feature = "jev"), allow(dead_code))]
 static PROVIDER: Throttle = Throttle::new();
 
+/// The log lines `run` writes on this thread, as the text a plain `fmt` subscriber prints (for tests).
+#[cfg(test)]
+pub(crate) fn captured_logs(run: impl FnOnce()) -> String {
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .without_time()
+        .with_max_level(tracing::Level::DEBUG)
+        .finish();
+    tracing::subscriber::with_default(subscriber, run);
+    let bytes = buffer.0.lock().unwrap().clone();
+    String::from_utf8(bytes).expect("utf-8 logs")
+}
+
 #[cfg(test)]
 mod tests {
+    use janitor_core::protection::quota::QuotaConfig;
+
     use super::*;
+
+    const SECRET: &str = "7c1e9a24f0b35d86e2a4c7f190b3d5e8";
+
+    #[test]
+    fn a_built_handle_logs_its_quotas() {
+        let off = JanitorConfig::builder().secret(SECRET).build().unwrap();
+        let logs = captured_logs(|| handle_built(&off));
+        assert!(logs.contains("INFO"), "{logs}");
+        assert!(logs.contains("request quotas off"), "{logs}");
+        let only_account = QuotaConfig::builder()
+            .without_global()
+            .account(3)
+            .without_session()
+            .build()
+            .unwrap();
+        let on = JanitorConfig::builder()
+            .secret(SECRET)
+            .quotas(only_account)
+            .build()
+            .unwrap();
+        let logs = captured_logs(|| handle_built(&on));
+        assert!(
+            logs.contains("request quotas on: global off, account 3, session off, window 60000 ms"),
+            "{logs}"
+        );
+    }
+
+    /// The lists of label values name every variant: each match has no wildcard, so a new variant fails to
+    /// compile here until it is listed.
+    #[cfg(feature = "metrics")]
+    #[test]
+    fn the_label_lists_name_every_variant() {
+        use janitor_core::protection::budget::BudgetDenial;
+        use janitor_core::RiskStatus;
+
+        let refusals = |refusal: Refusal| match refusal {
+            Refusal::NotFound
+            | Refusal::MethodNotAllowed
+            | Refusal::AmbiguousHost
+            | Refusal::CrossOrigin
+            | Refusal::UnsupportedMediaType
+            | Refusal::InsecureCookie
+            | Refusal::RateLimited { .. }
+            | Refusal::TooLarge
+            | Refusal::BodyRequired
+            | Refusal::TimedOut
+            | Refusal::InvalidPayload
+            | Refusal::Unavailable
+            | Refusal::Busy => refusal.reason(),
+        };
+        let every_refusal = [
+            Refusal::NotFound,
+            Refusal::MethodNotAllowed,
+            Refusal::AmbiguousHost,
+            Refusal::CrossOrigin,
+            Refusal::UnsupportedMediaType,
+            Refusal::InsecureCookie,
+            Refusal::RateLimited {
+                retry_after_secs: 1,
+            },
+            Refusal::TooLarge,
+            Refusal::BodyRequired,
+            Refusal::TimedOut,
+            Refusal::InvalidPayload,
+            Refusal::Unavailable,
+            Refusal::Busy,
+        ];
+        let reasons: Vec<&str> = every_refusal.into_iter().map(refusals).collect();
+        assert_eq!(reasons, REFUSAL_REASONS);
+        let risk = |status: RiskStatus| match status {
+            RiskStatus::Disabled | RiskStatus::Unavailable | RiskStatus::Evaluated => {
+                status.as_str()
+            }
+        };
+        let statuses = [
+            RiskStatus::Disabled,
+            RiskStatus::Unavailable,
+            RiskStatus::Evaluated,
+        ];
+        assert_eq!(statuses.map(risk), RISK_STATUSES);
+        let denial = |denial: BudgetDenial| match denial {
+            BudgetDenial::Budget
+            | BudgetDenial::Concurrency
+            | BudgetDenial::CircuitOpen
+            | BudgetDenial::Storage => denial.as_str(),
+        };
+        let denials = [
+            BudgetDenial::Budget,
+            BudgetDenial::Concurrency,
+            BudgetDenial::CircuitOpen,
+            BudgetDenial::Storage,
+        ];
+        assert_eq!(denials.map(denial), BUDGET_DENIALS);
+    }
 
     #[test]
     fn a_throttle_lets_one_line_a_second_and_counts_the_rest() {

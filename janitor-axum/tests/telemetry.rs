@@ -147,3 +147,60 @@ async fn an_operator_sees_outcomes_reasons_and_waits_but_no_ids() {
     assert!(!text.contains(&id), "a visitor id reached the metrics");
     assert!(!text.contains("vis_"), "a visitor id reached the metrics");
 }
+
+/// A scrape right after the handle is built, before any request: every metric has its help text and type,
+/// and every counter its series at zero. A recorder of this thread only, so the test above keeps its own.
+#[test]
+fn a_fresh_scrape_lists_every_metric_before_the_first_event() {
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let metrics = recorder.handle();
+    metrics::with_local_recorder(&recorder, || {
+        Janitor::new(
+            common::config("fresh-scrape-tests").build().unwrap(),
+            MemoryStores::new(),
+        );
+    });
+    let text = metrics.render();
+    for (name, kind) in [
+        ("janitor_identifications_total", "counter"),
+        ("janitor_refusals_total", "counter"),
+        ("janitor_jev_calls_total", "counter"),
+        ("janitor_budget_denials_total", "counter"),
+        ("janitor_maintenance_deleted_total", "counter"),
+        ("janitor_db_pool_timeouts_total", "counter"),
+        ("janitor_db_statement_timeouts_total", "counter"),
+        ("janitor_db_unavailable_total", "counter"),
+    ] {
+        assert!(text.contains(&format!("# HELP {name} ")), "{name}: {text}");
+        assert!(
+            text.contains(&format!("# TYPE {name} {kind}")),
+            "{name}: {text}"
+        );
+    }
+    for series in [
+        r#"janitor_identifications_total{outcome="minted",risk_status="disabled"} 0"#,
+        r#"janitor_identifications_total{outcome="restored",risk_status="evaluated"} 0"#,
+        r#"janitor_refusals_total{reason="rate_limited"} 0"#,
+        r#"janitor_refusals_total{reason="busy"} 0"#,
+        r#"janitor_jev_calls_total{outcome="timeout"} 0"#,
+        r#"janitor_budget_denials_total{reason="circuit-open"} 0"#,
+        r#"janitor_maintenance_deleted_total{what="observations"} 0"#,
+        "janitor_db_pool_timeouts_total 0",
+    ] {
+        assert!(text.lines().any(|line| line == series), "{series}: {text}");
+    }
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("janitor_identifications_total{"))
+            .count(),
+        9,
+        "three outcomes by three risk statuses: {text}"
+    );
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("janitor_refusals_total{"))
+            .count(),
+        13,
+        "{text}"
+    );
+}

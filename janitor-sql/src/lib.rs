@@ -32,7 +32,7 @@ pub use budget_store::PgBudgetStore;
 pub use config::{
     DatabaseConfig, DatabaseConfigBuilder, DatabaseSettings, PoolMode, PoolOptions,
     PoolOptionsBuilder, RootCerts, SchemaName, SslMode, SslSettings, APPLICATION_NAME,
-    CONNECT_TIMEOUT_MS, MAX_CONNECTIONS, POOL_WAIT_TIMEOUT_MS, STATEMENT_TIMEOUT_MS,
+    CONNECT_TIMEOUT_MS, ENV_VARIABLES, MAX_CONNECTIONS, POOL_WAIT_TIMEOUT_MS, STATEMENT_TIMEOUT_MS,
 };
 pub use database::Database;
 pub use directory_store::PgIdentityStore;

@@ -102,9 +102,14 @@ impl Setup {
     }
 }
 
+/// The `JANITOR_*` variables the examples read themselves, which the library's check of misspelled names must
+/// not report.
+const EXAMPLE_VARIABLES: &[&str] = &["JANITOR_ADDR", "JANITOR_DEMO_PASSWORD"];
+
 /// The configuration from the environment, in development mode unless told otherwise.
 fn setup() -> Result<Setup, Box<dyn Error>> {
-    let mut settings = JanitorSettings::from_env(&EnvSource::process())?;
+    let mut settings =
+        JanitorSettings::from_env_with_own(&EnvSource::process(), EXAMPLE_VARIABLES)?;
     let development_secret = settings.secret.is_none();
     if development_secret {
         eprintln!(

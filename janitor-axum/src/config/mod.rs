@@ -6,8 +6,10 @@
 
 mod cookie;
 mod endpoint;
+mod environment;
 mod origin;
 mod settings;
+mod unknown_env;
 
 use janitor_core::config::ConfigError;
 use janitor_core::evidence::EvidenceConfig;
@@ -22,10 +24,16 @@ pub use endpoint::{
     EndpointConfig, EndpointConfigBuilder, ENDPOINT_PATH, MAX_BODY_BYTES, REQUEST_TIMEOUT_MS,
     SCRIPT_PATH,
 };
-pub use origin::{OriginConfig, OriginConfigBuilder, ProxyRange, PublicOrigin};
+pub use origin::{
+    OriginConfig, OriginConfigBuilder, OriginError, ProxyRange, ProxyRangeError, PublicOrigin,
+    MAX_ORIGIN_ENTRIES,
+};
 pub use settings::{
     AdmissionSettings, CookieSettings, EndpointSettings, EvidenceSettings, JanitorSettings,
     OriginSettings, QuotaSettings,
+};
+pub use unknown_env::{
+    known_env_variables, unknown_env_variables, warn_unknown_env, UnknownEnvVariable,
 };
 
 /// Where the handle runs: production refuses development-only settings.
@@ -54,6 +62,37 @@ pub enum JanitorConfigError {
     /// An environment variable that does not read as its type.
     #[error(transparent)]
     Environment(janitor_core::config::EnvError),
+    /// An entry of `allowed_origins` (`JANITOR_ALLOWED_ORIGINS`) that is not an origin.
+    #[error(
+        "allowed_origins entry {position} of {count} ({entry:?}): {reason}; an allowed origin is \
+         scheme://host[:port] with http or https and nothing after it, as https://example.com or \
+         http://localhost:3000"
+    )]
+    AllowedOrigin {
+        /// Where it is in the list, from 1 (blank entries of the variable are not counted).
+        position: usize,
+        /// The list's length.
+        count: usize,
+        /// The entry as given.
+        entry: String,
+        /// What is wrong with it.
+        reason: OriginError,
+    },
+    /// An entry of `trusted_proxies` (`JANITOR_TRUSTED_PROXIES`) that is not an address or block.
+    #[error(
+        "trusted_proxies entry {position} of {count} ({entry:?}): {reason}; a trusted proxy is an IP \
+         address (10.0.0.1, fd00::1) or a CIDR block (10.0.0.0/8, fd00::/8)"
+    )]
+    TrustedProxy {
+        /// Where it is in the list, from 1 (blank entries of the variable are not counted).
+        position: usize,
+        /// The list's length.
+        count: usize,
+        /// The entry as given.
+        entry: String,
+        /// What is wrong with it.
+        reason: ProxyRangeError,
+    },
     /// Another rule.
     #[error("{field}: {reason}")]
     Invalid {
@@ -236,7 +275,8 @@ impl JanitorConfigBuilder {
         self
     }
 
-    /// Request quotas (off unless set).
+    /// Request quotas (off unless set): the counters `quotas` has on (a [`QuotaConfig`] builder starts with
+    /// all three on). A configuration with every counter off is refused by [`build`](Self::build).
     pub fn quotas(mut self, quotas: QuotaConfig) -> Self {
         self.quotas = Some(quotas);
         self
@@ -280,6 +320,13 @@ impl JanitorConfigBuilder {
             return Err(JanitorConfigError::Invalid {
                 field: "cookie_secure",
                 reason: "production cookies must be Secure",
+            });
+        }
+        if self.quotas.is_some_and(|q| !q.any_counter_on()) {
+            return Err(JanitorConfigError::Invalid {
+                field: "quotas",
+                reason: "no quota counter set: set global, account or session \
+                         (JANITOR_QUOTA_GLOBAL, _ACCOUNT, _SESSION); shards and window_ms only shape them",
             });
         }
         let cookie_max_age_days = self

@@ -11,10 +11,16 @@
 //! | `JANITOR_ENDPOINT_PATH`, `JANITOR_SCRIPT_PATH`, `JANITOR_MAX_BODY_BYTES`, `JANITOR_REQUEST_TIMEOUT_MS`, `JANITOR_EXPOSE_CLIENT_SCORES` | `endpoint.*` |
 //! | `JANITOR_ALLOWED_ORIGINS`, `JANITOR_TRUSTED_PROXIES` (comma-separated) | `origin.allowed_origins`, `origin.trusted_proxies` |
 //! | `JANITOR_MAX_IN_FLIGHT`, `JANITOR_MAX_DRAIN_BYTES`, `JANITOR_DRAIN_TIMEOUT_MS`, `JANITOR_BODY_GRACE_MS` | `admission.*` |
-//! | `JANITOR_QUOTA_GLOBAL`, `_ACCOUNT`, `_SESSION`, `_SHARDS`, `_WINDOW_MS` (any one turns quotas on) | `quotas.*` |
+//! | `JANITOR_QUOTA_GLOBAL`, `_ACCOUNT`, `_SESSION` (each switches its counter on; one not set is off), `_SHARDS`, `_WINDOW_MS` (shape the counters, switch none on) | `quotas.*` |
 //! | `JANITOR_EVENT_RETENTION_DAYS`, `JANITOR_LINK_RETENTION_DAYS`, `JANITOR_MAX_EVENTS_PER_QUERY` | `evidence.*` |
+//!
+//! `JanitorSettings::from_env` (in `environment.rs`, with the list [`JanitorSettings::ENV_VARIABLES`]) also
+//! warns, once per variable, about every `JANITOR_*` variable set that no reader of the library knows (these,
+//! `ServeConfig`'s, `JevSettings`'s and janitor-sql's `DatabaseSettings`', as the features built in), naming the
+//! known one it probably means; `JanitorSettings::from_env_with_own` declares the application's own
+//! `JANITOR_*` names, and [`unknown_env_variables`](super::unknown_env_variables) is the same check without
+//! logging.
 
-use janitor_core::config::{EnvError, EnvSource};
 use janitor_core::evidence::EvidenceConfig;
 use janitor_core::protection::quota::QuotaConfig;
 use janitor_core::MatchingPolicy;
@@ -52,7 +58,8 @@ pub struct JanitorSettings {
     pub origin: OriginSettings,
     /// The admission limits.
     pub admission: AdmissionSettings,
-    /// Request quotas; absent means off.
+    /// Request quotas; absent means off. Only the counters named are on (`{account = 3}` counts accounts
+    /// and nothing else); `shards` and `window_ms` alone switch none on and are refused.
     pub quotas: Option<QuotaSettings>,
     /// Evidence options.
     pub evidence: EvidenceSettings,
@@ -110,7 +117,9 @@ pub struct AdmissionSettings {
     pub body_grace_ms: Option<u64>,
 }
 
-/// [`QuotaConfig`] as data.
+/// [`QuotaConfig`] as data. Unlike the builder, which starts with every counter on, a counter not given here
+/// is off: settings switch on exactly the counters they name. At least one of `global`, `account` and
+/// `session` is required.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[allow(missing_docs)] // each field is the builder method of the same name
@@ -133,69 +142,6 @@ pub struct EvidenceSettings {
 }
 
 impl JanitorSettings {
-    /// The settings the `JANITOR_*` variables of `env` give (see the table above).
-    pub fn from_env(env: &EnvSource) -> Result<JanitorSettings, JanitorConfigError> {
-        let environment = env
-            .choice("JANITOR_ENVIRONMENT", "production or development")?
-            .map(|e| {
-                if e == "development" {
-                    Environment::Development
-                } else {
-                    Environment::Production
-                }
-            });
-        let quotas = env
-            .any_with_prefix("JANITOR_QUOTA_")
-            .then(|| -> Result<QuotaSettings, EnvError> {
-                Ok(QuotaSettings {
-                    global: env.number("JANITOR_QUOTA_GLOBAL")?,
-                    account: env.number("JANITOR_QUOTA_ACCOUNT")?,
-                    session: env.number("JANITOR_QUOTA_SESSION")?,
-                    shards: env.number("JANITOR_QUOTA_SHARDS")?,
-                    window_ms: env.number("JANITOR_QUOTA_WINDOW_MS")?,
-                })
-            })
-            .transpose()?;
-        Ok(JanitorSettings {
-            secret: env.text("JANITOR_SECRET"),
-            namespace: env.text("JANITOR_NAMESPACE"),
-            environment,
-            retention_days: env.number("JANITOR_RETENTION_DAYS")?,
-            max_observations_per_visitor: env.number("JANITOR_MAX_OBSERVATIONS_PER_VISITOR")?,
-            restore_threshold: env.number("JANITOR_RESTORE_THRESHOLD")?,
-            matching_policy: env
-                .choice("JANITOR_MATCHING_POLICY", "reference or precise")?
-                .map(|name| name.parse().expect("a listed choice")),
-            cookie: CookieSettings {
-                max_age_days: env.number("JANITOR_COOKIE_MAX_AGE_DAYS")?,
-                secure: env.flag("JANITOR_COOKIE_SECURE")?,
-            },
-            endpoint: EndpointSettings {
-                path: env.text("JANITOR_ENDPOINT_PATH"),
-                script_path: env.text("JANITOR_SCRIPT_PATH"),
-                max_body_bytes: env.number("JANITOR_MAX_BODY_BYTES")?,
-                request_timeout_ms: env.number("JANITOR_REQUEST_TIMEOUT_MS")?,
-                expose_client_scores: env.flag("JANITOR_EXPOSE_CLIENT_SCORES")?,
-            },
-            origin: OriginSettings {
-                allowed_origins: env.list("JANITOR_ALLOWED_ORIGINS"),
-                trusted_proxies: env.list("JANITOR_TRUSTED_PROXIES"),
-            },
-            admission: AdmissionSettings {
-                max_in_flight_requests: env.number("JANITOR_MAX_IN_FLIGHT")?,
-                max_drain_bytes: env.number("JANITOR_MAX_DRAIN_BYTES")?,
-                drain_timeout_ms: env.number("JANITOR_DRAIN_TIMEOUT_MS")?,
-                body_grace_ms: env.number("JANITOR_BODY_GRACE_MS")?,
-            },
-            quotas,
-            evidence: EvidenceSettings {
-                event_retention_days: env.number("JANITOR_EVENT_RETENTION_DAYS")?,
-                link_retention_days: env.number("JANITOR_LINK_RETENTION_DAYS")?,
-                max_events_per_query: env.number("JANITOR_MAX_EVENTS_PER_QUERY")?,
-            },
-        })
-    }
-
     /// The configuration, through the builders: every value is checked as if set by hand.
     pub fn build(self) -> Result<JanitorConfig, JanitorConfigError> {
         let mut builder = JanitorConfig::builder()
@@ -229,19 +175,6 @@ impl JanitorSettings {
             builder = builder.quotas(quotas.build()?);
         }
         builder.build()
-    }
-}
-
-impl JanitorConfig {
-    /// The configuration of the process's `JANITOR_*` variables (see [`JanitorSettings`]).
-    pub fn from_env() -> Result<JanitorConfig, JanitorConfigError> {
-        JanitorSettings::from_env(&EnvSource::process())?.build()
-    }
-}
-
-impl From<EnvError> for JanitorConfigError {
-    fn from(error: EnvError) -> Self {
-        JanitorConfigError::Environment(error)
     }
 }
 
@@ -311,17 +244,22 @@ impl AdmissionSettings {
 }
 
 impl QuotaSettings {
+    /// Only the counters given are on: a file or environment that names one counter means that one, not the
+    /// contract's three defaults (the builder's default, which would cap the whole site at 600 a minute).
     fn build(self) -> Result<QuotaConfig, JanitorConfigError> {
         let mut b = QuotaConfig::builder();
-        if let Some(n) = self.global {
-            b = b.global(n);
-        }
-        if let Some(n) = self.account {
-            b = b.account(n);
-        }
-        if let Some(n) = self.session {
-            b = b.session(n);
-        }
+        b = match self.global {
+            Some(n) => b.global(n),
+            None => b.without_global(),
+        };
+        b = match self.account {
+            Some(n) => b.account(n),
+            None => b.without_account(),
+        };
+        b = match self.session {
+            Some(n) => b.session(n),
+            None => b.without_session(),
+        };
         if let Some(n) = self.shards {
             b = b.shards(n);
         }
@@ -355,79 +293,6 @@ mod tests {
     const SECRET: &str = "7c1e9a24f0b35d86e2a4c7f190b3d5e8";
 
     #[test]
-    fn variables_reach_every_part() {
-        let env = EnvSource::from_pairs([
-            ("JANITOR_SECRET", SECRET),
-            ("JANITOR_NAMESPACE", "shop"),
-            ("JANITOR_ENVIRONMENT", "development"),
-            ("JANITOR_COOKIE_SECURE", "false"),
-            ("JANITOR_RETENTION_DAYS", "30"),
-            ("JANITOR_ENDPOINT_PATH", "/visitor"),
-            (
-                "JANITOR_ALLOWED_ORIGINS",
-                "https://example.com, https://www.example.com",
-            ),
-            ("JANITOR_TRUSTED_PROXIES", "10.0.0.0/8"),
-            ("JANITOR_MAX_IN_FLIGHT", "8"),
-            ("JANITOR_BODY_GRACE_MS", "100"),
-            ("JANITOR_QUOTA_ACCOUNT", "5"),
-            ("JANITOR_EVENT_RETENTION_DAYS", "3"),
-            ("JANITOR_MATCHING_POLICY", "Precise"),
-        ]);
-        let config = JanitorSettings::from_env(&env).unwrap().build().unwrap();
-        assert_eq!(config.label_key().namespace(), "shop");
-        assert_eq!(config.environment(), Environment::Development);
-        assert!(!config.cookie().secure());
-        assert_eq!(config.retention().observation_days(), 30);
-        assert_eq!(config.endpoint().path(), "/visitor");
-        assert_eq!(config.origin().allowed_origins().len(), 2);
-        assert_eq!(config.origin().trusted_proxies().len(), 1);
-        assert_eq!(config.admission().max_in_flight_requests(), 8);
-        assert_eq!(
-            config.admission().body_grace(),
-            std::time::Duration::from_millis(100)
-        );
-        assert_eq!(config.quotas().map(|q| q.account()), Some(5));
-        assert_eq!(config.cookie_max_age_secs(), 30 * 86_400);
-        assert_eq!(config.engine.policy(), MatchingPolicy::Precise);
-        let defaults =
-            JanitorSettings::from_env(&EnvSource::from_pairs([("JANITOR_SECRET", SECRET)]));
-        let defaults = defaults.unwrap().build().unwrap();
-        assert_eq!(defaults.engine.policy(), MatchingPolicy::Reference);
-    }
-
-    #[test]
-    fn refusals_name_the_variable_or_the_option() {
-        let with = |name, value| {
-            JanitorSettings::from_env(&EnvSource::from_pairs([
-                ("JANITOR_SECRET", SECRET),
-                (name, value),
-            ]))
-            .and_then(JanitorSettings::build)
-            .unwrap_err()
-            .to_string()
-        };
-        assert!(with("JANITOR_MAX_IN_FLIGHT", "many")
-            .contains("JANITOR_MAX_IN_FLIGHT must be a number"));
-        assert!(with("JANITOR_MAX_IN_FLIGHT", "1025").contains("from 1 to 1024"));
-        assert!(
-            with("JANITOR_BODY_GRACE_MS", "0").contains("body_grace_ms must be from 1 to 30000")
-        );
-        assert!(with("JANITOR_ENVIRONMENT", "staging").contains("production or development"));
-        assert!(with("JANITOR_MATCHING_POLICY", "strict")
-            .contains("JANITOR_MATCHING_POLICY must be reference or precise"));
-        assert!(
-            with("JANITOR_COOKIE_SECURE", "false").contains("production cookies must be Secure")
-        );
-        assert!(with("JANITOR_ALLOWED_ORIGINS", "example.com").contains("allowed_origins"));
-        let missing = JanitorSettings::from_env(&EnvSource::from_pairs([]))
-            .unwrap()
-            .build()
-            .unwrap_err();
-        assert_eq!(missing, JanitorConfigError::MissingSecret);
-    }
-
-    #[test]
     fn a_file_reads_through_serde_and_unknown_keys_are_refused() {
         let settings: JanitorSettings = serde_json::from_value(serde_json::json!({
             "secret": SECRET,
@@ -440,8 +305,28 @@ mod tests {
         assert!(!format!("{settings:?}").contains(SECRET));
         let config = settings.build().unwrap();
         assert_eq!(config.endpoint().max_body_bytes(), 4096);
-        assert_eq!(config.quotas().map(|q| q.global()), Some(100));
+        let quotas = config.quotas().expect("quotas on");
+        assert_eq!(
+            (quotas.global(), quotas.account(), quotas.session()),
+            (Some(100), None, None)
+        );
         assert_eq!(config.engine.policy(), MatchingPolicy::Precise);
+        let origins = serde_json::from_value::<JanitorSettings>(serde_json::json!({
+            "secret": SECRET,
+            "origin": {"allowed_origins": ["https://example.com/", "https://user@example.com"]}
+        }));
+        let err = origins.unwrap().build().unwrap_err().to_string();
+        assert!(err.contains("allowed_origins entry 2 of 2"), "{err}");
+        assert!(err.contains("user information"), "{err}");
+        let slash = serde_json::from_value::<JanitorSettings>(serde_json::json!({
+            "secret": SECRET,
+            "origin": {"allowed_origins": ["https://example.com/"]}
+        }));
+        let config = slash.unwrap().build().unwrap();
+        assert_eq!(
+            config.origin().allowed_origins()[0].as_str(),
+            "https://example.com"
+        );
         let policy = serde_json::from_value::<JanitorSettings>(
             serde_json::json!({"matching_policy": "strict"}),
         );

@@ -1,6 +1,7 @@
 //! The origin check of a request: whether the page that sent it may call the endpoint.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::ConnectInfo;
 use http::header::{FORWARDED, HOST, ORIGIN};
@@ -28,7 +29,11 @@ pub(crate) fn is_cross_origin(parts: &Parts, config: &OriginConfig) -> bool {
     if origins.next().is_some() {
         return true;
     }
-    let Some(origin) = origin.to_str().ok().and_then(PublicOrigin::parse) else {
+    let Some(origin) = origin
+        .to_str()
+        .ok()
+        .and_then(|o| PublicOrigin::parse(o).ok())
+    else {
         return true;
     };
     let scheme = origin
@@ -46,6 +51,9 @@ fn own_origin(parts: &Parts, config: &OriginConfig, scheme: &str) -> Option<Publ
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|info| info.0.ip());
+    if peer.is_none() && !config.trusted_proxies().is_empty() {
+        warn_no_peer_once(&NO_PEER_WARNED);
+    }
     if config.trusts(peer) {
         let (proto, host) = forwarded(&parts.headers);
         if let Some(host) = host {
@@ -61,6 +69,21 @@ fn own_origin(parts: &Parts, config: &OriginConfig, scheme: &str) -> Option<Publ
         .map(|a| a.as_str())
         .or_else(|| parts.headers.get(HOST).and_then(|h| h.to_str().ok()))?;
     Some(PublicOrigin::of(scheme, host))
+}
+
+/// Whether the process has said that trusted proxies are configured but requests carry no peer address.
+static NO_PEER_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Trusted proxies without `ConnectInfo` (an app served by plain `axum::serve`) are silently never trusted: say
+/// so, once per process (`warned`), where every request would otherwise pay for a log line.
+fn warn_no_peer_once(warned: &AtomicBool) {
+    if !warned.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            "trusted_proxies (JANITOR_TRUSTED_PROXIES) is set but requests carry no peer address, so no \
+             proxy's forwarded headers are believed: serve the router with \
+             `into_make_service_with_connect_info::<SocketAddr>()` or with `janitor_axum::serve`"
+        );
+    }
 }
 
 /// The scheme and host the nearest proxy says the client used: `Forwarded` (RFC 7239) if present, else
@@ -190,6 +213,23 @@ mod tests {
             None,
         );
         assert!(is_cross_origin(&p, &listed));
+    }
+
+    #[test]
+    fn a_missing_peer_is_reported_once() {
+        let warned = AtomicBool::new(false);
+        let logs = crate::telemetry::captured_logs(|| {
+            for _ in 0..3 {
+                warn_no_peer_once(&warned);
+            }
+        });
+        assert_eq!(logs.matches("WARN").count(), 1, "{logs}");
+        assert!(logs.contains("requests carry no peer address"), "{logs}");
+        assert!(
+            logs.contains("into_make_service_with_connect_info::<SocketAddr>()"),
+            "{logs}"
+        );
+        assert!(logs.contains("janitor_axum::serve"), "{logs}");
     }
 
     #[test]

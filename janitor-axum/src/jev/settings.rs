@@ -55,6 +55,20 @@ impl fmt::Debug for JevSettings {
 }
 
 impl JevSettings {
+    /// Every variable [`from_env`](Self::from_env) reads.
+    pub const ENV_VARIABLES: &'static [&'static str] = &[
+        "JANITOR_JEV_ENDPOINT",
+        "JANITOR_JEV_API_KEY",
+        "JANITOR_JEV_MODEL",
+        "JANITOR_JEV_TIMEOUT_MS",
+        "JANITOR_JEV_ROOT_CERTIFICATES",
+        "JANITOR_JEV_BUDGET_MAX_CALLS",
+        "JANITOR_JEV_BUDGET_WINDOW_MS",
+        "JANITOR_JEV_BUDGET_MAX_CONCURRENT",
+        "JANITOR_JEV_BUDGET_FAILURE_THRESHOLD",
+        "JANITOR_JEV_BUDGET_COOLDOWN_MS",
+    ];
+
     /// The provider of `JANITOR_JEV_ENDPOINT`, with `JANITOR_JEV_API_KEY`, `JANITOR_JEV_MODEL`,
     /// `JANITOR_JEV_TIMEOUT_MS`, `JANITOR_JEV_ROOT_CERTIFICATES` and the budget's
     /// `JANITOR_JEV_BUDGET_MAX_CALLS`, `_WINDOW_MS`, `_MAX_CONCURRENT`, `_FAILURE_THRESHOLD` and
@@ -192,6 +206,15 @@ mod tests {
         }
         let keyless = from(vec![provider[0]]).unwrap_err();
         assert_eq!(keyless, JevConfigError::MissingApiKey);
+    }
+
+    #[test]
+    fn env_variables_lists_every_name_from_env_reads() {
+        let env = EnvSource::from_pairs([("JANITOR_JEV_ENDPOINT", "http://127.0.0.1:9/v1")]);
+        JevSettings::from_env(&env).unwrap();
+        let mut listed = JevSettings::ENV_VARIABLES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(env.names_read(), listed);
     }
 
     #[test]

@@ -70,6 +70,15 @@ impl ServeConfig {
         ServeConfigBuilder::default()
     }
 
+    /// Every variable [`from_env`](Self::from_env) reads.
+    pub const ENV_VARIABLES: &'static [&'static str] = &[
+        "JANITOR_SERVE_DRIVER",
+        "JANITOR_HEADER_READ_TIMEOUT_MS",
+        "JANITOR_KEEP_ALIVE_TIMEOUT_MS",
+        "JANITOR_MAX_HEADER_BYTES",
+        "JANITOR_MAX_CONNECTIONS",
+    ];
+
     /// The limits the process's `JANITOR_HEADER_READ_TIMEOUT_MS`, `JANITOR_KEEP_ALIVE_TIMEOUT_MS`,
     /// `JANITOR_MAX_HEADER_BYTES` and `JANITOR_MAX_CONNECTIONS` set, the driver `JANITOR_SERVE_DRIVER` names
     /// (`pooled` or `hyper`), the defaults for the others.
@@ -229,6 +238,15 @@ mod tests {
             assert!(error.to_string().contains("must be from"), "{error}");
         }
         assert_eq!(ServeConfig::builder().build(), Ok(ServeConfig::default()));
+    }
+
+    #[test]
+    fn env_variables_lists_every_name_from_env_reads() {
+        let env = EnvSource::from_pairs([]);
+        ServeConfig::from_env(&env).unwrap();
+        let mut listed = ServeConfig::ENV_VARIABLES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(env.names_read(), listed);
     }
 
     #[test]

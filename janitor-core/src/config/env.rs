@@ -1,8 +1,10 @@
 //! Reading options from environment variables, with errors that name the variable and what it must hold. The
 //! crates' `from_env` constructors read through this, then validate as their builders do.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
 use std::str::FromStr;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// A value that does not read as its variable's type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -17,32 +19,82 @@ pub struct EnvError {
 }
 
 /// Where variables come from: the process's environment, or a map (for tests, or a file of `NAME=value`).
-#[derive(Debug, Clone)]
+/// It remembers which names were asked for ([`names_read`](Self::names_read)), so a list of the variables a
+/// reader knows can be checked against what it really reads. `Debug` shows the names, never the values.
 pub struct EnvSource {
     vars: HashMap<String, String>,
+    read: Mutex<BTreeSet<String>>,
+}
+
+impl Clone for EnvSource {
+    fn clone(&self) -> Self {
+        EnvSource {
+            vars: self.vars.clone(),
+            read: Mutex::new(self.lock_read().clone()),
+        }
+    }
+}
+
+impl fmt::Debug for EnvSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Values hold secrets (JANITOR_SECRET, a DATABASE_URL's password).
+        let names: BTreeSet<&str> = self.vars.keys().map(String::as_str).collect();
+        f.debug_struct("EnvSource")
+            .field("names", &names)
+            .finish_non_exhaustive()
+    }
 }
 
 impl EnvSource {
     /// The process's environment, as it is now.
     pub fn process() -> EnvSource {
-        EnvSource {
-            vars: std::env::vars().collect(),
-        }
+        EnvSource::new(std::env::vars().collect())
     }
 
     /// The given variables only.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> EnvSource {
-        EnvSource {
-            vars: pairs
+        EnvSource::new(
+            pairs
                 .into_iter()
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect(),
+        )
+    }
+
+    fn new(vars: HashMap<String, String>) -> EnvSource {
+        EnvSource {
+            vars,
+            read: Mutex::new(BTreeSet::new()),
         }
     }
 
     /// A variable's text; an empty value counts as unset.
     pub fn text(&self, name: &str) -> Option<String> {
+        self.lock_read().insert(name.to_owned());
         self.vars.get(name).filter(|v| !v.is_empty()).cloned()
+    }
+
+    /// The names of the variables set (to a value that is not empty) that start with `prefix`, in order. Only
+    /// names: a value is never shown.
+    pub fn names_with_prefix(&self, prefix: &str) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .vars
+            .iter()
+            .filter(|(k, v)| k.starts_with(prefix) && !v.is_empty())
+            .map(|(k, _)| k.as_str())
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// Every name asked for through this source so far, set or not, in order.
+    pub fn names_read(&self) -> Vec<String> {
+        self.lock_read().iter().cloned().collect()
+    }
+
+    fn lock_read(&self) -> MutexGuard<'_, BTreeSet<String>> {
+        // The set is only ever inserted into, so a panic elsewhere cannot leave it half-changed.
+        self.read.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A number (`u32`, `u64`, `usize`, `f64`, ...), when set.
@@ -134,5 +186,31 @@ mod tests {
         assert_eq!(err.to_string(), "BAD must be a number, got \"4x\"");
         assert!(env.flag("N").is_err());
         assert!(env.any_with_prefix("L") && !env.any_with_prefix("E"));
+    }
+
+    #[test]
+    fn names_are_listed_and_reads_remembered_but_values_never_shown() {
+        let env = EnvSource::from_pairs([
+            ("JANITOR_SECRET", "a-secret-value"),
+            ("JANITOR_ADDR", "127.0.0.1:3000"),
+            ("JANITOR_EMPTY", ""),
+            ("OTHER", "x"),
+        ]);
+        assert_eq!(
+            env.names_with_prefix("JANITOR_"),
+            ["JANITOR_ADDR", "JANITOR_SECRET"]
+        );
+        assert!(env.names_read().is_empty());
+        let _ = env.text("JANITOR_SECRET");
+        let _ = env.number::<u32>("JANITOR_MISSING");
+        let _ = env.list("JANITOR_ADDR");
+        assert_eq!(
+            env.names_read(),
+            ["JANITOR_ADDR", "JANITOR_MISSING", "JANITOR_SECRET"]
+        );
+        assert_eq!(env.clone().names_read().len(), 3);
+        let debug = format!("{env:?}");
+        assert!(debug.contains("JANITOR_SECRET"), "{debug}");
+        assert!(!debug.contains("a-secret-value"), "{debug}");
     }
 }

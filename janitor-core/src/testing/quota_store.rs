@@ -4,9 +4,10 @@
 //! The factory returns an empty store. Concurrent claims are polled together on one task, so a store that
 //! uses several connections sees them at the same time.
 
-use super::{join_all, Fresh, T0};
+use super::{join_all, label_key, Fresh, T0};
 use crate::protection::quota::{
-    ClaimOutcome, QuotaClaim, QuotaConfig, QuotaCounter, QuotaDecision, QuotaStore,
+    ClaimOutcome, QuotaClaim, QuotaConfig, QuotaContext, QuotaCounter, QuotaDecision, QuotaStore,
+    RequestQuotas,
 };
 
 /// A global quota of 21 cut into 4 shards of one-minute windows: slices of 6, 5, 5 and 5.
@@ -174,6 +175,67 @@ pub async fn cleanup_is_bounded_and_keeps_live_windows(fresh: impl Fresh<(), Sto
     );
 }
 
+/// Case: Only the counters that are on claim, and only they hold rows.
+pub async fn only_counters_that_are_on_claim(fresh: impl Fresh<(), Store: QuotaStore>) {
+    let config = QuotaConfig::builder()
+        .without_global()
+        .account(2)
+        .without_session()
+        .build()
+        .expect("valid quotas");
+    let quotas = RequestQuotas::new(fresh.store(()).await, label_key("quota-suite"), config);
+    let context = QuotaContext::new(Some("account-1"), Some("session-1")).expect("valid context");
+    for i in 0..2 {
+        let decision = quotas.check(&context, T0 + i).await.expect("check");
+        assert_eq!(
+            decision,
+            QuotaDecision::Allowed,
+            "request {i} of the account's 2"
+        );
+    }
+    assert_eq!(
+        quotas.check(&context, T0 + 2).await.expect("check"),
+        QuotaDecision::Limited {
+            counter: QuotaCounter::Account,
+            retry_after_secs: 60
+        },
+        "the account denies; no global counter was in the way"
+    );
+    // With the global counter off, requests without an account are never counted.
+    for i in 0..50 {
+        let decision = quotas.check(&QuotaContext::anonymous(), T0 + i).await;
+        assert_eq!(decision.expect("check"), QuotaDecision::Allowed);
+    }
+    assert_eq!(
+        quotas.cleanup(1000, T0 + 120_000).await.expect("cleanup"),
+        1,
+        "the account's row is the only one: an off counter writes none"
+    );
+}
+
+/// Case: With every counter off, nothing is counted and no row is written.
+pub async fn every_counter_off_counts_nothing(fresh: impl Fresh<(), Store: QuotaStore>) {
+    let config = QuotaConfig::builder()
+        .without_global()
+        .without_account()
+        .without_session()
+        .shards(4)
+        .build()
+        .expect("valid quotas");
+    let quotas = RequestQuotas::new(fresh.store(()).await, label_key("quota-suite"), config);
+    let context = QuotaContext::new(Some("account-1"), Some("session-1")).expect("valid context");
+    for i in 0..5 {
+        assert_eq!(
+            quotas.check(&context, T0 + i).await.expect("check"),
+            QuotaDecision::Allowed
+        );
+    }
+    assert_eq!(
+        quotas.cleanup(1000, T0 + 3_600_000).await.expect("cleanup"),
+        0
+    );
+}
+
 /// One `#[tokio::test]` per case of the [`QuotaStore`] suite ([`crate::testing`] shows the forms).
 ///
 /// `fresh` makes an empty store from `()`.
@@ -191,6 +253,8 @@ macro_rules! quota_store_tests {
             counters_are_independent,
             concurrent_claims_admit_exactly_the_limit,
             cleanup_is_bounded_and_keeps_live_windows,
+            only_counters_that_are_on_claim,
+            every_counter_off_counts_nothing,
             ]
             $($setup)+
         );

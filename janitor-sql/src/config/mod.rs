@@ -14,7 +14,7 @@ use crate::error::SetupError;
 
 pub use pool::{PoolMode, PoolOptions, PoolOptionsBuilder};
 pub use schema::SchemaName;
-pub use settings::DatabaseSettings;
+pub use settings::{DatabaseSettings, ENV_VARIABLES};
 pub use ssl::{RootCerts, SslMode, SslSettings};
 
 /// Longest a single statement may run before PostgreSQL cancels it (milliseconds; default 5 s).

@@ -9,6 +9,18 @@ use serde::Deserialize;
 use super::{DatabaseConfig, PoolMode};
 use crate::error::SetupError;
 
+/// Every environment variable [`DatabaseSettings::from_env`] reads, for an application that checks its
+/// `JANITOR_*` variables for misspellings (janitor-axum warns about the ones no reader knows).
+pub const ENV_VARIABLES: &[&str] = &[
+    "DATABASE_URL",
+    "JANITOR_SCHEMA",
+    "JANITOR_DATABASE_POOL_MODE",
+    "JANITOR_DATABASE_MAX_CONNECTIONS",
+    "JANITOR_DATABASE_STATEMENT_TIMEOUT_MS",
+    "JANITOR_DATABASE_WAIT_TIMEOUT_MS",
+    "JANITOR_DATABASE_CONNECT_TIMEOUT_MS",
+];
+
 /// The database options as data. Each field is the builder method of the same name; unknown keys are refused.
 /// `Debug` never shows the URL, which may hold a password.
 #[derive(Clone, Default, PartialEq, Eq, Deserialize)]
@@ -150,6 +162,15 @@ mod tests {
             DatabaseConfig::from_env_source(&over),
             Err(SetupError::OutOfRange(_))
         ));
+    }
+
+    #[test]
+    fn env_variables_lists_every_name_from_env_reads() {
+        let env = EnvSource::from_pairs([("DATABASE_URL", URL)]);
+        DatabaseSettings::from_env(&env).unwrap();
+        let mut listed: Vec<&str> = ENV_VARIABLES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(env.names_read(), listed);
     }
 
     #[test]

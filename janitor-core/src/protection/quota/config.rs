@@ -1,5 +1,6 @@
 //! The quota options, their ranges, and the quota context server code attaches to a request.
 
+use std::fmt;
 use std::ops::RangeInclusive;
 
 use serde_json::Value;
@@ -36,12 +37,14 @@ pub enum QuotaConfigError {
     NotAnObject,
 }
 
-/// Validated request quota options.
+/// Validated request quota options. Each of the three counters is on with its limit, or off: an off counter
+/// is never claimed and holds no row. The default (and [`from_value`](Self::from_value) of `{}`) has all three
+/// on with the contract's limits; [`QuotaConfigBuilder::without_global`] and its siblings switch one off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuotaConfig {
-    pub(super) global: u32,
-    pub(super) account: u32,
-    pub(super) session: u32,
+    pub(super) global: Option<u32>,
+    pub(super) account: Option<u32>,
+    pub(super) session: Option<u32>,
     pub(super) shards: u32,
     pub(super) window_ms: i64,
 }
@@ -49,9 +52,9 @@ pub struct QuotaConfig {
 impl Default for QuotaConfig {
     fn default() -> Self {
         QuotaConfig {
-            global: GLOBAL_LIMIT.default,
-            account: ACCOUNT_LIMIT.default,
-            session: SESSION_LIMIT.default,
+            global: Some(GLOBAL_LIMIT.default),
+            account: Some(ACCOUNT_LIMIT.default),
+            session: Some(SESSION_LIMIT.default),
             shards: SHARDS.default,
             window_ms: WINDOW_MS.default,
         }
@@ -59,13 +62,14 @@ impl Default for QuotaConfig {
 }
 
 impl QuotaConfig {
-    /// A builder starting from the defaults.
+    /// A builder starting from the defaults: every counter on.
     pub fn builder() -> QuotaConfigBuilder {
         QuotaConfigBuilder::default()
     }
 
-    /// Options from a JSON object such as `{"global": 600, "shards": 4}`: every key optional, unknown keys and
-    /// out-of-range values refused (the message names the range).
+    /// Options from a JSON object such as `{"global": 600, "shards": 4}`: every key optional (an absent counter
+    /// is on with its default, as the contract reads it), unknown keys and out-of-range values refused (the
+    /// message names the range).
     pub fn from_value(value: &Value) -> Result<QuotaConfig, QuotaConfigError> {
         let object = value.as_object().ok_or(QuotaConfigError::NotAnObject)?;
         let mut builder = QuotaConfig::builder();
@@ -86,24 +90,35 @@ impl QuotaConfig {
         Ok(builder.build()?)
     }
 
-    /// The global limit per window.
-    pub fn global(&self) -> u32 {
+    /// The global limit per window; `None` when the global counter is off.
+    pub fn global(&self) -> Option<u32> {
         self.global
     }
 
-    /// The per-account limit per window.
-    pub fn account(&self) -> u32 {
+    /// The per-account limit per window; `None` when the account counter is off.
+    pub fn account(&self) -> Option<u32> {
         self.account
     }
 
-    /// The per-session limit per window.
-    pub fn session(&self) -> u32 {
+    /// The per-session limit per window; `None` when the session counter is off.
+    pub fn session(&self) -> Option<u32> {
         self.session
     }
 
-    /// Shards actually used: `min(shards, global)`, so that no slice has a limit of zero.
+    /// Whether at least one counter is on. A configuration with none counts nothing.
+    pub fn any_counter_on(&self) -> bool {
+        self.global.is_some() || self.account.is_some() || self.session.is_some()
+    }
+
+    /// The shards asked for (see [`effective_shards`](Self::effective_shards) for the ones used).
+    pub fn shards(&self) -> u32 {
+        self.shards
+    }
+
+    /// Shards actually used: `min(shards, global)`, so that no slice has a limit of zero; 0 when the global
+    /// counter is off (it has no row at all).
     pub fn effective_shards(&self) -> u32 {
-        self.shards.min(self.global)
+        self.global.map_or(0, |global| self.shards.min(global))
     }
 
     /// The window length in milliseconds.
@@ -112,20 +127,68 @@ impl QuotaConfig {
     }
 
     /// The limit of global shard `shard`: `floor(global / shards)`, plus one for the first `global % shards`
-    /// shards, so the slices sum exactly to the global limit.
+    /// shards, so the slices sum exactly to the global limit; 0 when the global counter is off.
     pub fn shard_limit(&self, shard: u32) -> u32 {
+        let Some(global) = self.global else {
+            return 0;
+        };
         let shards = self.effective_shards();
-        self.global / shards + u32::from(shard < self.global % shards)
+        global / shards + u32::from(shard < global % shards)
     }
 }
 
-/// Builds a [`QuotaConfig`]; [`build`](Self::build) checks every value.
+/// Shows which counters are on and their limits, for the log line a handle writes at start:
+/// `global 600 (1 shard), account 60, session off, window 60000 ms`.
+impl fmt::Display for QuotaConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.global {
+            Some(limit) => {
+                let shards = self.effective_shards();
+                let plural = if shards == 1 { "" } else { "s" };
+                write!(f, "global {limit} ({shards} shard{plural})")?;
+            }
+            None => f.write_str("global off")?,
+        }
+        for (name, limit) in [("account", self.account), ("session", self.session)] {
+            match limit {
+                Some(limit) => write!(f, ", {name} {limit}")?,
+                None => write!(f, ", {name} off")?,
+            }
+        }
+        write!(f, ", window {} ms", self.window_ms)
+    }
+}
+
+/// What the builder holds for one counter.
+#[derive(Debug, Clone, Copy, Default)]
+enum Counter {
+    /// Not mentioned: on with the default limit.
+    #[default]
+    Default,
+    /// On with this limit (checked by `build`).
+    Limit(u32),
+    /// Switched off.
+    Off,
+}
+
+impl Counter {
+    fn build(self, limit: Limit<u32>) -> Result<Option<u32>, ConfigError> {
+        match self {
+            Counter::Default => Ok(Some(limit.default)),
+            Counter::Limit(n) => limit.check(n).map(Some),
+            Counter::Off => Ok(None),
+        }
+    }
+}
+
+/// Builds a [`QuotaConfig`]; [`build`](Self::build) checks every value. Every counter starts on with its
+/// default; for each counter the last call wins (`without_account().account(5)` is on with 5).
 #[derive(Debug, Clone, Copy, Default)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct QuotaConfigBuilder {
-    global: Option<u32>,
-    account: Option<u32>,
-    session: Option<u32>,
+    global: Counter,
+    account: Counter,
+    session: Counter,
     shards: Option<u32>,
     window_ms: Option<i64>,
 }
@@ -133,19 +196,38 @@ pub struct QuotaConfigBuilder {
 impl QuotaConfigBuilder {
     /// Requests per window for the deployment: 1–1,000,000, default 600.
     pub fn global(mut self, limit: u32) -> Self {
-        self.global = Some(limit);
+        self.global = Counter::Limit(limit);
         self
     }
 
     /// Requests per window per account: 1–1,000,000, default 60.
     pub fn account(mut self, limit: u32) -> Self {
-        self.account = Some(limit);
+        self.account = Counter::Limit(limit);
         self
     }
 
     /// Requests per window per session: 1–1,000,000, default 30.
     pub fn session(mut self, limit: u32) -> Self {
-        self.session = Some(limit);
+        self.session = Counter::Limit(limit);
+        self
+    }
+
+    /// Switches the global counter off: no request counts against the whole deployment, and `shards` shapes
+    /// nothing.
+    pub fn without_global(mut self) -> Self {
+        self.global = Counter::Off;
+        self
+    }
+
+    /// Switches the account counter off: the account server code attaches to a request is not counted.
+    pub fn without_account(mut self) -> Self {
+        self.account = Counter::Off;
+        self
+    }
+
+    /// Switches the session counter off: the session server code attaches to a request is not counted.
+    pub fn without_session(mut self) -> Self {
+        self.session = Counter::Off;
         self
     }
 
@@ -161,12 +243,12 @@ impl QuotaConfigBuilder {
         self
     }
 
-    /// Checks the values.
+    /// Checks the values (the shards and the window too when the counters they shape are off).
     pub fn build(self) -> Result<QuotaConfig, ConfigError> {
         Ok(QuotaConfig {
-            global: GLOBAL_LIMIT.or_default(self.global)?,
-            account: ACCOUNT_LIMIT.or_default(self.account)?,
-            session: SESSION_LIMIT.or_default(self.session)?,
+            global: self.global.build(GLOBAL_LIMIT)?,
+            account: self.account.build(ACCOUNT_LIMIT)?,
+            session: self.session.build(SESSION_LIMIT)?,
             shards: SHARDS.or_default(self.shards)?,
             window_ms: WINDOW_MS.or_default(self.window_ms)?,
         })
@@ -257,7 +339,7 @@ mod tests {
                 config.effective_shards(),
                 config.window_ms()
             ),
-            (21, 4, 1000)
+            (Some(21), 4, 1000)
         );
         assert_eq!(
             QuotaConfig::from_value(&json!({})).unwrap(),
@@ -288,6 +370,101 @@ mod tests {
     }
 
     #[test]
+    fn the_default_is_every_counter_on_with_the_contract_limits() {
+        let expected = QuotaConfig {
+            global: Some(600),
+            account: Some(60),
+            session: Some(30),
+            shards: 1,
+            window_ms: 60_000,
+        };
+        assert_eq!(QuotaConfig::default(), expected);
+        assert_eq!(QuotaConfig::from_value(&json!({})).unwrap(), expected);
+        assert_eq!(QuotaConfig::builder().build().unwrap(), expected);
+        // A counter the JSON names changes only its own limit: the others stay on, as the contract reads it.
+        let account = QuotaConfig::from_value(&json!({"account": 3})).unwrap();
+        assert_eq!(
+            (account.global(), account.account(), account.session()),
+            (Some(600), Some(3), Some(30))
+        );
+        assert!(expected.any_counter_on());
+    }
+
+    #[test]
+    fn counters_can_be_switched_off() {
+        let only_account = QuotaConfig::builder()
+            .without_global()
+            .account(3)
+            .without_session()
+            .build()
+            .unwrap();
+        assert_eq!(
+            (
+                only_account.global(),
+                only_account.account(),
+                only_account.session()
+            ),
+            (None, Some(3), None)
+        );
+        assert!(only_account.any_counter_on());
+        assert_eq!(only_account.effective_shards(), 0, "no global row at all");
+        assert_eq!(only_account.shard_limit(0), 0);
+        let none = QuotaConfig::builder()
+            .without_global()
+            .without_account()
+            .without_session()
+            .build()
+            .unwrap();
+        assert!(!none.any_counter_on());
+        // The last call wins, either way round.
+        let on_again = QuotaConfig::builder().without_account().account(5).build();
+        assert_eq!(on_again.unwrap().account(), Some(5));
+        let off_again = QuotaConfig::builder().session(5).without_session().build();
+        assert_eq!(off_again.unwrap().session(), None);
+        // The shape is still checked when the counter it shapes is off.
+        let shards = QuotaConfig::builder().without_global().shards(129).build();
+        assert_eq!(shards.unwrap_err().field, "shards");
+        let window = QuotaConfig::builder()
+            .without_account()
+            .window_ms(999)
+            .build();
+        assert_eq!(window.unwrap_err().field, "window_ms");
+        // An off counter's limit is not checked: it has none.
+        let sharded = QuotaConfig::builder().without_global().shards(4).build();
+        assert_eq!(sharded.unwrap().shards(), 4);
+    }
+
+    #[test]
+    fn display_names_each_counter_on_or_off() {
+        assert_eq!(
+            QuotaConfig::default().to_string(),
+            "global 600 (1 shard), account 60, session 30, window 60000 ms"
+        );
+        let config = QuotaConfig::builder()
+            .global(21)
+            .shards(4)
+            .without_account()
+            .session(2)
+            .window_ms(1_000)
+            .build()
+            .unwrap();
+        assert_eq!(
+            config.to_string(),
+            "global 21 (4 shards), account off, session 2, window 1000 ms"
+        );
+        let only_account = QuotaConfig::builder()
+            .without_global()
+            .account(3)
+            .without_session()
+            .build()
+            .unwrap();
+        assert_eq!(
+            only_account.to_string(),
+            "global off, account 3, session off, window 60000 ms"
+        );
+    }
+
+    #[test]
     fn shard_slices_sum_to_the_global_limit() {
         for global in [1, 2, 7, 21, 600, 1_000_000] {
             for shards in [1, 2, 3, 4, 7, 32, 128] {
@@ -300,8 +477,8 @@ mod tests {
                 assert_eq!(n, shards.min(global));
                 let slices: Vec<u32> = (0..n).map(|i| c.shard_limit(i)).collect();
                 assert_eq!(
-                    slices.iter().sum::<u32>(),
-                    global,
+                    Some(slices.iter().sum::<u32>()),
+                    c.global(),
                     "global {global} shards {shards}"
                 );
                 assert!(slices.iter().all(|&s| s >= 1));

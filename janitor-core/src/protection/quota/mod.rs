@@ -112,7 +112,7 @@ impl<S: QuotaStore> RequestQuotas<S> {
     /// Quotas over `store`, with labels under `key`. Each instance starts its shard rotation at a random shard,
     /// so instances started together do not all hit shard 0 first.
     pub fn new(store: S, key: LabelKey, config: QuotaConfig) -> Self {
-        let shards = config.effective_shards();
+        let shards = config.effective_shards().max(1);
         let start = rand::random_range(0..shards);
         Self::with_first_shard(store, key, config, start)
     }
@@ -124,20 +124,19 @@ impl<S: QuotaStore> RequestQuotas<S> {
         config: QuotaConfig,
         first_shard: u32,
     ) -> Self {
-        let shards = config.effective_shards();
-        let global_ids = if shards == 1 {
-            vec![key.protection(&ProtectionKey::Global)]
-        } else {
-            (0..shards)
+        let global_ids = match config.effective_shards() {
+            0 => Vec::new(),
+            1 => vec![key.protection(&ProtectionKey::Global)],
+            shards => (0..shards)
                 .map(|shard| key.protection(&ProtectionKey::GlobalShard { shards, shard }))
-                .collect()
+                .collect(),
         };
         RequestQuotas {
             store,
             key,
             config,
+            next_shard: AtomicU32::new(first_shard % rotation(&global_ids)),
             global_ids,
-            next_shard: AtomicU32::new(first_shard % shards),
         }
     }
 
@@ -151,7 +150,8 @@ impl<S: QuotaStore> RequestQuotas<S> {
         &self.config
     }
 
-    /// The claims one request makes, in order, using global shard `shard` (ignored when unsharded).
+    /// The claims one request makes, in order, using global shard `shard` (ignored when unsharded). A counter
+    /// that is off makes no claim, nor does an account or session counter for a request without one.
     pub fn claims(
         &self,
         context: &QuotaContext<'_>,
@@ -160,57 +160,67 @@ impl<S: QuotaStore> RequestQuotas<S> {
     ) -> Vec<(QuotaCounter, QuotaClaim)> {
         let window_ms = self.config.window_ms();
         let mut claims = Vec::with_capacity(3);
-        let global = if self.global_ids.len() == 1 {
-            QuotaClaim {
-                id: self.global_ids[0].clone(),
-                limit: self.config.global(),
-                window_start: now_ms,
-                window_ms,
-            }
-        } else {
-            let shard = shard % self.config.effective_shards();
-            QuotaClaim {
-                id: self.global_ids[shard as usize].clone(),
-                limit: self.config.shard_limit(shard),
-                // Every slice shares the epoch-aligned clock, so slices fill and reset together.
-                window_start: now_ms.div_euclid(window_ms) * window_ms,
-                window_ms,
-            }
-        };
-        claims.push((QuotaCounter::Global, global));
-        if let Some(account) = context.account() {
-            claims.push((
-                QuotaCounter::Account,
-                QuotaClaim {
-                    id: self.key.protection(&ProtectionKey::Account(account)),
-                    limit: self.config.account(),
-                    window_start: now_ms,
-                    window_ms,
-                },
-            ));
+        if let Some(global) = self.global_claim(now_ms, shard) {
+            claims.push((QuotaCounter::Global, global));
         }
-        if let Some(session) = context.session() {
-            claims.push((
+        let exact = [
+            (
+                QuotaCounter::Account,
+                self.config.account(),
+                context.account().map(ProtectionKey::Account),
+            ),
+            (
                 QuotaCounter::Session,
-                QuotaClaim {
-                    id: self.key.protection(&ProtectionKey::Session(session)),
-                    limit: self.config.session(),
+                self.config.session(),
+                context.session().map(ProtectionKey::Session),
+            ),
+        ];
+        for (counter, limit, subject) in exact {
+            if let (Some(limit), Some(subject)) = (limit, subject) {
+                let claim = QuotaClaim {
+                    id: self.key.protection(&subject),
+                    limit,
                     window_start: now_ms,
                     window_ms,
-                },
-            ));
+                };
+                claims.push((counter, claim));
+            }
         }
         claims
     }
 
-    /// Claims the request's counters in order (global, account, session), stopping at the first denial.
-    /// A store failure is an error, never an allowance.
+    /// The global counter's claim on `shard`, when the global counter is on.
+    fn global_claim(&self, now_ms: i64, shard: u32) -> Option<QuotaClaim> {
+        let window_ms = self.config.window_ms();
+        match self.global_ids.as_slice() {
+            [] => None,
+            [id] => Some(QuotaClaim {
+                id: id.clone(),
+                limit: self.config.global()?,
+                window_start: now_ms,
+                window_ms,
+            }),
+            ids => {
+                let shard = shard % self.config.effective_shards();
+                Some(QuotaClaim {
+                    id: ids[shard as usize].clone(),
+                    limit: self.config.shard_limit(shard),
+                    // Every slice shares the epoch-aligned clock, so slices fill and reset together.
+                    window_start: now_ms.div_euclid(window_ms) * window_ms,
+                    window_ms,
+                })
+            }
+        }
+    }
+
+    /// Claims the request's counters in order (global, account, session), stopping at the first denial;
+    /// counters that are off are skipped. A store failure is an error, never an allowance.
     pub async fn check(
         &self,
         context: &QuotaContext<'_>,
         now_ms: i64,
     ) -> Result<QuotaDecision, StoreError> {
-        let shards = self.config.effective_shards();
+        let shards = rotation(&self.global_ids);
         // Round-robin within this instance; a request uses one shard and never borrows from another.
         let shard = self
             .next_shard
@@ -236,6 +246,12 @@ impl<S: QuotaStore> RequestQuotas<S> {
             .cleanup(crate::config::clamp_cleanup_batch(batch), now_ms)
             .await
     }
+}
+
+/// The length of the shard rotation: one per global row, and 1 when the global counter is off (the rotation
+/// then picks nothing, but must never divide by zero).
+fn rotation(global_ids: &[String]) -> u32 {
+    u32::try_from(global_ids.len()).map_or(1, |n| n.max(1))
 }
 
 /// Whole seconds from `now_ms` until `reset_at`, rounded up, at least 1.
@@ -312,6 +328,51 @@ mod tests {
             "the public vector for \"global\""
         );
         assert_eq!((claims[0].1.limit, claims[0].1.window_start), (600, now));
+    }
+
+    #[test]
+    fn an_off_counter_makes_no_claim() {
+        let context = QuotaContext::new(Some("account-123"), Some("s-1")).unwrap();
+        let counters = |config: QuotaConfig| -> Vec<QuotaCounter> {
+            RequestQuotas::new(MemoryQuotaStore::new(), key(), config)
+                .claims(&context, 0, 0)
+                .into_iter()
+                .map(|(counter, _)| counter)
+                .collect()
+        };
+        let only_account = QuotaConfig::builder()
+            .without_global()
+            .account(3)
+            .without_session()
+            .build()
+            .unwrap();
+        assert_eq!(counters(only_account), [QuotaCounter::Account]);
+        let sharded_without_global = QuotaConfig::builder()
+            .without_global()
+            .shards(4)
+            .build()
+            .unwrap();
+        assert_eq!(
+            counters(sharded_without_global),
+            [QuotaCounter::Account, QuotaCounter::Session]
+        );
+        let without_account = QuotaConfig::builder().without_account().build().unwrap();
+        assert_eq!(
+            counters(without_account),
+            [QuotaCounter::Global, QuotaCounter::Session]
+        );
+        let none = QuotaConfig::builder()
+            .without_global()
+            .without_account()
+            .without_session()
+            .build()
+            .unwrap();
+        assert!(counters(none).is_empty());
+        // The limit of a claim is the configured one, unchanged by the others being off.
+        let quotas =
+            RequestQuotas::with_first_shard(MemoryQuotaStore::new(), key(), only_account, 9);
+        let claims = quotas.claims(&context, 5, 0);
+        assert_eq!((claims[0].1.limit, claims[0].1.window_start), (3, 5));
     }
 
     #[test]

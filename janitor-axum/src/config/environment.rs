@@ -1,0 +1,333 @@
+//! [`JanitorSettings`] from `JANITOR_*` environment variables (the table of names is in `settings.rs`), and
+//! the list of the names read, which the check for misspelled variables ([`super::unknown_env`]) knows.
+
+use janitor_core::config::{EnvError, EnvSource};
+
+use super::settings::{
+    AdmissionSettings, CookieSettings, EndpointSettings, EvidenceSettings, JanitorSettings,
+    OriginSettings, QuotaSettings,
+};
+use super::unknown_env::warn_unknown_env;
+use super::{Environment, JanitorConfig, JanitorConfigError};
+
+impl JanitorSettings {
+    /// Every variable [`from_env`](Self::from_env) reads.
+    pub const ENV_VARIABLES: &'static [&'static str] = &[
+        "JANITOR_SECRET",
+        "JANITOR_NAMESPACE",
+        "JANITOR_ENVIRONMENT",
+        "JANITOR_RETENTION_DAYS",
+        "JANITOR_MAX_OBSERVATIONS_PER_VISITOR",
+        "JANITOR_RESTORE_THRESHOLD",
+        "JANITOR_MATCHING_POLICY",
+        "JANITOR_COOKIE_MAX_AGE_DAYS",
+        "JANITOR_COOKIE_SECURE",
+        "JANITOR_ENDPOINT_PATH",
+        "JANITOR_SCRIPT_PATH",
+        "JANITOR_MAX_BODY_BYTES",
+        "JANITOR_REQUEST_TIMEOUT_MS",
+        "JANITOR_EXPOSE_CLIENT_SCORES",
+        "JANITOR_ALLOWED_ORIGINS",
+        "JANITOR_TRUSTED_PROXIES",
+        "JANITOR_MAX_IN_FLIGHT",
+        "JANITOR_MAX_DRAIN_BYTES",
+        "JANITOR_DRAIN_TIMEOUT_MS",
+        "JANITOR_BODY_GRACE_MS",
+        "JANITOR_QUOTA_GLOBAL",
+        "JANITOR_QUOTA_ACCOUNT",
+        "JANITOR_QUOTA_SESSION",
+        "JANITOR_QUOTA_SHARDS",
+        "JANITOR_QUOTA_WINDOW_MS",
+        "JANITOR_EVENT_RETENTION_DAYS",
+        "JANITOR_LINK_RETENTION_DAYS",
+        "JANITOR_MAX_EVENTS_PER_QUERY",
+    ];
+
+    /// The settings the `JANITOR_*` variables of `env` give (see the table in [`JanitorSettings`]'s module).
+    /// A `JANITOR_*` variable that no part of the library reads is logged as a warning, once per variable, with
+    /// the known name it probably means; an application with `JANITOR_*` variables of its own declares them
+    /// with [`from_env_with_own`](Self::from_env_with_own).
+    pub fn from_env(env: &EnvSource) -> Result<JanitorSettings, JanitorConfigError> {
+        JanitorSettings::from_env_with_own(env, &[])
+    }
+
+    /// [`from_env`](Self::from_env), with `own`: the application's own `JANITOR_*` variables (such as
+    /// `JANITOR_ADDR`), which are then not reported as unknown.
+    pub fn from_env_with_own(
+        env: &EnvSource,
+        own: &[&str],
+    ) -> Result<JanitorSettings, JanitorConfigError> {
+        warn_unknown_env(env, own);
+        JanitorSettings::read_env(env)
+    }
+
+    /// The settings of `env`'s variables, without the check for unknown ones.
+    fn read_env(env: &EnvSource) -> Result<JanitorSettings, JanitorConfigError> {
+        let environment = env
+            .choice("JANITOR_ENVIRONMENT", "production or development")?
+            .map(|e| {
+                if e == "development" {
+                    Environment::Development
+                } else {
+                    Environment::Production
+                }
+            });
+        Ok(JanitorSettings {
+            secret: env.text("JANITOR_SECRET"),
+            namespace: env.text("JANITOR_NAMESPACE"),
+            environment,
+            retention_days: env.number("JANITOR_RETENTION_DAYS")?,
+            max_observations_per_visitor: env.number("JANITOR_MAX_OBSERVATIONS_PER_VISITOR")?,
+            restore_threshold: env.number("JANITOR_RESTORE_THRESHOLD")?,
+            matching_policy: env
+                .choice("JANITOR_MATCHING_POLICY", "reference or precise")?
+                .map(|name| name.parse().expect("a listed choice")),
+            cookie: CookieSettings {
+                max_age_days: env.number("JANITOR_COOKIE_MAX_AGE_DAYS")?,
+                secure: env.flag("JANITOR_COOKIE_SECURE")?,
+            },
+            endpoint: EndpointSettings {
+                path: env.text("JANITOR_ENDPOINT_PATH"),
+                script_path: env.text("JANITOR_SCRIPT_PATH"),
+                max_body_bytes: env.number("JANITOR_MAX_BODY_BYTES")?,
+                request_timeout_ms: env.number("JANITOR_REQUEST_TIMEOUT_MS")?,
+                expose_client_scores: env.flag("JANITOR_EXPOSE_CLIENT_SCORES")?,
+            },
+            origin: OriginSettings {
+                allowed_origins: env.list("JANITOR_ALLOWED_ORIGINS"),
+                trusted_proxies: env.list("JANITOR_TRUSTED_PROXIES"),
+            },
+            admission: AdmissionSettings {
+                max_in_flight_requests: env.number("JANITOR_MAX_IN_FLIGHT")?,
+                max_drain_bytes: env.number("JANITOR_MAX_DRAIN_BYTES")?,
+                drain_timeout_ms: env.number("JANITOR_DRAIN_TIMEOUT_MS")?,
+                body_grace_ms: env.number("JANITOR_BODY_GRACE_MS")?,
+            },
+            quotas: quotas_from_env(env)?,
+            evidence: EvidenceSettings {
+                event_retention_days: env.number("JANITOR_EVENT_RETENTION_DAYS")?,
+                link_retention_days: env.number("JANITOR_LINK_RETENTION_DAYS")?,
+                max_events_per_query: env.number("JANITOR_MAX_EVENTS_PER_QUERY")?,
+            },
+        })
+    }
+}
+
+/// The quota settings of `JANITOR_QUOTA_*`: `None` when none is set, so quotas stay off.
+fn quotas_from_env(env: &EnvSource) -> Result<Option<QuotaSettings>, EnvError> {
+    if !env.any_with_prefix("JANITOR_QUOTA_") {
+        return Ok(None);
+    }
+    Ok(Some(QuotaSettings {
+        global: env.number("JANITOR_QUOTA_GLOBAL")?,
+        account: env.number("JANITOR_QUOTA_ACCOUNT")?,
+        session: env.number("JANITOR_QUOTA_SESSION")?,
+        shards: env.number("JANITOR_QUOTA_SHARDS")?,
+        window_ms: env.number("JANITOR_QUOTA_WINDOW_MS")?,
+    }))
+}
+
+impl JanitorConfig {
+    /// The configuration of the process's `JANITOR_*` variables (see [`JanitorSettings::from_env`], which also
+    /// warns about the unknown ones).
+    pub fn from_env() -> Result<JanitorConfig, JanitorConfigError> {
+        JanitorSettings::from_env(&EnvSource::process())?.build()
+    }
+}
+
+impl From<EnvError> for JanitorConfigError {
+    fn from(error: EnvError) -> Self {
+        JanitorConfigError::Environment(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use janitor_core::MatchingPolicy;
+
+    use super::*;
+
+    const SECRET: &str = "7c1e9a24f0b35d86e2a4c7f190b3d5e8";
+
+    #[test]
+    fn env_variables_lists_every_name_from_env_reads() {
+        // Each optional part read: a quota variable turns the quota names on.
+        let env = EnvSource::from_pairs([("JANITOR_QUOTA_GLOBAL", "5")]);
+        JanitorSettings::read_env(&env).unwrap();
+        let mut listed = JanitorSettings::ENV_VARIABLES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(env.names_read(), listed);
+    }
+
+    #[test]
+    fn variables_reach_every_part() {
+        let env = EnvSource::from_pairs([
+            ("JANITOR_SECRET", SECRET),
+            ("JANITOR_NAMESPACE", "shop"),
+            ("JANITOR_ENVIRONMENT", "development"),
+            ("JANITOR_COOKIE_SECURE", "false"),
+            ("JANITOR_RETENTION_DAYS", "30"),
+            ("JANITOR_ENDPOINT_PATH", "/visitor"),
+            (
+                "JANITOR_ALLOWED_ORIGINS",
+                "https://example.com, https://www.example.com",
+            ),
+            ("JANITOR_TRUSTED_PROXIES", "10.0.0.0/8"),
+            ("JANITOR_MAX_IN_FLIGHT", "8"),
+            ("JANITOR_BODY_GRACE_MS", "100"),
+            ("JANITOR_QUOTA_ACCOUNT", "5"),
+            ("JANITOR_EVENT_RETENTION_DAYS", "3"),
+            ("JANITOR_MATCHING_POLICY", "Precise"),
+        ]);
+        let config = JanitorSettings::from_env(&env).unwrap().build().unwrap();
+        assert_eq!(config.label_key().namespace(), "shop");
+        assert_eq!(config.environment(), Environment::Development);
+        assert!(!config.cookie().secure());
+        assert_eq!(config.retention().observation_days(), 30);
+        assert_eq!(config.endpoint().path(), "/visitor");
+        assert_eq!(config.origin().allowed_origins().len(), 2);
+        assert_eq!(config.origin().trusted_proxies().len(), 1);
+        assert_eq!(config.admission().max_in_flight_requests(), 8);
+        assert_eq!(
+            config.admission().body_grace(),
+            std::time::Duration::from_millis(100)
+        );
+        let quotas = config.quotas().expect("quotas on");
+        assert_eq!(
+            (quotas.global(), quotas.account(), quotas.session()),
+            (None, Some(5), None),
+            "only the account counter was set"
+        );
+        assert_eq!(config.cookie_max_age_secs(), 30 * 86_400);
+        assert_eq!(config.engine.policy(), MatchingPolicy::Precise);
+        let defaults =
+            JanitorSettings::from_env(&EnvSource::from_pairs([("JANITOR_SECRET", SECRET)]));
+        let defaults = defaults.unwrap().build().unwrap();
+        assert_eq!(defaults.engine.policy(), MatchingPolicy::Reference);
+    }
+
+    #[test]
+    fn refusals_name_the_variable_or_the_option() {
+        let with = |name, value| {
+            JanitorSettings::from_env(&EnvSource::from_pairs([
+                ("JANITOR_SECRET", SECRET),
+                (name, value),
+            ]))
+            .and_then(JanitorSettings::build)
+            .unwrap_err()
+            .to_string()
+        };
+        assert!(with("JANITOR_MAX_IN_FLIGHT", "many")
+            .contains("JANITOR_MAX_IN_FLIGHT must be a number"));
+        assert!(with("JANITOR_MAX_IN_FLIGHT", "1025").contains("from 1 to 1024"));
+        assert!(
+            with("JANITOR_BODY_GRACE_MS", "0").contains("body_grace_ms must be from 1 to 30000")
+        );
+        assert!(with("JANITOR_ENVIRONMENT", "staging").contains("production or development"));
+        assert!(with("JANITOR_MATCHING_POLICY", "strict")
+            .contains("JANITOR_MATCHING_POLICY must be reference or precise"));
+        assert!(
+            with("JANITOR_COOKIE_SECURE", "false").contains("production cookies must be Secure")
+        );
+        assert!(with("JANITOR_ALLOWED_ORIGINS", "example.com").contains("allowed_origins"));
+        let origins = with(
+            "JANITOR_ALLOWED_ORIGINS",
+            "https://example.com, ,https://example.com/shop",
+        );
+        assert!(
+            origins.contains(
+                "allowed_origins entry 2 of 2 (\"https://example.com/shop\"): it has a path"
+            ),
+            "{origins}"
+        );
+        let proxies = with("JANITOR_TRUSTED_PROXIES", "10.0.0.0/8,proxy.internal");
+        assert!(
+            proxies.contains("trusted_proxies entry 2 of 2 (\"proxy.internal\")"),
+            "{proxies}"
+        );
+        let missing = JanitorSettings::from_env(&EnvSource::from_pairs([]))
+            .unwrap()
+            .build()
+            .unwrap_err();
+        assert_eq!(missing, JanitorConfigError::MissingSecret);
+    }
+
+    #[test]
+    fn only_the_quota_counters_set_are_on() {
+        let quotas = |pairs: &[(&str, &str)]| {
+            let env = EnvSource::from_pairs(
+                [("JANITOR_SECRET", SECRET)]
+                    .into_iter()
+                    .chain(pairs.iter().copied()),
+            );
+            JanitorSettings::from_env(&env).and_then(JanitorSettings::build)
+        };
+        let counters = |pairs: &[(&str, &str)]| {
+            let config = quotas(pairs).unwrap();
+            let q = *config.quotas().expect("quotas on");
+            (
+                q.global(),
+                q.account(),
+                q.session(),
+                q.effective_shards(),
+                q.window_ms(),
+            )
+        };
+        assert_eq!(
+            counters(&[("JANITOR_QUOTA_ACCOUNT", "3")]),
+            (None, Some(3), None, 0, 60_000)
+        );
+        assert_eq!(
+            counters(&[
+                ("JANITOR_QUOTA_SESSION", "4"),
+                ("JANITOR_QUOTA_WINDOW_MS", "5000")
+            ]),
+            (None, None, Some(4), 0, 5_000)
+        );
+        assert_eq!(
+            counters(&[
+                ("JANITOR_QUOTA_GLOBAL", "21"),
+                ("JANITOR_QUOTA_SHARDS", "4"),
+                ("JANITOR_QUOTA_ACCOUNT", "3")
+            ]),
+            (Some(21), Some(3), None, 4, 60_000)
+        );
+        assert!(quotas(&[]).unwrap().quotas().is_none(), "no variable: off");
+        for shape_only in [
+            &[("JANITOR_QUOTA_SHARDS", "4")][..],
+            &[("JANITOR_QUOTA_WINDOW_MS", "5000")],
+            &[("JANITOR_QUOTA_ACOUNT", "3")],
+        ] {
+            let err = quotas(shape_only).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    JanitorConfigError::Invalid {
+                        field: "quotas",
+                        ..
+                    }
+                ),
+                "{err:?}"
+            );
+            assert!(err.to_string().contains("no quota counter set"), "{err}");
+        }
+        // A settings file: the same rule.
+        let file = |quotas: serde_json::Value| {
+            serde_json::from_value::<JanitorSettings>(
+                serde_json::json!({"secret": SECRET, "quotas": quotas}),
+            )
+            .unwrap()
+            .build()
+        };
+        let config = file(serde_json::json!({"account": 3})).unwrap();
+        let q = config.quotas().expect("quotas on");
+        assert_eq!(
+            (q.global(), q.account(), q.session()),
+            (None, Some(3), None)
+        );
+        let err = file(serde_json::json!({})).unwrap_err();
+        assert!(err.to_string().contains("no quota counter set"), "{err}");
+        let err = file(serde_json::json!({"shards": 2})).unwrap_err();
+        assert!(err.to_string().contains("no quota counter set"), "{err}");
+    }
+}
