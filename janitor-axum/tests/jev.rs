@@ -97,10 +97,9 @@ async fn a_good_answer_is_read_and_the_request_is_exact() {
         "behavior": {"pageAgeMs": 1500, "mouseMoveCount": 12, "pointerDownCount": 1, "keyDownCount": 0,
                      "scrollCount": 2, "visibilityChangeCount": 0}
     });
-    let questions: Value = serde_json::from_str(include_str!(
-        "../../janitor-core/contract/jev-questions.json"
-    ))
-    .unwrap();
+    // The published file, as janitor-core embeds it (a path outside this crate would not be published with it).
+    let questions: Value =
+        serde_json::from_str(janitor_core::identification::jev::QUESTIONS_JSON).unwrap();
     assert_eq!(
         request.json(),
         json!({

@@ -129,7 +129,8 @@ pub async fn erase_account<S: Stores>(
     Ok(stores.erase_account(&subject, browser).await?)
 }
 
-#[cfg(test)]
+// The fixtures are the `testing` feature's, which the crate's own tests turn on.
+#[cfg(all(test, feature = "testing"))]
 mod tests {
     use super::*;
     use crate::evidence::{EventType, APPLICATION_SCOPE};

@@ -107,6 +107,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "testing")]
     fn no_statement_of_the_stores_is_left_unqualified() {
         let mut texts: Vec<String> = crate::testing::statements::STATEMENTS
             .iter()

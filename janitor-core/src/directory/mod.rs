@@ -42,8 +42,3 @@ pub use memory::MemoryIdentityStore;
 pub(crate) use service::account_subject;
 pub use service::{IdentityDirectory, MAX_ACCOUNT_ID_CHARS};
 pub use store::{store_cleanup_batch, IdentityStore, KeyWrite, SubjectRecord};
-
-/// The example of [docs/identity.md](https://github.com/janitor-rust/janitor/blob/main/docs/identity.md), compiled and run with the doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/identity.md")]
-struct IdentityGuide;

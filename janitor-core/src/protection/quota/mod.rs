@@ -279,6 +279,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "testing")]
     fn claims_follow_the_order_and_the_label_contract() {
         let config = crate::testing::quota_store::sharded_quotas();
         let quotas = RequestQuotas::with_first_shard(MemoryQuotaStore::new(), key(), config, 0);
