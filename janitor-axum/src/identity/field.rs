@@ -35,8 +35,8 @@ pub enum VisitorField {
     /// The form had no payload, or `null`.
     #[default]
     Missing,
-    /// A payload that validated.
-    Valid(VisitorPayload),
+    /// A payload that validated (boxed: a payload is large beside the other two).
+    Valid(Box<VisitorPayload>),
     /// A payload that did not validate (why is left out: it would echo the client's input).
     Invalid,
 }
@@ -45,7 +45,7 @@ impl VisitorField {
     /// The payload, when the form carried a valid one.
     pub fn payload(&self) -> Option<&VisitorPayload> {
         match self {
-            VisitorField::Valid(payload) => Some(payload),
+            VisitorField::Valid(payload) => Some(payload.as_ref()),
             _ => None,
         }
     }
@@ -54,16 +54,15 @@ impl VisitorField {
     pub fn from_value(value: &Value) -> VisitorField {
         match value {
             Value::Null => VisitorField::Missing,
-            value => {
-                VisitorPayload::from_value(value).map_or(VisitorField::Invalid, VisitorField::Valid)
-            }
+            value => VisitorPayload::from_value(value)
+                .map_or(VisitorField::Invalid, |p| VisitorField::Valid(Box::new(p))),
         }
     }
 }
 
 impl From<VisitorPayload> for VisitorField {
     fn from(payload: VisitorPayload) -> Self {
-        VisitorField::Valid(payload)
+        VisitorField::Valid(Box::new(payload))
     }
 }
 
