@@ -11,5 +11,6 @@ pub mod accuracy;
 pub mod capacity;
 pub mod conformance;
 pub mod docker;
+pub mod guide;
 pub mod provision;
 pub mod test;

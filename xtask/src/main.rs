@@ -4,12 +4,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use xtask::conformance::{check_file, Report};
-use xtask::{accuracy, capacity, docker, test};
+use xtask::{accuracy, capacity, docker, guide, test};
 
 mod fuzz;
 
 const USAGE: &str = "usage: cargo xtask test
        cargo xtask conformance FILE...
+       cargo xtask guide   (builds janitor-axum's guide as a crate of its own and walks through it on both stores)
        cargo xtask fuzz [--seconds N]   (every fuzz target of fuzz/, N seconds each, default 60)
        cargo xtask benchmark-capacity [--docker [--no-cpu-limits]]
        cargo xtask benchmark-accuracy LOG[.gz] [--policy reference|precise] [--scenario lost|partial] [--json OUT]
@@ -28,6 +29,7 @@ fn main() -> ExitCode {
             }
         },
         Some("conformance") => conformance(args.map(PathBuf::from).collect()),
+        Some("guide") => report("guide", guide::run(&capacity::workspace_root())),
         Some("fuzz") => match fuzz::parse_args(&args.collect::<Vec<String>>()) {
             Ok(seconds) => report("fuzz", fuzz::run(seconds)),
             Err(problem) => {

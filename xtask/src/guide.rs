@@ -1,0 +1,436 @@
+//! `cargo xtask guide`: builds the application of janitor-axum's guide ("Add Janitor to your axum app") as a
+//! reader would — its visible code, copied into a crate of its own outside the workspace — then serves it on
+//! the memory stores and on PostgreSQL and walks through what the guide promises: a sign-in, a lockout, a 429
+//! without a payload, a 403 cross-site and an erasure that keeps another account's evidence.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::provision::DEFAULT_URL;
+
+/// Where the guide lives, from the workspace root.
+pub const GUIDE: &str = "janitor-axum/src/guide.md";
+/// The dependency line the guide's Cargo.toml has, which the scratch crate points at this checkout.
+const DEPENDENCY: &str = "janitor-axum = \"0.1\"";
+/// How long the application may take to listen.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// The account quota the walk-through runs with: dave's five failures and his locked sign-in fit, the next one
+/// is refused.
+const ACCOUNT_QUOTA: u32 = 6;
+
+/// The files of the guide's application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct App {
+    /// The `[dependencies]` the guide lists.
+    pub dependencies: String,
+    /// `src/main.rs`.
+    pub main: String,
+    /// `src/sign_in.rs`, from every block the guide introduces as part of it.
+    pub sign_in: String,
+}
+
+/// Reads the application out of the guide: the `toml` block, and each `rust` block whose introducing paragraph
+/// names `src/main.rs` or `src/sign_in.rs`, without the lines rustdoc hides (`# `).
+pub fn extract(markdown: &str) -> Result<App, String> {
+    let mut dependencies = None;
+    let (mut main, mut sign_in) = (String::new(), String::new());
+    // The paragraph before a block introduces it; a blank line ends a paragraph, the next line starts one.
+    let (mut paragraph, mut ended) = (String::new(), false);
+    let mut lines = markdown.lines();
+    while let Some(line) = lines.next() {
+        let Some(info) = line.strip_prefix("```") else {
+            if line.trim().is_empty() {
+                ended = true;
+            } else {
+                if ended {
+                    paragraph.clear();
+                    ended = false;
+                }
+                paragraph.push_str(line);
+                paragraph.push('\n');
+            }
+            continue;
+        };
+        let mut code = String::new();
+        for line in lines.by_ref() {
+            if line.starts_with("```") {
+                break;
+            }
+            if !is_hidden(line) {
+                code.push_str(line);
+                code.push('\n');
+            }
+        }
+        if info == "toml" && dependencies.is_none() {
+            dependencies = Some(code);
+        } else if info.starts_with("rust") {
+            if paragraph.contains("`src/main.rs`") {
+                main.push_str(&code);
+            } else if paragraph.contains("`src/sign_in.rs`") {
+                sign_in.push_str(&code);
+                sign_in.push('\n');
+            }
+        }
+        paragraph.clear();
+    }
+    let dependencies = dependencies.ok_or("the guide has no toml block")?;
+    if !dependencies.contains(DEPENDENCY) {
+        return Err(format!("the guide's Cargo.toml lacks `{DEPENDENCY}`"));
+    }
+    if main.is_empty() || sign_in.is_empty() {
+        return Err("the guide introduces no `src/main.rs` or no `src/sign_in.rs` block".into());
+    }
+    Ok(App {
+        dependencies,
+        main,
+        sign_in,
+    })
+}
+
+/// A line rustdoc compiles but does not show.
+fn is_hidden(line: &str) -> bool {
+    let line = line.trim_start();
+    line == "#" || line.starts_with("# ")
+}
+
+/// Builds the guide's application outside the workspace and walks through it on both stores.
+pub fn run(root: &Path) -> Result<(), String> {
+    let markdown =
+        std::fs::read_to_string(root.join(GUIDE)).map_err(|e| format!("{GUIDE}: {e}"))?;
+    let app = extract(&markdown)?;
+    let scratch = Scratch::new()?;
+    scratch.write(&app, &root.join("janitor-axum"))?;
+    let binary = scratch.build(&root.join("target"))?;
+    walk("memory", &binary, &[])?;
+    let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned());
+    let schema = format!("janitor_guide_{}", std::process::id());
+    let walked = walk(
+        "PostgreSQL",
+        &binary,
+        &[("DATABASE_URL", url.as_str()), ("JANITOR_SCHEMA", &schema)],
+    );
+    let dropped = drop_schema(&url, &schema);
+    walked.and(dropped)
+}
+
+/// A crate in a fresh temporary directory, removed when dropped.
+struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    fn new() -> Result<Scratch, String> {
+        let dir = std::env::temp_dir().join(format!("janitor-guide-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(Scratch { dir })
+    }
+
+    /// The guide's files, with its janitor-axum dependency pointed at `crate_dir`.
+    fn write(&self, app: &App, crate_dir: &Path) -> Result<(), String> {
+        let dependency = format!(
+            "janitor-axum = {{ path = {:?} }}",
+            crate_dir.display().to_string()
+        );
+        let manifest = format!(
+            "[package]\nname = \"guide-app\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
+             [workspace]\n\n{}",
+            app.dependencies.replacen(DEPENDENCY, &dependency, 1)
+        );
+        for (path, text) in [
+            ("Cargo.toml", manifest.as_str()),
+            ("src/main.rs", &app.main),
+            ("src/sign_in.rs", &app.sign_in),
+        ] {
+            std::fs::write(self.dir.join(path), text).map_err(|e| format!("{path}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// `cargo build`, refusing any warning of the guide's own code; the dependencies' build is shared with the
+    /// workspace's target directory.
+    fn build(&self, target: &Path) -> Result<PathBuf, String> {
+        let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--quiet"])
+            .current_dir(&self.dir)
+            .env("CARGO_TARGET_DIR", target)
+            .output()
+            .map_err(|e| format!("cargo build: {e}"))?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() || stderr.contains("warning") {
+            return Err(format!(
+                "the guide's application does not build cleanly:\n{stderr}"
+            ));
+        }
+        Ok(target.join("debug").join("guide-app"))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The application as a child process, killed when dropped (on every path, failures included).
+struct Served {
+    child: Child,
+    address: SocketAddr,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the application with the guide's settings, plus `extra`, on a free loopback port.
+fn serve(binary: &Path, extra: &[(&str, &str)]) -> Result<Served, String> {
+    let address = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("no free port: {e}"))?;
+    let mut command = Command::new(binary);
+    // Only what the walk-through sets: nothing of the caller's JANITOR_* or DATABASE_URL leaks in.
+    for (name, _) in std::env::vars() {
+        if name.starts_with("JANITOR_") || name == "DATABASE_URL" {
+            command.env_remove(name);
+        }
+    }
+    command
+        .env("JANITOR_SECRET", secret()?)
+        .env("JANITOR_ENVIRONMENT", "development")
+        .env("JANITOR_QUOTA_ACCOUNT", ACCOUNT_QUOTA.to_string())
+        .env("ADDR", address.to_string())
+        .envs(extra.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    let child = command
+        .spawn()
+        .map_err(|e| format!("{}: {e}", binary.display()))?;
+    let mut served = Served { child, address };
+    let started = Instant::now();
+    while TcpStream::connect(address).is_err() {
+        if let Ok(Some(status)) = served.child.try_wait() {
+            return Err(format!(
+                "the guide's application exited at start ({status})"
+            ));
+        }
+        if started.elapsed() > START_TIMEOUT {
+            return Err(format!(
+                "the guide's application did not listen within {START_TIMEOUT:?}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(served)
+}
+
+/// A fresh 64-hex-digit secret from the system's random source.
+fn secret() -> Result<String, String> {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| format!("/dev/urandom: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// One answer: status, headers (lower-case names) and body.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 request on its own connection.
+fn send(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    body: &str,
+    headers: &[String],
+) -> Result<Answer, String> {
+    let mut stream = TcpStream::connect(address).map_err(|e| format!("connect: {e}"))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .map_err(|e| e.to_string())?;
+    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n{extra}\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| format!("write: {e}"))?;
+    let mut reply = String::new();
+    stream
+        .read_to_string(&mut reply)
+        .map_err(|e| format!("read: {e}"))?;
+    let (head, body) = reply
+        .split_once("\r\n\r\n")
+        .ok_or("an answer without a head")?;
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .ok_or("an answer without a status")?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Ok(Answer {
+        status,
+        headers,
+        body: body.to_owned(),
+    })
+}
+
+/// Fails with `what` unless `ok`.
+fn expect(ok: bool, what: &str) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(what.to_owned())
+    }
+}
+
+/// Serves the application and walks through the guide's promises; prints one line per step.
+fn walk(stores: &str, binary: &Path, extra: &[(&str, &str)]) -> Result<(), String> {
+    let served = serve(binary, extra)?;
+    let at = served.address;
+    let payload =
+        r#"{"signals":{"userAgent":"Mozilla/5.0 Chrome/131.0","timezone":"Europe/Paris"}}"#;
+    let login = |user: &str, password: &str, visitor: bool, headers: &[String]| {
+        let visitor = if visitor {
+            format!(r#","visitor":{payload}"#)
+        } else {
+            String::new()
+        };
+        let body = format!(r#"{{"username":"{user}","password":"{password}"{visitor}}}"#);
+        send(at, "POST", "/login", &body, headers)
+    };
+    let fail = |step: &str, answer: &Answer| {
+        format!("{stores}: {step}: {} {}", answer.status, answer.body)
+    };
+
+    let ada = login("ada", "correct horse battery staple", true, &[])?;
+    let cookie = ada
+        .header("set-cookie")
+        .and_then(|c| c.split(';').next())
+        .map(|c| format!("Cookie: {c}"))
+        .ok_or_else(|| fail("a sign-in with a payload sets no cookie", &ada))?;
+    expect(ada.status == 200, &fail("ada's sign-in", &ada))?;
+    for attempt in 1..=5 {
+        let failed = login("dave", "guess", true, std::slice::from_ref(&cookie))?;
+        expect(
+            failed.status == 401,
+            &fail(&format!("dave's failure {attempt}"), &failed),
+        )?;
+    }
+    let cross = login(
+        "ada",
+        "correct horse battery staple",
+        false,
+        &["Origin: https://attacker.example".into()],
+    )?;
+    expect(cross.status == 403, &fail("a cross-site sign-in", &cross))?;
+    let erase = r#"{"username":"ada","password":"correct horse battery staple"}"#;
+    let erased = send(
+        at,
+        "POST",
+        "/account/erase",
+        erase,
+        std::slice::from_ref(&cookie),
+    )?;
+    let cleared = erased
+        .header("set-cookie")
+        .is_some_and(|c| c.starts_with("__visitor=;"));
+    expect(
+        erased.status == 200 && cleared,
+        &fail("ada's erasure", &erased),
+    )?;
+    let locked = login("dave", "dave's passphrase", false, &[])?;
+    let by_route = locked.status == 429 && locked.header("retry-after").is_none();
+    expect(
+        by_route,
+        &fail("dave is still locked after ada's erasure", &locked),
+    )?;
+    let spent = login("dave", "x", false, &[])?;
+    let by_quota = spent.status == 429 && spent.header("retry-after").is_some();
+    expect(
+        by_quota,
+        &fail("dave's quota refuses a sign-in without a payload", &spent),
+    )?;
+    let metrics = send(at, "GET", "/metrics", "", &[])?;
+    let counted = metrics
+        .body
+        .contains("janitor_refusals_total{reason=\"cross_origin\"} 1");
+    expect(
+        counted,
+        &fail("/metrics counts the cross-site refusal", &metrics),
+    )?;
+    println!(
+        "guide on {stores}: sign-in 200, five failures 401, cross-site 403, erasure 200 (cookie cleared), \
+         the other account still locked (429), its quota spent without a payload (429, Retry-After {})",
+        spent.header("retry-after").unwrap_or("?")
+    );
+    Ok(())
+}
+
+/// Drops the walk-through's schema.
+fn drop_schema(url: &str, schema: &str) -> Result<(), String> {
+    let status = Command::new("psql")
+        .args([
+            "-q",
+            url,
+            "-c",
+            &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"),
+        ])
+        .env("PGOPTIONS", "-c client_min_messages=warning")
+        .status()
+        .map_err(|e| format!("psql: {e}"))?;
+    expect(
+        status.success(),
+        &format!("psql could not drop schema {schema}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_application_is_the_visible_code_of_the_blocks_the_prose_assigns() {
+        let guide = "# Guide\n\n```toml\n[dependencies]\njanitor-axum = \"0.1\"\n```\n\n`src/main.rs`:\n\n\
+                     ```rust,no_run\n# use hidden;\nfn main() {}\n```\n\nSomething else:\n\n```rust\nfn other() {}\n```\n\n\
+                     Then `src/sign_in.rs`:\n\n```rust\npub fn routes() {}\n#\n```\n\nThe rest of `src/sign_in.rs`:\n\n\
+                     ```rust\n# fn hidden() {}\nfn erase() {}\n```\n";
+        let app = extract(guide).unwrap();
+        assert_eq!(app.main, "fn main() {}\n");
+        assert_eq!(app.sign_in, "pub fn routes() {}\n\nfn erase() {}\n\n");
+        assert!(app.dependencies.contains(DEPENDENCY));
+        assert!(extract("```toml\nserde = \"1\"\n```\n").is_err());
+    }
+
+    #[test]
+    fn the_committed_guide_yields_an_application() {
+        let root = crate::capacity::workspace_root();
+        let app = extract(&std::fs::read_to_string(root.join(GUIDE)).unwrap()).unwrap();
+        assert!(app.main.contains("mod sign_in;") && app.main.contains("fn main()"));
+        assert!(app.sign_in.contains("pub fn routes(") && app.sign_in.contains("async fn erase("));
+    }
+}
