@@ -40,23 +40,6 @@ const OUTCOMES: [&str; 3] = ["cookie", "restored", "minted"];
 /// Every `risk_status` of an identification.
 #[cfg(feature = "metrics")]
 const RISK_STATUSES: [&str; 3] = ["disabled", "unavailable", "evaluated"];
-/// Every `reason` of a refusal.
-#[cfg(feature = "metrics")]
-const REFUSAL_REASONS: [&str; 13] = [
-    "not_found",
-    "method_not_allowed",
-    "ambiguous_host",
-    "cross_origin",
-    "unsupported_media_type",
-    "insecure_cookie",
-    "rate_limited",
-    "too_large",
-    "body_required",
-    "timed_out",
-    "invalid_payload",
-    "unavailable",
-    "busy",
-];
 /// Every `outcome` of a provider call.
 #[cfg(all(feature = "metrics", feature = "jev"))]
 const PROVIDER_OUTCOMES: [&str; 4] = ["answered", "timeout", "failed", "refused"];
@@ -127,8 +110,8 @@ fn register_metrics() {
             .increment(0);
         }
     }
-    for reason in REFUSAL_REASONS {
-        metrics::counter!("janitor_refusals_total", "reason" => reason).increment(0);
+    for refusal in Refusal::ALL {
+        metrics::counter!("janitor_refusals_total", "reason" => refusal.reason()).increment(0);
     }
     for reason in BUDGET_DENIALS {
         metrics::counter!("janitor_budget_denials_total", "reason" => reason).increment(0);
@@ -381,40 +364,6 @@ mod tests {
         use janitor_core::protection::budget::BudgetDenial;
         use janitor_core::RiskStatus;
 
-        let refusals = |refusal: Refusal| match refusal {
-            Refusal::NotFound
-            | Refusal::MethodNotAllowed
-            | Refusal::AmbiguousHost
-            | Refusal::CrossOrigin
-            | Refusal::UnsupportedMediaType
-            | Refusal::InsecureCookie
-            | Refusal::RateLimited { .. }
-            | Refusal::TooLarge
-            | Refusal::BodyRequired
-            | Refusal::TimedOut
-            | Refusal::InvalidPayload
-            | Refusal::Unavailable
-            | Refusal::Busy => refusal.reason(),
-        };
-        let every_refusal = [
-            Refusal::NotFound,
-            Refusal::MethodNotAllowed,
-            Refusal::AmbiguousHost,
-            Refusal::CrossOrigin,
-            Refusal::UnsupportedMediaType,
-            Refusal::InsecureCookie,
-            Refusal::RateLimited {
-                retry_after_secs: 1,
-            },
-            Refusal::TooLarge,
-            Refusal::BodyRequired,
-            Refusal::TimedOut,
-            Refusal::InvalidPayload,
-            Refusal::Unavailable,
-            Refusal::Busy,
-        ];
-        let reasons: Vec<&str> = every_refusal.into_iter().map(refusals).collect();
-        assert_eq!(reasons, REFUSAL_REASONS);
         let risk = |status: RiskStatus| match status {
             RiskStatus::Disabled | RiskStatus::Unavailable | RiskStatus::Evaluated => {
                 status.as_str()

@@ -50,6 +50,25 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// One refusal of each kind (`RateLimited` with one second), for metrics that list every reason.
+    pub const ALL: [Refusal; 13] = [
+        Refusal::NotFound,
+        Refusal::MethodNotAllowed,
+        Refusal::AmbiguousHost,
+        Refusal::CrossOrigin,
+        Refusal::UnsupportedMediaType,
+        Refusal::InsecureCookie,
+        Refusal::RateLimited {
+            retry_after_secs: 1,
+        },
+        Refusal::TooLarge,
+        Refusal::BodyRequired,
+        Refusal::TimedOut,
+        Refusal::InvalidPayload,
+        Refusal::Unavailable,
+        Refusal::Busy,
+    ];
+
     /// The status code.
     pub const fn status(&self) -> StatusCode {
         match self {
@@ -163,27 +182,32 @@ pub fn security_headers(headers: &mut HeaderMap) {
 mod tests {
     use super::*;
 
-    pub(super) const ALL: [Refusal; 13] = [
-        Refusal::NotFound,
-        Refusal::MethodNotAllowed,
-        Refusal::AmbiguousHost,
-        Refusal::CrossOrigin,
-        Refusal::UnsupportedMediaType,
-        Refusal::InsecureCookie,
-        Refusal::RateLimited {
-            retry_after_secs: 7,
-        },
-        Refusal::TooLarge,
-        Refusal::BodyRequired,
-        Refusal::TimedOut,
-        Refusal::InvalidPayload,
-        Refusal::Unavailable,
-        Refusal::Busy,
-    ];
+    /// `ALL` names every variant: the match has no wildcard, so a new variant fails to compile here until it is
+    /// listed, and each variant appears once.
+    #[test]
+    fn all_lists_every_variant_once() {
+        let index = |refusal: &Refusal| match refusal {
+            Refusal::NotFound => 0,
+            Refusal::MethodNotAllowed => 1,
+            Refusal::AmbiguousHost => 2,
+            Refusal::CrossOrigin => 3,
+            Refusal::UnsupportedMediaType => 4,
+            Refusal::InsecureCookie => 5,
+            Refusal::RateLimited { .. } => 6,
+            Refusal::TooLarge => 7,
+            Refusal::BodyRequired => 8,
+            Refusal::TimedOut => 9,
+            Refusal::InvalidPayload => 10,
+            Refusal::Unavailable => 11,
+            Refusal::Busy => 12,
+        };
+        let indexes: Vec<usize> = Refusal::ALL.iter().map(index).collect();
+        assert_eq!(indexes, (0..13).collect::<Vec<_>>());
+    }
 
     #[test]
     fn bodies_are_json_with_the_message() {
-        for refusal in ALL {
+        for refusal in Refusal::ALL {
             let body: serde_json::Value = serde_json::from_slice(&refusal.body()).unwrap();
             assert_eq!(body, serde_json::json!({ "error": refusal.message() }));
         }
@@ -191,7 +215,7 @@ mod tests {
 
     #[test]
     fn each_answer_carries_its_status_and_headers() {
-        for refusal in ALL {
+        for refusal in Refusal::ALL {
             let response = refusal.into_response();
             assert_eq!(response.status(), refusal.status());
             let headers = response.headers();
@@ -201,7 +225,7 @@ mod tests {
             assert_eq!(headers[CONTENT_TYPE], "application/json");
             let retry = headers.get(RETRY_AFTER).map(|v| v.to_str().unwrap());
             match refusal {
-                Refusal::RateLimited { .. } => assert_eq!(retry, Some("7")),
+                Refusal::RateLimited { .. } => assert_eq!(retry, Some("1")),
                 Refusal::Busy => assert_eq!(retry, Some("1")),
                 _ => assert_eq!(retry, None),
             }

@@ -46,12 +46,11 @@ impl IntoResponse for RouteRefusal {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::ALL;
     use super::*;
 
     #[test]
     fn a_route_refusal_keeps_status_and_headers_and_never_speaks_of_measurement() {
-        for refusal in ALL {
+        for refusal in Refusal::ALL {
             let endpoint = refusal.into_response();
             let route = refusal.for_route().into_response();
             assert_eq!(route.status(), endpoint.status());
