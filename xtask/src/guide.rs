@@ -1,7 +1,7 @@
 //! `cargo xtask guide`: builds the application of janitor-axum's guide ("Add Janitor to your axum app") as a
-//! reader would — its visible code, copied into a crate of its own outside the workspace — then serves it on
-//! the memory stores and on PostgreSQL and walks through what the guide promises: a sign-in, a lockout, a 429
-//! without a payload, a 403 cross-site and an erasure that keeps another account's evidence.
+//! reader would — its visible code, copied into a crate of its own outside the workspace — runs its tests, then
+//! serves it on the memory stores and on PostgreSQL and walks through what the guide promises: a sign-in, a
+//! lockout, a 429 without a payload, a 403 cross-site and an erasure that keeps another account's evidence.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -103,7 +103,10 @@ pub fn run(root: &Path) -> Result<(), String> {
     let app = extract(&markdown)?;
     let scratch = Scratch::new()?;
     scratch.write(&app, &root.join("janitor-axum"))?;
-    let binary = scratch.build(&root.join("target"))?;
+    let target = root.join("target");
+    let binary = scratch.build(&target)?;
+    scratch.test(&target)?;
+    println!("guide's tests (section 7): passed");
     walk("memory", &binary, &[])?;
     let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned());
     let schema = format!("janitor_guide_{}", std::process::id());
@@ -150,22 +153,34 @@ impl Scratch {
         Ok(())
     }
 
-    /// `cargo build`, refusing any warning of the guide's own code; the dependencies' build is shared with the
-    /// workspace's target directory.
+    /// `cargo build`, refusing any warning of the guide's own code.
     fn build(&self, target: &Path) -> Result<PathBuf, String> {
+        self.cargo("build", target)?;
+        Ok(target.join("debug").join("guide-app"))
+    }
+
+    /// `cargo test`: the guide's own tests (its section 7).
+    fn test(&self, target: &Path) -> Result<(), String> {
+        self.cargo("test", target)
+    }
+
+    /// `cargo <command> --quiet` in the crate, failing on an error or on any warning; the dependencies' build
+    /// is shared with the workspace's target directory.
+    fn cargo(&self, command: &str, target: &Path) -> Result<(), String> {
         let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--quiet"])
+            .args([command, "--quiet"])
             .current_dir(&self.dir)
             .env("CARGO_TARGET_DIR", target)
             .output()
-            .map_err(|e| format!("cargo build: {e}"))?;
+            .map_err(|e| format!("cargo {command}: {e}"))?;
         let stderr = String::from_utf8_lossy(&output.stderr);
         if !output.status.success() || stderr.contains("warning") {
+            let stdout = String::from_utf8_lossy(&output.stdout);
             return Err(format!(
-                "the guide's application does not build cleanly:\n{stderr}"
+                "cargo {command} of the guide's application failed or warned:\n{stdout}{stderr}"
             ));
         }
-        Ok(target.join("debug").join("guide-app"))
+        Ok(())
     }
 }
 
@@ -432,5 +447,8 @@ mod tests {
         let app = extract(&std::fs::read_to_string(root.join(GUIDE)).unwrap()).unwrap();
         assert!(app.main.contains("mod sign_in;") && app.main.contains("fn main()"));
         assert!(app.sign_in.contains("pub fn routes(") && app.sign_in.contains("async fn erase("));
+        assert!(
+            app.sign_in.contains("mod tests") && app.dependencies.contains("[dev-dependencies]")
+        );
     }
 }

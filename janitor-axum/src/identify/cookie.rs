@@ -17,12 +17,21 @@ pub(crate) fn visitor(headers: &HeaderMap) -> Option<VisitorId> {
 
 /// `__visitor=<id>; HttpOnly; Secure; SameSite=Lax; Path=/; Max-Age=<secs>` (`Secure` only when asked for).
 pub(crate) fn set_cookie(visitor: &VisitorId, secure: bool, max_age_secs: u64) -> String {
+    line(visitor.as_str(), secure, max_age_secs)
+}
+
+/// The line that makes a browser drop the cookie: the same attributes (a browser matches on them), no value,
+/// `Max-Age=0` (what `ClearVisitorCookie` sends, written there as static lines).
+#[cfg(test)]
+pub(crate) fn clear_cookie(secure: bool) -> String {
+    line("", secure, 0)
+}
+
+fn line(value: &str, secure: bool, max_age_secs: u64) -> String {
     format!(
-        "{}={}; HttpOnly{}; SameSite=Lax; Path=/; Max-Age={}",
+        "{}={value}; HttpOnly{}; SameSite=Lax; Path=/; Max-Age={max_age_secs}",
         janitor_core::visitor::COOKIE_NAME,
-        visitor.as_str(),
         if secure { "; Secure" } else { "" },
-        max_age_secs
     )
 }
 

@@ -25,7 +25,6 @@ use tracing::Instrument;
 mod body;
 pub(crate) mod cookie;
 pub(crate) mod learning;
-pub(crate) mod origin;
 mod response;
 
 use body::BodyError;
@@ -113,11 +112,8 @@ fn check_head(parts: &Parts, config: &JanitorConfig) -> Result<(), Refusal> {
         Err(Refusal::NotFound)
     } else if parts.method != Method::POST {
         Err(Refusal::MethodNotAllowed)
-    } else if parts.headers.get_all(HOST).iter().nth(1).is_some() {
-        // Two hosts make the origin check a guess about which one a proxy or the application believes.
-        Err(Refusal::AmbiguousHost)
-    } else if origin::is_cross_origin(parts, &config.origin) {
-        Err(Refusal::CrossOrigin)
+    } else if let Err(refusal) = crate::origin::check(parts, &config.origin) {
+        Err(refusal)
     } else if !is_json(&parts.headers) {
         Err(Refusal::UnsupportedMediaType)
     } else if !config.cookie.secure() && !host(parts).is_some_and(cookie::is_loopback) {
@@ -324,7 +320,7 @@ fn host(parts: &Parts) -> Option<&str> {
 }
 
 /// The media type, lower-cased and without parameters, is `application/json`.
-fn is_json(headers: &HeaderMap) -> bool {
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

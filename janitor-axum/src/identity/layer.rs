@@ -10,7 +10,7 @@ use axum::body::{to_bytes, Body};
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use http::header::{CONTENT_TYPE, SET_COOKIE};
+use http::header::SET_COOKIE;
 use http::request::Parts;
 use serde_json::Value;
 use tower::{Layer, Service};
@@ -189,13 +189,7 @@ async fn read_json(
     body: Body,
     janitor: &DynJanitor,
 ) -> Result<(Body, Option<Value>), Refusal> {
-    let json = parts
-        .headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"));
-    if !json {
+    if !crate::identify::is_json(&parts.headers) {
         return Ok((body, None));
     }
     let timeout = janitor.config().endpoint().request_timeout();

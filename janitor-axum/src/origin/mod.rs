@@ -9,20 +9,22 @@
 //! they like — those are what quotas and the application's own authentication are for.
 
 mod layer;
+mod policy;
 
 use http::header::HOST;
 use http::request::Parts;
 use http::Method;
 
 use crate::config::OriginConfig;
-use crate::identify::origin::is_cross_origin;
 use crate::refusal::Refusal;
+use policy::is_cross_origin;
 
 pub use layer::{OriginLayer, OriginService};
 
-/// The policy on one request, whatever its method.
+/// The policy on one request, whatever its method: the endpoint's own check and the layer's.
 pub(crate) fn check(parts: &Parts, config: &OriginConfig) -> Result<(), Refusal> {
     if parts.headers.get_all(HOST).iter().nth(1).is_some() {
+        // Two hosts make the origin check a guess about which one a proxy or the application believes.
         Err(Refusal::AmbiguousHost)
     } else if is_cross_origin(parts, config) {
         Err(Refusal::CrossOrigin)

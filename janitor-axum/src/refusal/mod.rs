@@ -135,8 +135,7 @@ impl Refusal {
 
     /// The JSON body.
     pub fn body(&self) -> Bytes {
-        // A message is a fixed text without quotes or backslashes, so it needs no escaping.
-        Bytes::from(format!(r#"{{"error":"{}"}}"#, self.message()))
+        error_body(self.message())
     }
 
     /// Writes the answer's headers: content type, the security headers, and the variant's own.
@@ -160,11 +159,21 @@ impl Refusal {
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
-        let mut response = Response::new(Body::from(self.body()));
-        *response.status_mut() = self.status();
-        self.write_headers(response.headers_mut());
-        response
+        answer(self, self.message())
     }
+}
+
+/// The answer to `refusal` with `message` as its `{"error": ...}` body: the endpoint's words or a route's.
+fn answer(refusal: Refusal, message: &str) -> Response {
+    let mut response = Response::new(Body::from(error_body(message)));
+    *response.status_mut() = refusal.status();
+    refusal.write_headers(response.headers_mut());
+    response
+}
+
+/// `{"error": message}`; a message is a fixed text without quotes or backslashes, so it needs no escaping.
+fn error_body(message: &str) -> Bytes {
+    Bytes::from(format!(r#"{{"error":"{message}"}}"#))
 }
 
 /// Adds `Cache-Control: private, no-store`, `Vary: Cookie, Origin, Authorization` and

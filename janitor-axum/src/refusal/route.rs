@@ -1,8 +1,6 @@
 //! A refusal on a route of the application: the endpoint's status and headers, in words that fit any route.
 
-use axum::body::Body;
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 
 use super::Refusal;
 
@@ -35,12 +33,7 @@ impl RouteRefusal {
 
 impl IntoResponse for RouteRefusal {
     fn into_response(self) -> Response {
-        // A message is a fixed text without quotes or backslashes, so it needs no escaping.
-        let body = Bytes::from(format!(r#"{{"error":"{}"}}"#, self.message()));
-        let mut response = Response::new(Body::from(body));
-        *response.status_mut() = self.0.status();
-        self.0.write_headers(response.headers_mut());
-        response
+        super::answer(self.0, self.message())
     }
 }
 

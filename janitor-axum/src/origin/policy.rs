@@ -1,4 +1,5 @@
-//! The origin check of a request: whether the page that sent it may call the endpoint.
+//! Whether the page that sent a request may call the endpoint or a guarded route: the request's own origin,
+//! the allowed list, and what trusted proxies forward.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
