@@ -214,7 +214,8 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     /// cookie the response must set.
     ///
     /// It checks neither the origin ([`check_origin`](Self::check_origin), [`origin_layer`](Self::origin_layer))
-    /// nor the body's size (the handler read it): see [docs/http.md](https://github.com/janitor-rust/janitor/blob/main/docs/http.md).
+    /// nor the body's size (the handler read it): see
+    /// [docs/http.md](https://github.com/janitor-rust/janitor/blob/main/docs/http.md).
     pub async fn identify_parts(
         &self,
         parts: &Parts,
@@ -286,7 +287,8 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         &self.inner.evidence
     }
 
-    /// Records an application event (see [docs/evidence.md](https://github.com/janitor-rust/janitor/blob/main/docs/evidence.md)).
+    /// Records an application event (see
+    /// [docs/evidence.md](https://github.com/janitor-rust/janitor/blob/main/docs/evidence.md)).
     pub async fn record_event(&self, event: &EventInput) -> Result<Recorded, EvidenceError> {
         self.inner.evidence.record(event, now_ms()).await
     }
@@ -368,7 +370,7 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     }
 
     /// Erases an account — the call a GDPR erasure request needs — and, when given, the account holder's
-    /// browser, in one atomic step (see `janitor_core::erasure` and `docs/identity.md`).
+    /// browser, in one atomic step (see [`janitor_core::erasure`]).
     ///
     /// Goes: the subject row, its keys, delegations, learning sessions, device links and the events about it;
     /// with a browser, its visitor row, observations, links and anonymous events. Stays, detached from the
@@ -455,7 +457,9 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         }
     }
 
-    /// The learning service (see [docs/learning.md](https://github.com/janitor-rust/janitor/blob/main/docs/learning.md)): off unless the configuration enables it.
+    /// The learning service (see
+    /// [docs/learning.md](https://github.com/janitor-rust/janitor/blob/main/docs/learning.md)): off unless the
+    /// configuration enables it.
     pub fn learning(&self) -> &Learning<S::Learning> {
         &self.inner.learning
     }

@@ -244,7 +244,9 @@ impl JanitorConfigBuilder {
 
     /// How a visit without a cookie decides to restore an id: [`MatchingPolicy::Reference`] (the default,
     /// bit-exact with the reference implementation) or the opt-in [`MatchingPolicy::Precise`], which restores
-    /// far less often wrongly ([docs/accuracy.md](https://github.com/janitor-rust/janitor/blob/main/docs/accuracy.md)). Instances that share a database may use different policies.
+    /// far less often wrongly
+    /// ([docs/accuracy.md](https://github.com/janitor-rust/janitor/blob/main/docs/accuracy.md)). Instances that share
+    /// a database may use different policies.
     pub fn matching_policy(mut self, policy: MatchingPolicy) -> Self {
         self.matching_policy = policy;
         self
@@ -288,7 +290,9 @@ impl JanitorConfigBuilder {
         self
     }
 
-    /// Login-labelled learning (default off; see [docs/learning.md](https://github.com/janitor-rust/janitor/blob/main/docs/learning.md)). The handle runs collect mode; shadow
+    /// Login-labelled learning (default off; see
+    /// [docs/learning.md](https://github.com/janitor-rust/janitor/blob/main/docs/learning.md)). The handle runs
+    /// collect mode; shadow
     /// mode needs a predictor, through [`Learning`](janitor_core::learning::Learning) directly.
     pub fn learning(mut self, learning: LearningConfig) -> Self {
         self.learning = learning;

@@ -19,7 +19,8 @@
 //! the connection's whole life.
 //!
 //! A request's body is the application's to bound (the identify endpoint bounds its own by size and time).
-//! TLS and HTTP/2 belong to the proxy in front ([docs/deploying.md](https://github.com/janitor-rust/janitor/blob/main/docs/deploying.md)).
+//! TLS and HTTP/2 belong to the proxy in front
+//! ([docs/deploying.md](https://github.com/janitor-rust/janitor/blob/main/docs/deploying.md)).
 //!
 //! ```no_run
 //! use axum::{routing::get, Router};

@@ -13,7 +13,8 @@
 //!   [`forget_user`](IdentityDirectory::forget_user), which also reaches the subject's evidence.
 //!
 //! Storage is the [`IdentityStore`] trait: [`MemoryIdentityStore`] here, `PgIdentityStore` in `janitor-sql`,
-//! both held to the behaviour suite in `testing::identity_store` (feature `testing`). [docs/identity.md](https://github.com/janitor-rust/janitor/blob/main/docs/identity.md)
+//! both held to the behaviour suite in `testing::identity_store` (feature `testing`).
+//! [docs/identity.md](https://github.com/janitor-rust/janitor/blob/main/docs/identity.md)
 //! gives every limit and JSON shape.
 
 mod assess;

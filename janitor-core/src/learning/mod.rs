@@ -15,7 +15,8 @@
 //!   [`forget_subject`](Learning::forget_subject) export, erase and retire.
 //!
 //! Storage is the [`LearningStore`] trait: [`MemoryLearningStore`] here, `PgLearningStore` in `janitor-sql`,
-//! both held to the behaviour suite in `testing::learning_store` (feature `testing`). [docs/learning.md](https://github.com/janitor-rust/janitor/blob/main/docs/learning.md)
+//! both held to the behaviour suite in `testing::learning_store` (feature `testing`).
+//! [docs/learning.md](https://github.com/janitor-rust/janitor/blob/main/docs/learning.md)
 //! gives every option and the table.
 
 pub mod config;

@@ -2,7 +2,8 @@
 //!
 //! [`MatchingPolicy::Reference`] is the reference implementation's decision, bit for bit: the conformance
 //! vectors and a database shared with reference instances depend on it, so it is the default.
-//! [`MatchingPolicy::Precise`] is opt-in and restores far less often wrongly ([docs/accuracy.md](https://github.com/janitor-rust/janitor/blob/main/docs/accuracy.md) has both
+//! [`MatchingPolicy::Precise`] is opt-in and restores far less often wrongly
+//! ([docs/accuracy.md](https://github.com/janitor-rust/janitor/blob/main/docs/accuracy.md) has both
 //! policies' measurements and when to choose which).
 
 use std::fmt;

@@ -13,7 +13,8 @@
 //!   its closest snapshot differs in hardware or in locale (timezone, languages), or the visit's browser hides
 //!   its GPU ([`MASKED_RENDERERS`]), where identical devices are the rule.
 //!
-//! [docs/accuracy.md](https://github.com/janitor-rust/janitor/blob/main/docs/accuracy.md) measures each rule and what it costs.
+//! [docs/accuracy.md](https://github.com/janitor-rust/janitor/blob/main/docs/accuracy.md) measures each rule and
+//! what it costs.
 
 use crate::identification::decision::{closest_snapshot, ScoredCandidate};
 use crate::identification::observation::Observation;
