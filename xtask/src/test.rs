@@ -1,6 +1,7 @@
 //! `cargo xtask test`: every test of the repository on a machine as it comes. It provides what the tests use
-//! (see [`crate::provision`]), then runs the test commands in order and stops at the first that fails; each
-//! step's name and time are printed as it ends, and all of them again at the end.
+//! (see [`crate::provision`]), then runs the test commands and the guide's application ([`crate::guide`]) in
+//! order and stops at the first that fails; each step's name and time are printed as it ends, and all of them
+//! again at the end.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -29,6 +30,9 @@ pub const CARGO_STEPS: &[&[&str]] = &[
     ],
 ];
 
+/// The guide's application, built on its own, tested and walked through on both stores (`cargo xtask guide`).
+pub const GUIDE_STEP: &str = "the guide's application (cargo xtask guide)";
+
 /// How one step ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -48,6 +52,7 @@ pub fn step_names() -> Vec<String> {
     [PACKAGES_STEP.to_owned(), POSTGRES_STEP.to_owned()]
         .into_iter()
         .chain(cargo)
+        .chain([GUIDE_STEP.to_owned()])
         .collect()
 }
 
@@ -78,6 +83,7 @@ fn steps(outcomes: &mut Vec<Outcome>) -> Result<(), String> {
             status(Command::new(&cargo).args(*args).current_dir(&root), "cargo")
         })?;
     }
+    timed(next(), outcomes, || crate::guide::run(&root))?;
     Ok(())
 }
 
@@ -147,7 +153,7 @@ mod tests {
     }
 
     #[test]
-    fn the_steps_are_the_provisioning_then_the_three_test_commands() {
+    fn the_steps_are_the_provisioning_the_three_test_commands_then_the_guide() {
         assert_eq!(
             step_names(),
             [
@@ -156,6 +162,7 @@ mod tests {
                 "cargo test --workspace",
                 "cargo test -p janitor-axum --no-default-features",
                 "cargo test --manifest-path benchmarks/Cargo.toml --target-dir target",
+                GUIDE_STEP,
             ]
         );
     }
@@ -169,6 +176,7 @@ mod tests {
             Outcome::Failed(Duration::from_secs(125)),
             Outcome::NotRun,
             Outcome::NotRun,
+            Outcome::NotRun,
         ];
         let text = summary(&names, &outcomes, Duration::from_secs(128));
         let lines: Vec<&str> = text.lines().collect();
@@ -176,6 +184,6 @@ mod tests {
         assert!(lines[3].starts_with("  FAILED in 2 min 05 s"), "{text}");
         assert!(lines[3].ends_with("cargo test --workspace"), "{text}");
         assert!(lines[5].starts_with("  not run"), "{text}");
-        assert_eq!(lines.len(), 6);
+        assert_eq!(lines.len(), 7);
     }
 }
