@@ -83,3 +83,72 @@ where
         Box::pin(self.inner.call(request))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::routing::any;
+    use axum::Router;
+    use http::{Method, StatusCode};
+    use tower::ServiceExt;
+
+    use super::*;
+
+    async fn status(method: Method, headers: &[(&str, &str)]) -> StatusCode {
+        let app: Router = Router::new()
+            .route("/account", any(|| async { "done" }))
+            .layer(OriginLayer::new(OriginConfig::default()));
+        let mut request = Request::builder()
+            .method(method)
+            .uri("/account")
+            .header("host", "shop.example");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(Body::empty()).unwrap();
+        app.oneshot(request).await.unwrap().status()
+    }
+
+    #[tokio::test]
+    async fn state_changing_methods_from_another_site_are_refused_and_safe_ones_pass() {
+        let cross = [("origin", "https://attacker.example")];
+        for method in [Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
+            assert_eq!(
+                status(method.clone(), &cross).await,
+                StatusCode::FORBIDDEN,
+                "{method}"
+            );
+            let fetch = [("sec-fetch-site", "cross-site")];
+            assert_eq!(
+                status(method.clone(), &fetch).await,
+                StatusCode::FORBIDDEN,
+                "{method}"
+            );
+            let own = [("origin", "https://shop.example")];
+            assert_eq!(
+                status(method.clone(), &own).await,
+                StatusCode::OK,
+                "{method}"
+            );
+            // No Origin and no Sec-Fetch-Site: not a browser another site could drive.
+            assert_eq!(
+                status(method.clone(), &[]).await,
+                StatusCode::OK,
+                "{method}"
+            );
+            let hosts = [("host", "evil.example")];
+            assert_eq!(
+                status(method.clone(), &hosts).await,
+                StatusCode::BAD_REQUEST,
+                "{method}"
+            );
+        }
+        for method in [Method::GET, Method::HEAD, Method::OPTIONS, Method::TRACE] {
+            assert_eq!(
+                status(method.clone(), &cross).await,
+                StatusCode::OK,
+                "{method}"
+            );
+        }
+    }
+}
