@@ -24,10 +24,10 @@
 //! with its outcome and risk status; warnings for overload, storage failures and provider failures, and info
 //! for quota denials, each at most once a second with the count of those left out.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use janitor_core::identification::engine::{IdentifyMetrics, IdentifyPath};
+use janitor_core::throttle::Throttle;
 use janitor_core::Identity;
 
 use crate::config::JanitorConfig;
@@ -254,40 +254,6 @@ pub(crate) fn maintained(step: &Maintenance) {
     let _ = step;
 }
 
-/// At most one log line a second for one kind of event, counting the ones it leaves out.
-struct Throttle {
-    second: AtomicU64,
-    left_out: AtomicU64,
-}
-
-impl Throttle {
-    const fn new() -> Throttle {
-        Throttle {
-            second: AtomicU64::new(0),
-            left_out: AtomicU64::new(0),
-        }
-    }
-
-    /// `Some(left out since the last line)` when this second has no line yet.
-    fn allow(&self) -> Option<u64> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let last = self.second.load(Ordering::Relaxed);
-        if last != now
-            && self
-                .second
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            Some(self.left_out.swap(0, Ordering::Relaxed))
-        } else {
-            self.left_out.fetch_add(1, Ordering::Relaxed);
-            None
-        }
-    }
-}
-
 static BUSY: Throttle = Throttle::new();
 static RATE_LIMITED: Throttle = Throttle::new();
 static UNAVAILABLE: Throttle = Throttle::new();
@@ -388,16 +354,5 @@ mod tests {
             BudgetDenial::Storage,
         ];
         assert_eq!(denials.map(denial), BUDGET_DENIALS);
-    }
-
-    #[test]
-    fn a_throttle_lets_one_line_a_second_and_counts_the_rest() {
-        let throttle = Throttle::new();
-        assert_eq!(throttle.allow(), Some(0));
-        assert_eq!(throttle.allow(), None);
-        assert_eq!(throttle.allow(), None);
-        // The next second's line reports the two left out.
-        throttle.second.store(1, Ordering::Relaxed);
-        assert_eq!(throttle.allow(), Some(2));
     }
 }

@@ -20,6 +20,7 @@ pub mod protection;
 pub mod stores;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod throttle;
 pub mod visitor;
 
 pub use config::{ConfigError, Limit};

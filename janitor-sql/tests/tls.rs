@@ -262,12 +262,48 @@ async fn a_self_signed_server_certificate_named_in_sslrootcert() {
                 reach(&url("localhost", mode, &other)).await,
                 "another self-signed certificate",
             );
-            assert!(message.contains("refused"), "{case} {mode}: {message}");
+            // A CA certificate that is not the root itself: refused for what it is, not for want of a server.
+            assert!(
+                message.contains("the server's certificate was refused: it is a CA certificate"),
+                "{case} {mode}: {message}"
+            );
         }
         drop(cluster);
         std::fs::remove_dir_all(&files).unwrap();
     }
     // Removed by the last test to finish (it is not empty while another uses it).
+    let _ = std::fs::remove_dir(tempfile_dir_of_this_run());
+}
+
+/// A certificate a CA signed with the host name in its CN alone (no subjectAltName), as older set-ups issue
+/// them: libpq reads the CN then, for a chain to a root as for a self-signed certificate; webpki alone never
+/// does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ca_signed_certificate_naming_its_host_in_the_cn_only() {
+    let ca = certificate_authority("Janitor test CA");
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
+    let certificate = params.signed_by(&key, &ca).unwrap();
+    let files = tempfile_dir("cn-only-signed");
+    let root = write(&files, "ca.pem", &ca.pem());
+    let cluster = tls_only_cluster(&files.join("pg"), &certificate.pem(), &key.serialize_pem());
+    let port = cluster.port();
+    let url = |host: &str| {
+        format!(
+            "postgres://postgres@{host}:{port}/postgres?sslmode=verify-full&sslrootcert={}",
+            root.display()
+        )
+    };
+    reach(&url("localhost"))
+        .await
+        .expect("verify-full reads the CN of a certificate without subjectAltName");
+    let message = refused(reach(&url("127.0.0.1")).await, "verify-full, another name");
+    assert!(message.contains("not issued for the host"), "{message}");
+    drop(cluster);
+    std::fs::remove_dir_all(&files).unwrap();
     let _ = std::fs::remove_dir(tempfile_dir_of_this_run());
 }
 

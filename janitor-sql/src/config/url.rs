@@ -33,7 +33,12 @@ pub(crate) fn form(connection: &str) -> Result<Form, SetupError> {
     if connection.starts_with("postgres://") || connection.starts_with("postgresql://") {
         return Ok(Form::Url);
     }
-    if let Some((scheme, _)) = connection.split_once("://") {
+    // A `://` after the first `=` or space is inside a key=value string's value (`application_name=https://…`),
+    // not a scheme: libpq tells a URL only by its prefix.
+    let scheme = connection
+        .split_once("://")
+        .filter(|(before, _)| !before.contains(|c: char| c == '=' || c.is_whitespace()));
+    if let Some((scheme, _)) = scheme {
         // Only a name made of a scheme's characters is shown: anything else may be part of a password.
         let named = scheme.len() <= 32
             && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
@@ -109,7 +114,14 @@ mod tests {
         ] {
             assert_eq!(form(url).unwrap(), Form::Url, "{url}");
         }
-        for pairs in ["host=h", "  host = h dbname=app", "dbname='my app'"] {
+        for pairs in [
+            "host=h",
+            "  host = h dbname=app",
+            "dbname='my app'",
+            // A value may hold `://`: only the prefix makes a URL.
+            "host=db password=ab://cd",
+            "application_name=https://app.example host=h",
+        ] {
             assert_eq!(form(pairs).unwrap(), Form::KeyValue, "{pairs}");
         }
         for (text, reason) in [

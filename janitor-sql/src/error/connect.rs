@@ -15,7 +15,8 @@ const NOT_POSTGRES: &str = "the answer is not PostgreSQL's protocol (a wrong por
 
 /// What to do when a pooler refuses the `options` startup parameter, which session mode sends.
 const POOLER_REFUSES_OPTIONS: &str = "PgBouncer refuses the `options` startup parameter (which session mode \
-     sends for statement_timeout and search_path) in each of its pool modes: connect through it with \
+     sends for statement_timeout and search_path) in each of its pool modes — the whole parameter up to 1.19, \
+     the settings in it that it does not track from 1.20: connect through it with \
      JANITOR_DATABASE_POOL_MODE=transaction (PoolMode::Transaction) and no `options` in the connection string";
 
 /// Where a pool connects, as messages name it.
@@ -139,16 +140,20 @@ fn io_cause(io: &std::io::Error) -> Option<String> {
     })
 }
 
+/// Whether a pooler refused the `options` startup parameter: PgBouncer up to 1.19 says "unsupported startup
+/// parameter: options", from 1.20 "unsupported startup parameter in options: …" or "unsupported options
+/// startup parameter: …".
+fn refuses_options(message: &str) -> bool {
+    message.starts_with("unsupported") && message.contains("options")
+}
+
 /// What the server said when it refused the connection: its message and SQLSTATE, with the kind in front.
 fn refused_by_server(db: &tokio_postgres::error::DbError) -> String {
     let said = format!("{} (SQLSTATE {})", db.message(), db.code().code());
     let code = db.code();
     if code.code().starts_with("28") {
         format!("authentication failed: {said}")
-    } else if db
-        .message()
-        .starts_with("unsupported startup parameter: options")
-    {
+    } else if refuses_options(db.message()) {
         format!("{said}; {POOLER_REFUSES_OPTIONS}")
     } else if *code == SqlState::TOO_MANY_CONNECTIONS {
         format!("the server has no connection slot left: {said}")
@@ -186,6 +191,23 @@ mod tests {
     use std::str::FromStr;
 
     use super::*;
+
+    #[test]
+    fn every_pgbouncer_wording_of_the_options_refusal_is_recognised() {
+        for message in [
+            "unsupported startup parameter: options",
+            "unsupported startup parameter in options: statement_timeout",
+            "unsupported options startup parameter: only '-c config=val' is allowed",
+        ] {
+            assert!(refuses_options(message), "{message}");
+        }
+        for message in [
+            "unsupported startup parameter: extra_float_digits",
+            "no such user",
+        ] {
+            assert!(!refuses_options(message), "{message}");
+        }
+    }
 
     fn target(url: &str) -> Target {
         Target::of(&tokio_postgres::Config::from_str(url).unwrap())

@@ -1,14 +1,13 @@
 //! Errors, and the one place that decides whether a database failure is "unavailable" or "data".
 
 mod connect;
-mod throttle;
 
 use janitor_core::config::ConfigError;
 use janitor_core::StoreError;
 use tokio_postgres::error::SqlState;
 
 pub(crate) use connect::{from_pool, Target};
-pub(crate) use throttle::Throttle;
+pub(crate) use janitor_core::throttle::Throttle;
 
 /// What a statement that found no table, schema or function of the stores asks of the operator.
 pub(crate) const RUN_MIGRATIONS: &str =

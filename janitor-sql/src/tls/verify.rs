@@ -4,7 +4,8 @@
 //! is byte for byte one of the configured roots is trusted as it stands. That is the self-signed certificate the
 //! PostgreSQL manual makes (`openssl req -new -x509 ... -subj "/CN=localhost"`), which carries CA:TRUE and which
 //! webpki alone refuses as a CA used as an end entity. It still has to be within its validity period, sign the
-//! handshake, and (verify-full) name the host.
+//! handshake, and (verify-full) name the host. And as libpq, verify-full reads the host name from the CN of a
+//! certificate that has no subjectAltName, which webpki never does.
 
 use std::fmt;
 use std::net::IpAddr;
@@ -107,10 +108,25 @@ impl ServerCertVerifier for Verified {
             ocsp_response,
             now,
         ) {
-            // webpki checks the name only once the chain is valid, so a name error means a trusted chain.
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) if !self.check_host => Ok(ServerCertVerified::assertion()),
+            // webpki checks the name only once the chain is valid, so a name error means a trusted chain:
+            // verify-ca takes it, and verify-full takes the CN of a certificate without subjectAltName, as
+            // libpq does, whatever made it trusted.
+            Err(
+                error @ rustls::Error::InvalidCertificate(
+                    CertificateError::NotValidForName
+                    | CertificateError::NotValidForNameContext { .. },
+                ),
+            ) => {
+                let by_common_name = || {
+                    x509_cert::Certificate::from_der(end_entity.as_ref())
+                        .is_ok_and(|parsed| common_name_matches(&parsed, server_name))
+                };
+                if !self.check_host || by_common_name() {
+                    Ok(ServerCertVerified::assertion())
+                } else {
+                    Err(error)
+                }
+            }
             other => other,
         }
     }

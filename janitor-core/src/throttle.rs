@@ -1,19 +1,27 @@
-//! At most one log line a second for one kind of event, so that a fault every statement meets (a schema never
-//! migrated) is seen without flooding the log.
+//! At most one log line a second for one kind of event, so that a fault every request or statement meets (an
+//! overload, a schema never migrated) is seen without flooding the log. The storage and HTTP crates share it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One kind of event's log lines: the second of the last one, and how many were left out since.
 #[derive(Debug, Default)]
-pub(crate) struct Throttle {
+pub struct Throttle {
     second: AtomicU64,
     left_out: AtomicU64,
 }
 
 impl Throttle {
+    /// A throttle that has let no line through yet (usable in a `static`).
+    pub const fn new() -> Throttle {
+        Throttle {
+            second: AtomicU64::new(0),
+            left_out: AtomicU64::new(0),
+        }
+    }
+
     /// `Some(lines left out since the last one)` when this second has no line yet.
-    pub(crate) fn allow(&self) -> Option<u64> {
+    pub fn allow(&self) -> Option<u64> {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
