@@ -141,7 +141,11 @@ struct Settled {
 }
 
 async fn settled(schemas: &janitor_sql::testing::Schemas) -> Settled {
-    let database = schemas.fresh().await;
+    settled_on(schemas.fresh().await).await
+}
+
+/// The same on `database`.
+async fn settled_on(database: janitor_sql::Database) -> Settled {
     let stores = PgStores::new(database.clone());
     let key = label_key("erasure");
     let evidence = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default());
@@ -310,8 +314,57 @@ async fn erase_account_leaves_no_trace_and_keeps_other_accounts_evidence() {
         assert_eq!((agents[0].2, agents[0].3), (false, false));
         assert!(s.directory.subject(&s.agent).await.unwrap().is_some());
         assert!(s.learning.reports(100, s.now + 2).await.unwrap().is_empty());
+        let statements = s.database.statements_executed();
         let again = erase_account(&s.stores, &key, ACCOUNT, Some(&browser));
         assert_eq!(again.await.unwrap(), AccountErasure::default());
+        assert_eq!(
+            s.database.statements_executed() - statements,
+            3,
+            "BEGIN, the lock, COMMIT: nothing left to erase"
+        );
+    })
+    .await;
+}
+
+/// An erasure that fails midway — its subject statement waits on a lock past the statement timeout, after the
+/// evidence statement ran — leaves everything as it was, and the pool's one connection serves the next erasure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_erasure_that_fails_midway_erases_nothing() {
+    with_schemas(|schemas| async move {
+        let database = schemas
+            .fresh_with(|b| b.statement_timeout_ms(300).max_connections(1))
+            .await;
+        let s = settled_on(database).await;
+        let client = janitor_sql::testing::admin_client().await;
+        let schema = s.schema();
+        let before = occurrences(&client, &schema, s.me.as_str()).await;
+        assert!(before
+            .iter()
+            .any(|(table, ..)| table == "application_events"));
+        let lock = janitor_sql::testing::admin_client().await;
+        lock.batch_execute(&format!(
+            "BEGIN; LOCK TABLE {schema}.identity_keys IN ACCESS EXCLUSIVE MODE"
+        ))
+        .await
+        .unwrap();
+        let key = label_key("erasure");
+        let failed = erase_account(&s.stores, &key, ACCOUNT, None).await;
+        assert!(
+            matches!(
+                failed,
+                Err(janitor_core::erasure::ErasureError::Store(
+                    janitor_core::StoreError::Unavailable(_)
+                ))
+            ),
+            "{failed:?}"
+        );
+        drop(lock);
+        assert_eq!(occurrences(&client, &schema, s.me.as_str()).await, before);
+        let erased = erase_account(&s.stores, &key, ACCOUNT, None).await.unwrap();
+        assert!(
+            erased.subject_existed && erased.events_deleted > 0,
+            "{erased:?}"
+        );
     })
     .await;
 }

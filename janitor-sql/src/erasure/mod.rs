@@ -4,7 +4,7 @@
 //! The contract's foreign keys cascade from `identity_subjects` and `visitors` to every event naming the row,
 //! as actor or visitor too. So the rows are deleted last, after evidence is erased statement by statement:
 //! by then the cascade has nothing left to reach. Round trips: `BEGIN`, the lock, evidence, the subject (with
-//! an account), the visitor (with a browser), `COMMIT` — six at most.
+//! an account), the visitor (with a browser), `COMMIT` — six at most, three when neither exists.
 
 use janitor_core::erasure::AccountErasure;
 use janitor_core::evidence::SubjectId;
@@ -26,6 +26,11 @@ pub(crate) async fn erase(
     let mut connection = database.connection().await?;
     connection.begin().await?;
     let (subject_existed, visitor_existed) = lock(&mut connection, subject, browser).await?;
+    if !subject_existed && !visitor_existed {
+        // The foreign keys leave no event or link naming a row that does not exist: nothing to erase.
+        connection.commit().await?;
+        return Ok(AccountErasure::default());
+    }
     let mut report = erase_evidence(&mut connection, subject, browser).await?;
     if let Some(subject) = subject.filter(|_| subject_existed) {
         erase_subject(&mut connection, subject, &mut report).await?;
