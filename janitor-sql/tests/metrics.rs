@@ -59,7 +59,19 @@ async fn counts_once<T: std::fmt::Debug>(
     outcome: impl std::future::Future<Output = Result<T, StoreError>>,
 ) {
     let before = counters.value(UNAVAILABLE);
-    match outcome.await {
+    counted_since(counters, before, case, outcome.await);
+}
+
+/// Checks that `outcome` is unavailable and that exactly one count was added since `before`. A case whose
+/// failure runs in a task of its own reads `before` ahead of the event that fails it: the task may count
+/// before its result is awaited.
+fn counted_since<T: std::fmt::Debug>(
+    counters: &Counters,
+    before: u64,
+    case: &str,
+    outcome: Result<T, StoreError>,
+) {
+    match outcome {
         Err(StoreError::Unavailable(_)) => {}
         other => panic!("{case}: expected unavailable, got {other:?}"),
     }
@@ -113,11 +125,14 @@ async fn every_unavailable_outcome_is_counted() {
             tokio::spawn(async move { store.recent_observations(&visitor(1), 5, T0).await })
         };
         wait_until_blocked(&lock, pid).await;
+        let before = counters.value(UNAVAILABLE);
         terminate(pid).await;
-        counts_once(counters, "terminated backend", async {
-            blocked.await.unwrap()
-        })
-        .await;
+        counted_since(
+            counters,
+            before,
+            "terminated backend",
+            blocked.await.unwrap(),
+        );
         drop(lock);
 
         // Transaction mode: the client keeps the statement timeout.
