@@ -329,8 +329,7 @@ impl JanitorConfigBuilder {
         if self.quotas.is_some_and(|q| !q.any_counter_on()) {
             return Err(JanitorConfigError::Invalid {
                 field: "quotas",
-                reason: "no quota counter set: set global, account or session \
-                         (JANITOR_QUOTA_GLOBAL, _ACCOUNT, _SESSION); shards and window_ms only shape them",
+                reason: "every quota counter is off: leave the quotas out instead",
             });
         }
         let cookie_max_age_days = self
@@ -448,6 +447,25 @@ mod tests {
             base().restore_threshold(0.79).build(),
             Err(JanitorConfigError::OutOfRange(_))
         ));
+    }
+
+    #[test]
+    fn quotas_with_every_counter_off_are_refused_in_code_words() {
+        use janitor_core::protection::quota::QuotaConfig;
+        let off = QuotaConfig::builder()
+            .without_global()
+            .without_account()
+            .without_session()
+            .build()
+            .unwrap();
+        let err = JanitorConfig::builder()
+            .secret(SECRET)
+            .quotas(off)
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("every quota counter is off"), "{err}");
+        assert!(!err.contains("JANITOR_"), "{err}");
     }
 
     #[test]

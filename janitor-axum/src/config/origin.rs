@@ -53,8 +53,9 @@ pub enum OriginError {
 }
 
 impl PublicOrigin {
-    /// Parses `scheme://host[:port]` (http or https); one trailing `/` is dropped (`https://example.com/` is
-    /// `https://example.com`), anything else after the authority is refused.
+    /// Parses `scheme://host[:port]` (http or https) as a setting: one trailing `/` is dropped
+    /// (`https://example.com/` is `https://example.com`), anything else after the authority is refused with
+    /// its reason. Request headers are read strictly instead.
     pub fn parse(text: &str) -> Result<PublicOrigin, OriginError> {
         if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(OriginError::Whitespace);
@@ -80,6 +81,21 @@ impl PublicOrigin {
             None => host.to_owned(),
         };
         Ok(PublicOrigin::of(&scheme, &authority))
+    }
+
+    /// An `Origin` header as a browser sends it: `scheme://host[:port]` exactly, nothing after the authority,
+    /// no trailing `/` (a browser never sends one). Cheap and strict, as it runs on every request; anything
+    /// else is no origin at all (and so, to the policy, another site).
+    pub(crate) fn from_header(text: &str) -> Option<PublicOrigin> {
+        let (scheme, authority) = text.split_once("://")?;
+        let scheme = scheme.to_ascii_lowercase();
+        if !matches!(scheme.as_str(), "http" | "https")
+            || authority.is_empty()
+            || authority.contains(['/', '?', '#', '@', ' '])
+        {
+            return None;
+        }
+        Some(PublicOrigin::of(&scheme, authority))
     }
 
     /// The origin of a host (`name[:port]`, `[v6][:port]`) reached over `scheme`.

@@ -266,7 +266,16 @@ impl QuotaSettings {
         if let Some(ms) = self.window_ms {
             b = b.window_ms(ms);
         }
-        Ok(b.build()?)
+        let quotas = b.build()?;
+        // Settings switch on the counters they name; naming none is a mistake, not "quotas off".
+        if !quotas.any_counter_on() {
+            return Err(JanitorConfigError::Invalid {
+                field: "quotas",
+                reason: "no quota counter set: set global, account or session \
+                         (JANITOR_QUOTA_GLOBAL, _ACCOUNT, _SESSION); shards and window_ms only shape them",
+            });
+        }
+        Ok(quotas)
     }
 }
 

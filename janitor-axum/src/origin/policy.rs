@@ -30,11 +30,7 @@ pub(crate) fn is_cross_origin(parts: &Parts, config: &OriginConfig) -> bool {
     if origins.next().is_some() {
         return true;
     }
-    let Some(origin) = origin
-        .to_str()
-        .ok()
-        .and_then(|o| PublicOrigin::parse(o).ok())
-    else {
+    let Some(origin) = origin.to_str().ok().and_then(PublicOrigin::from_header) else {
         return true;
     };
     let scheme = origin
@@ -162,6 +158,9 @@ mod tests {
             ("https://example.com:8443", "example.com"),
             ("null", "example.com"),
             ("https://evil.example", "example.com"),
+            // Read as a browser sends it: what only a setting may be written as is not the host's origin.
+            ("https://example.com/", "example.com"),
+            ("https://example.com:0443", "example.com"),
         ] {
             let p = parts(&[("origin", origin), ("host", host)], None);
             assert!(is_cross_origin(&p, &open()), "{origin} on {host}");

@@ -112,8 +112,8 @@ impl<S: QuotaStore> RequestQuotas<S> {
     /// Quotas over `store`, with labels under `key`. Each instance starts its shard rotation at a random shard,
     /// so instances started together do not all hit shard 0 first.
     pub fn new(store: S, key: LabelKey, config: QuotaConfig) -> Self {
-        let shards = config.effective_shards().max(1);
-        let start = rand::random_range(0..shards);
+        // Reduced modulo the rotation's length by `with_first_shard`.
+        let start = rand::random::<u32>();
         Self::with_first_shard(store, key, config, start)
     }
 
@@ -201,7 +201,7 @@ impl<S: QuotaStore> RequestQuotas<S> {
                 window_ms,
             }),
             ids => {
-                let shard = shard % self.config.effective_shards();
+                let shard = shard % rotation(ids);
                 Some(QuotaClaim {
                     id: ids[shard as usize].clone(),
                     limit: self.config.shard_limit(shard),
@@ -221,13 +221,17 @@ impl<S: QuotaStore> RequestQuotas<S> {
         now_ms: i64,
     ) -> Result<QuotaDecision, StoreError> {
         let shards = rotation(&self.global_ids);
-        // Round-robin within this instance; a request uses one shard and never borrows from another.
-        let shard = self
-            .next_shard
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
-                Some((s + 1) % shards)
-            })
-            .unwrap_or(0);
+        // Round-robin within this instance; a request uses one shard and never borrows from another. With one
+        // global row, or none, there is nothing to rotate: no shared write on every request.
+        let shard = if shards > 1 {
+            self.next_shard
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
+                    Some((s + 1) % shards)
+                })
+                .unwrap_or(0)
+        } else {
+            0
+        };
         for (counter, claim) in self.claims(context, now_ms, shard) {
             if let ClaimOutcome::Denied { reset_at } = self.store.claim(&claim).await? {
                 let reset_at = reset_at.unwrap_or_else(|| claim.reset_at());
