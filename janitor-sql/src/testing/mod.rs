@@ -18,6 +18,7 @@
 pub mod cluster;
 pub mod pgbouncer;
 pub mod population;
+pub mod ports;
 pub mod statements;
 mod suites;
 

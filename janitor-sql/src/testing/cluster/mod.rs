@@ -450,7 +450,10 @@ fn port_is_free(spec: &ClusterSpec) -> Result<(), String> {
         } else {
             spec.port_hint.clone()
         };
-        format!("127.0.0.1:{port} is taken ({why}); {hint}")
+        let holder = super::ports::holder(port)
+            .map(|holder| format!(", held by {holder}"))
+            .unwrap_or_default();
+        format!("127.0.0.1:{port} is taken ({why}{holder}); {hint}")
     };
     if TcpStream::connect_timeout(&address, Duration::from_secs(1)).is_ok() {
         return Err(taken("something accepts connections there".to_owned()));

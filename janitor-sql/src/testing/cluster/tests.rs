@@ -156,6 +156,11 @@ fn a_taken_port_is_refused_before_anything_is_created() {
         message.contains(&format!("127.0.0.1:{port} is taken")),
         "{message}"
     );
+    // And by whom: this test's own process holds it.
+    assert!(
+        message.contains(&format!("held by pid {}", std::process::id())),
+        "{message}"
+    );
     assert!(!dir.exists());
     let relative = Cluster::start(spec(Path::new("relative/dir"), port, false)).unwrap_err();
     assert!(relative.contains("absolute path"), "{relative}");
