@@ -114,20 +114,31 @@ pub async fn record_visitors(store: &impl VisitorStore, count: u64) -> Result<()
 
 /// Writes the cookie file of browsers `1..=visitors` of the test population: one line per visitor, its id, a
 /// tab, and its payload as compact JSON.
+///
+/// Another process waits for this file (a load tool, a test), so it is written under a temporary name beside
+/// it and renamed once whole: whoever sees the file sees all of it.
 pub fn write_cookies(path: &Path, visitors: u64) -> Result<(), String> {
     let fail = |e: std::io::Error| format!("writing {}: {e}", path.display());
-    let file = std::fs::File::create(path).map_err(fail)?;
-    let mut out = std::io::BufWriter::new(file);
-    for n in 1..=visitors {
-        writeln!(
-            out,
-            "{}\t{}",
-            population::visitor(n).as_str(),
-            population::payload_json(n)
-        )
-        .map_err(fail)?;
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(format!(".partial-{}", std::process::id()));
+    let partial = std::path::PathBuf::from(partial);
+    let written = (|| {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&partial)?);
+        for n in 1..=visitors {
+            writeln!(
+                out,
+                "{}\t{}",
+                population::visitor(n).as_str(),
+                population::payload_json(n)
+            )?;
+        }
+        out.flush()?;
+        std::fs::rename(&partial, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
     }
-    out.flush().map_err(fail)
+    written.map_err(fail)
 }
 
 /// One line of the cookie file: a known visitor and the payload of its seeded observation.
@@ -162,6 +173,30 @@ pub fn read_cookies(path: &Path) -> Result<Vec<CookieLine>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reader_never_sees_a_partly_written_cookie_file() {
+        const VISITORS: u64 = 20_000;
+        let dir = std::env::temp_dir().join(format!("cookies-whole-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cookies.tsv");
+        let reader = {
+            let path = path.clone();
+            std::thread::spawn(move || loop {
+                // As a waiting process does: the first moment the file is there, it is read.
+                if path.exists() {
+                    return read_cookies(&path).map(|lines| lines.len() as u64);
+                }
+                std::thread::yield_now();
+            })
+        };
+        write_cookies(&path, VISITORS).unwrap();
+        let seen = reader.join().unwrap();
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(seen, Ok(VISITORS));
+        assert_eq!(left.len(), 1, "only the cookie file, no temporary one");
+    }
 
     #[test]
     fn each_line_is_an_id_a_tab_and_the_seeded_payload() {
