@@ -13,6 +13,7 @@ use janitor_benchmarks::capacity::env::{CapacityEnv, Run};
 use janitor_benchmarks::capacity::run::HttpRun;
 use janitor_benchmarks::capacity::server::{ServerStats, CONTROL_OFFSET};
 use janitor_benchmarks::capacity::{seed, Target};
+use janitor_sql::testing::ports::free_span;
 use janitor_sql::testing::{database_url, population, with_schemas, Schemas};
 use serde_json::Value;
 
@@ -47,11 +48,12 @@ async fn http_run(schemas: &Schemas, name: &str, settings: &[(&str, &str)]) -> H
     }
 }
 
-/// Ports and sources of this file's own, and the report in the run's scratch directory. The ports lie below
-/// the ephemeral range (32768–60999), where no client socket of another program can be holding them.
-fn plan(run: &HttpRun, base_port: u16, first_source: Ipv4Addr) -> Plan {
+/// Ports and sources of this file's own, and the report in the run's scratch directory. The ports (two
+/// servers and their control ports) were free a moment ago and lie below the ephemeral range (32768–60999),
+/// where no client socket of another program can be holding them.
+fn plan(run: &HttpRun, first_source: Ipv4Addr) -> Plan {
     Plan {
-        base_port,
+        base_port: free_span(CONTROL_OFFSET + 2).unwrap(),
         first_source,
         report: run.scratch.join("connections.json"),
     }
@@ -66,7 +68,7 @@ async fn a_thousand_connections_go_through_every_stage() {
             ("STEADY_SECONDS", "1"),
         ];
         let run = http_run(&schemas, "stages", &settings).await;
-        let plan = plan(&run, 31_780, Ipv4Addr::new(127, 0, 0, 40));
+        let plan = plan(&run, Ipv4Addr::new(127, 0, 0, 40));
         let report =
             serde_json::to_value(connections::run_with(&run, &plan).await.unwrap()).unwrap();
         let written: Value =
@@ -173,7 +175,8 @@ async fn a_server_dying_mid_run_fails_the_run_with_the_reason() {
             ("STEADY_SECONDS", "6"),
         ];
         let run = http_run(&schemas, "killed", &settings).await;
-        let plan = plan(&run, 31_790, Ipv4Addr::new(127, 0, 0, 50));
+        let plan = plan(&run, Ipv4Addr::new(127, 0, 0, 50));
+        let first = plan.base_port;
         let report_path: PathBuf = plan.report.clone();
         let scratch = run.scratch.clone();
         let running = tokio::spawn(async move { connections::run_with(&run, &plan).await });
@@ -181,7 +184,7 @@ async fn a_server_dying_mid_run_fails_the_run_with_the_reason() {
         // Once the first server holds its half and the steady stage has begun, it is killed.
         let victim = tokio::time::timeout(Duration::from_secs(120), async {
             loop {
-                if let Some(stats) = server_stats(31_790).await {
+                if let Some(stats) = server_stats(first).await {
                     if stats.open == 500 && stats.completed > 0 {
                         return stats.pid;
                     }
@@ -215,7 +218,7 @@ async fn a_server_dying_mid_run_fails_the_run_with_the_reason() {
         assert!(report["stages"]["burst"].is_null());
         // The surviving server ends with the run.
         tokio::time::sleep(Duration::from_millis(500)).await;
-        assert!(server_stats(31_791).await.is_none());
+        assert!(server_stats(first + 1).await.is_none());
     })
     .await;
 }

@@ -16,9 +16,11 @@ use janitor_axum::serve::Driver;
 use janitor_axum::testing::http1::{self, Connection};
 use janitor_benchmarks::capacity::env::{CapacityEnv, Run};
 use janitor_benchmarks::capacity::run::HttpRun;
+use janitor_benchmarks::capacity::server::host::HOST_OFFSET;
 use janitor_benchmarks::capacity::server::host::{host_address, host_cores, Lease};
-use janitor_benchmarks::capacity::server::{Fleet, FleetSettings, ENDPOINT};
+use janitor_benchmarks::capacity::server::{Fleet, FleetSettings, CONTROL_OFFSET, ENDPOINT};
 use janitor_benchmarks::capacity::{seed, Target};
+use janitor_sql::testing::ports::free_span;
 use janitor_sql::testing::{database_url, population, with_schemas};
 
 /// A run on `schema` whose servers it starts itself, or, when `external`, leases from a fleet host.
@@ -52,7 +54,7 @@ async fn fleet_serves_counts_and_stops() {
             workers: 2,
             max_in_flight: 8,
             pool: 1,
-            base_port: 31_740,
+            base_port: free_span(CONTROL_OFFSET + 2).unwrap(),
         };
         let fleet = Fleet::start(&run_for(&schema, false), settings)
             .await
@@ -109,25 +111,46 @@ async fn fleet_serves_counts_and_stops() {
     .await;
 }
 
-/// Starts `janitor-capacity serve` on `port` with `args`, seeding 5 known visitors into `cookies`, and waits
-/// until the cookie file is there (it is written once the server listens).
-fn serve_by_hand(port: u16, cookies: &Path, args: &[&str]) -> Child {
+/// A process this file started: killed when dropped (the test ended, passed or panicked), and watching its
+/// standard input, a pipe this process holds, so that it ends even when the test process is killed.
+struct Started(Child);
+
+impl Started {
+    fn spawn(command: &mut Command) -> Started {
+        let child = command
+            .args(["--watch-stdin", "1"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        Started(child)
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `janitor-capacity serve` on a free port with `args`, seeding 5 known visitors into `cookies`, and
+/// waits until the cookie file is there (it is written whole once the server listens). Returns the port too.
+fn serve_by_hand(cookies: &Path, args: &[&str]) -> (Started, u16) {
     let _ = std::fs::remove_file(cookies);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_janitor-capacity"))
-        .args(["serve", "--port", &port.to_string(), "--visitors", "5"])
-        .args(["--cookies", &cookies.to_string_lossy()])
-        .args(args)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let port = free_span(CONTROL_OFFSET + 1).unwrap();
+    let server = Started::spawn(
+        Command::new(env!("CARGO_BIN_EXE_janitor-capacity"))
+            .args(["serve", "--port", &port.to_string(), "--visitors", "5"])
+            .args(["--cookies", &cookies.to_string_lossy()])
+            .args(args),
+    );
     for _ in 0..600 {
         if cookies.exists() {
-            return child;
+            return (server, port);
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = child.kill();
-    let _ = child.wait();
     panic!("the server on port {port} wrote no cookie file");
 }
 
@@ -153,35 +176,29 @@ async fn every_cookie_is_known(port: u16, cookies: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_started_by_hand_seeds_its_visitors_and_writes_their_cookies() {
     let cookies = std::env::temp_dir().join(format!("by-hand-{}.tsv", std::process::id()));
-    let mut memory = serve_by_hand(31_750, &cookies, &[]);
-    every_cookie_is_known(31_750, &cookies).await;
-    memory.kill().unwrap();
-    memory.wait().unwrap();
+    let (memory, port) = serve_by_hand(&cookies, &[]);
+    every_cookie_is_known(port, &cookies).await;
+    drop(memory);
 
     with_schemas(|schemas| async move {
         let database = schemas.fresh().await;
         let schema = database.schema().unwrap().as_str().to_owned();
         let url = database_url();
         let args = ["--url", url.as_str(), "--schema", schema.as_str()];
-        let mut postgres = serve_by_hand(31_751, &cookies, &args);
-        every_cookie_is_known(31_751, &cookies).await;
-        postgres.kill().unwrap();
-        postgres.wait().unwrap();
+        let (postgres, port) = serve_by_hand(&cookies, &args);
+        every_cookie_is_known(port, &cookies).await;
+        drop(postgres);
         let _ = std::fs::remove_file(&cookies);
     })
     .await;
 }
 
-/// The first port of the fleet host test's fleets; its host listens 10 below.
-const HOST_TEST_PORT: u16 = 31_840;
-
-/// The host, in a process of its own as in its container; killed when the test ends.
-struct Host(Child);
-
-impl Host {
-    fn start(schema: &str) -> Host {
-        let port = host_address(HOST_TEST_PORT).port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_janitor-capacity"))
+/// The host, in a process of its own as in its container; killed when the test ends. Its fleets start at
+/// `base_port`, and it listens `HOST_OFFSET` below.
+fn start_host(schema: &str, base_port: u16) -> Started {
+    let port = host_address(base_port).port();
+    let host = Started::spawn(
+        Command::new(env!("CARGO_BIN_EXE_janitor-capacity"))
             .args([
                 "serve-fleet",
                 "--port",
@@ -189,27 +206,15 @@ impl Host {
                 "--schema",
                 schema,
             ])
-            .env("JANITOR_BENCHMARK_DATABASE_URL", database_url())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(host_address(HOST_TEST_PORT)).is_ok() {
-                return Host(child);
-            }
-            std::thread::sleep(Duration::from_millis(50));
+            .env("JANITOR_BENCHMARK_DATABASE_URL", database_url()),
+    );
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(host_address(base_port)).is_ok() {
+            return host;
         }
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("the fleet host did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    panic!("the fleet host did not listen on {port}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,15 +223,17 @@ async fn fleets_are_leased_served_and_let_go() {
         let database = schemas.fresh().await;
         let schema = database.schema().unwrap().as_str().to_owned();
         population::seed(&database, 2, 1, janitor_core::now_ms()).await;
-        let _host = Host::start(&schema);
-        let cores = host_cores(HOST_TEST_PORT).await.unwrap();
+        // The host's port, two fleet servers and their control ports.
+        let base_port = free_span(HOST_OFFSET + CONTROL_OFFSET + 2).unwrap() + HOST_OFFSET;
+        let _host = start_host(&schema, base_port);
+        let cores = host_cores(base_port).await.unwrap();
         assert!(cores >= 1, "{cores}");
 
         let settings = FleetSettings {
             workers: 2,
             max_in_flight: 3,
             pool: 1,
-            base_port: HOST_TEST_PORT,
+            base_port,
         };
         let run = run_for(&schema, true);
         for _ in 0..2 {
@@ -273,24 +280,24 @@ async fn fleets_are_leased_served_and_let_go() {
             let refused = Lease::take(bad, Some(Driver::Hyper)).await.unwrap_err();
             assert!(refused.contains(reason), "{refused}");
         }
-        assert!(Connection::connect(first_server(HOST_TEST_PORT), None)
+        assert!(Connection::connect(first_server(base_port), None)
             .await
             .is_err());
         let lease = Lease::take(settings, Some(Driver::Pooled)).await.unwrap();
-        let mut c = Connection::connect(first_server(HOST_TEST_PORT), None).await;
+        let mut c = Connection::connect(first_server(base_port), None).await;
         for _ in 0..100 {
             if c.is_ok() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
-            c = Connection::connect(first_server(HOST_TEST_PORT), None).await;
+            c = Connection::connect(first_server(base_port), None).await;
         }
         assert_eq!(
             c.unwrap().send(&http1::get("/ready")).await.unwrap().status,
             200
         );
         lease.release().await.unwrap();
-        assert!(Connection::connect(first_server(HOST_TEST_PORT), None)
+        assert!(Connection::connect(first_server(base_port), None)
             .await
             .is_err());
 
@@ -302,6 +309,35 @@ async fn fleets_are_leased_served_and_let_go() {
         again.release().await.unwrap();
     })
     .await;
+}
+
+#[test]
+fn started_processes_end_when_whoever_started_them_goes_away() {
+    let cookies = std::env::temp_dir().join(format!("orphan-{}.tsv", std::process::id()));
+    let (mut server, port) = serve_by_hand(&cookies, &[]);
+    let _ = std::fs::remove_file(&cookies);
+    let host_port = free_span(HOST_OFFSET + CONTROL_OFFSET + 1).unwrap() + HOST_OFFSET;
+    let mut host = start_host("janitor_test_unused", host_port);
+    for (name, process, address) in [
+        ("server", &mut server, first_server(port)),
+        ("fleet host", &mut host, host_address(host_port)),
+    ] {
+        // What a killed test process leaves: the other end of the pipe closes, and nobody kills the child.
+        drop(process.0.stdin.take());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = process.0.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the {name} outlived its parent"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "{name}: {status}");
+        assert!(std::net::TcpStream::connect(address).is_err(), "{name}");
+    }
 }
 
 fn first_server(port: u16) -> SocketAddr {

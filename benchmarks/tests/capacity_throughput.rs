@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use janitor_benchmarks::capacity::env::{CapacityEnv, Run};
 use janitor_benchmarks::capacity::run::HttpRun;
-use janitor_benchmarks::capacity::server::FleetSettings;
+use janitor_benchmarks::capacity::server::{FleetSettings, CONTROL_OFFSET};
 use janitor_benchmarks::capacity::throughput::{measure, SweepSettings, CHART, REPORT};
 use janitor_benchmarks::capacity::{seed, Target};
+use janitor_sql::testing::ports::free_span;
 use janitor_sql::testing::{admin_client, database_url, population, with_schemas};
 use serde_json::Value;
 
@@ -40,7 +41,8 @@ async fn a_short_sweep_reports_every_part() {
                 workers: 2,
                 max_in_flight: 8,
                 pool: 2,
-                base_port: 31_760,
+                // Two servers and their control ports, free a moment ago.
+                base_port: free_span(CONTROL_OFFSET + 2).unwrap(),
             },
             connections: 500,
             rates: vec![50, 200],

@@ -112,7 +112,7 @@ fn only_postgres_is_published_and_only_on_loopback() {
     let services = &compose["services"];
     assert_eq!(
         strings(&services["postgres"]["ports"]),
-        ["127.0.0.1:55434:5432"]
+        ["127.0.0.1:30434:5432"]
     );
     assert!(services["postgres"].get("network_mode").is_none());
     for name in ["server", "client"] {

@@ -181,17 +181,19 @@ async fn read_line<T: serde::de::DeserializeOwned>(
     }
 }
 
-/// Entry point of `janitor-capacity serve-fleet [--port N] [--schema NAME]`: hosts the fleets of a run
-/// against `JANITOR_BENCHMARK_DATABASE_URL`, one at a time, on 127.0.0.1:`N` (30,490 unless told), until it
-/// is stopped.
+/// Entry point of `janitor-capacity serve-fleet [--port N] [--schema NAME] [--watch-stdin 1]`: hosts the
+/// fleets of a run against `JANITOR_BENCHMARK_DATABASE_URL`, one at a time, on 127.0.0.1:`N` (30,490 unless
+/// told), until it is stopped, or, with `--watch-stdin 1`, until its standard input closes (its parent ended).
 pub fn serve_fleet(args: Vec<String>) -> Result<(), String> {
     let env = crate::capacity::env::CapacityEnv::from_process(crate::capacity::env::Run::Capacity)?;
     let mut port = BASE_PORT - HOST_OFFSET;
     let mut schema = crate::capacity::SCHEMA.to_owned();
+    let mut watch_stdin = false;
     for (name, value) in crate::pairs(args)? {
         match name.as_str() {
             "port" => port = crate::number(&name, &value, 1_024, 65_535)? as u16,
             "schema" => schema = value,
+            "watch-stdin" => watch_stdin = crate::number(&name, &value, 0, 1)? == 1,
             other => return Err(format!("unknown option --{other}")),
         }
     }
@@ -205,10 +207,13 @@ pub fn serve_fleet(args: Vec<String>) -> Result<(), String> {
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?
         .block_on(async {
+            if watch_stdin {
+                super::exit_with_parent();
+            }
             let address = SocketAddr::from(([127, 0, 0, 1], port));
             let listener = TcpListener::bind(address)
                 .await
-                .map_err(|e| format!("listening on {address}: {e}"))?;
+                .map_err(|e| format!("listening on {}", super::process::refused(port, &e)))?;
             println!("hosting fleets on {address}");
             loop {
                 let (stream, _) = listener

@@ -32,6 +32,22 @@ pub fn identify_request(visitor: &str, payload: &str) -> Vec<u8> {
     http1::post_json(ENDPOINT, &format!("__visitor={visitor}"), payload)
 }
 
+/// Ends this process when its standard input closes: the parent that started it with a pipe there (a run, a
+/// test) holds the other end, so when the parent ends, killed or not, so does this process. Needs a tokio
+/// runtime.
+pub fn exit_with_parent() {
+    tokio::spawn(async {
+        let mut sink = [0u8; 256];
+        let mut stdin = tokio::io::stdin();
+        // Whatever arrives is dropped; only the end of the stream counts.
+        while tokio::io::AsyncReadExt::read(&mut stdin, &mut sink)
+            .await
+            .is_ok_and(|n| n > 0)
+        {}
+        std::process::exit(0);
+    });
+}
+
 /// The secret every server process of a run shares, as instances of one deployment do.
 pub const SECRET: &str = "capacity-run-secret-capacity-run-secret-0123456789abcdef";
 

@@ -206,18 +206,13 @@ async fn serve_with<S: Stores>(janitor: Janitor<S>, s: Settings) -> Result<(), S
     let listener = listen(s.port)?;
     let control = TcpListener::bind(("127.0.0.1", s.port + CONTROL_OFFSET))
         .await
-        .map_err(|e| format!("control port {}: {e}", s.port + CONTROL_OFFSET))?;
+        .map_err(|e| format!("control {}", refused(s.port + CONTROL_OFFSET, &e)))?;
     let control_app = Router::new()
         .route("/stats", get(stats))
         .with_state((counters.clone(), s.port));
     tokio::spawn(async move { axum::serve(control, control_app).await });
     if s.watch_stdin {
-        // The run holds our stdin: when it ends (or dies), so do we.
-        tokio::spawn(async {
-            let mut sink = Vec::new();
-            let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
-            std::process::exit(0);
-        });
+        super::exit_with_parent();
     }
     if let Some((visitors, cookies)) = &s.seed {
         // Only a server started by hand seeds: a run's processes stay as quiet as before.
@@ -253,11 +248,19 @@ async fn serve_with<S: Stores>(janitor: Janitor<S>, s: Settings) -> Result<(), S
 }
 
 fn listen(port: u16) -> Result<TcpListener, String> {
-    let taken = |e: io::Error| format!("port {port} on 127.0.0.1: {e}");
+    let taken = |e: io::Error| refused(port, &e);
     let socket = TcpSocket::new_v4().map_err(taken)?;
     socket.set_reuseaddr(true).map_err(taken)?;
     socket.bind(([127, 0, 0, 1], port).into()).map_err(taken)?;
     socket.listen(BACKLOG).map_err(taken)
+}
+
+/// A port that could not be had, with who holds it when /proc shows that.
+pub(crate) fn refused(port: u16, error: &io::Error) -> String {
+    match janitor_sql::testing::ports::holder(port) {
+        Some(holder) => format!("port {port} on 127.0.0.1: {error}; held by {holder}"),
+        None => format!("port {port} on 127.0.0.1: {error}"),
+    }
 }
 
 #[derive(serde::Deserialize)]
