@@ -2,7 +2,7 @@
 //! disposable cluster (`janitor_sql::testing::cluster`, which says how it is made, guarded and cleaned up) at
 //! the harness's fixed place and with the reference's limits.
 //!
-//! The cluster lives in `<temp dir>/janitor-capacity-cluster` and listens only on 127.0.0.1:55434. It runs
+//! The cluster lives in `<temp dir>/janitor-capacity-cluster` and listens only on 127.0.0.1:30434. It runs
 //! with `shared_buffers=128MB` and `max_connections=40`; everything else keeps PostgreSQL's defaults,
 //! durability included (fsync, synchronous_commit, full_page_writes stay on), so the figures measured on it are
 //! honest. `JANITOR_BENCHMARK_REUSE=1` starts again a cluster an earlier run kept, and keeps it afterwards.
@@ -13,7 +13,9 @@ use janitor_sql::testing::cluster::ClusterSpec;
 use super::env::CapacityEnv;
 
 /// The port of the disposable cluster, on 127.0.0.1 only.
-pub const PORT: u16 = 55434;
+/// Below the ephemeral range (32768–60999), where another program's outgoing socket could hold it, and above
+/// the ports tests take (20000–29999, `janitor_sql::testing::ports`).
+pub const PORT: u16 = 30_434;
 
 /// The name of the cluster's directory inside the temp directory.
 pub const DIR_NAME: &str = "janitor-capacity-cluster";

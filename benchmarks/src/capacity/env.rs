@@ -342,7 +342,7 @@ mod tests {
     #[test]
     fn only_loopback_databases_are_accepted() {
         for ok in [
-            "postgres://postgres@127.0.0.1:55434/postgres",
+            "postgres://postgres@127.0.0.1:30434/postgres",
             "postgres://postgres@localhost/postgres",
             "postgres://postgres@[::1]:5432/postgres",
             "host=/var/run/postgresql user=postgres",

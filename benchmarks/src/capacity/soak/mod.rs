@@ -797,7 +797,7 @@ mod tests {
         .unwrap();
         let run = HttpRun {
             target: Target {
-                url: "postgres://postgres@127.0.0.1:55434/postgres".to_owned(),
+                url: "postgres://postgres@127.0.0.1:30434/postgres".to_owned(),
                 schema: SCHEMA.to_owned(),
             },
             env: settings.env.clone(),
