@@ -130,13 +130,21 @@ fn check(report: &Value) {
         "{limit}"
     );
 
-    // Both designs ran under pgbench in the same rounds: the current one statement, the previous two.
-    for (key, design, statements) in [
-        ("pgbench", "refreshing", 3),
-        ("pgbench_previous", "previous", 4),
+    // Both designs ran under pgbench in the same rounds: the current one statement, the previous two, each
+    // after the helper round trip, and the current statement alone, resolving its visitor itself.
+    for (key, design, pick, statements) in [
+        ("pgbench", "refreshing", Value::Null, 3),
+        ("pgbench_previous", "previous", Value::Null, 4),
+        (
+            "pgbench_alone",
+            "refreshing",
+            Value::from("in_statement"),
+            2,
+        ),
     ] {
         let pgbench = &report[key];
         assert_eq!(pgbench["design"], design, "{pgbench}");
+        assert_eq!(pgbench["pick"], pick, "{pgbench}");
         assert!(pgbench["tps"].as_f64().unwrap() > 0.0, "{pgbench}");
         assert!(pgbench["transactions"].as_u64().unwrap() > 0, "{pgbench}");
         assert_eq!(pgbench["failed"], 0, "{pgbench}");
@@ -151,6 +159,28 @@ fn check(report: &Value) {
         );
     }
     assert!(report["design_ratio"].as_f64().unwrap() > 0.0);
+    let alone = report["pgbench_alone"]["statement_average_ms"]
+        .as_array()
+        .unwrap();
+    assert!(
+        alone
+            .iter()
+            .all(|line| !line["line"].as_str().unwrap().contains("gset")),
+        "no helper round trip: {alone:?}"
+    );
+    for round in report["identify_limit"]["per_round"].as_array().unwrap() {
+        assert!(
+            round["pgbench_alone_tps"].as_f64().unwrap() > 0.0,
+            "{round}"
+        );
+        assert!(round["ratio_alone"].as_f64().unwrap() > 0.0, "{round}");
+    }
+    assert!(
+        report["identify_to_database"]["closed_loop_ratio_alone"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     assert!(
         report["identify_to_database"]["closed_loop_ratio"]
             .as_f64()

@@ -17,6 +17,8 @@ pub enum Argument<'a> {
     Variable(&'a str),
     /// SQL `NULL`: pgbench variables cannot hold one.
     Null,
+    /// An SQL expression, written in place of the parameter (for a value the statement resolves itself).
+    Sql(&'a str),
 }
 
 /// Rewrites `$1`, `$2`, … of `sql` as the pgbench variables `names[0]`, `names[1]`, …; refuses a statement
@@ -62,6 +64,7 @@ pub fn with_arguments(sql: &str, arguments: &[Argument]) -> Result<String, Strin
                 out.push_str(name);
             }
             Some(Argument::Null) => out.push_str("NULL"),
+            Some(Argument::Sql(expression)) => out.push_str(expression),
             None => return Err(format!("parameter ${number} has no variable")),
         }
     }

@@ -1,7 +1,7 @@
 //! The identify rate beside the database's own limit for the same statements: a closed loop of identify
 //! requests with every database connection of the fleet busy, and pgbench replaying the statements at the same
-//! concurrency — the current design's and the previous design's — in rotating rounds so that changes in the
-//! machine's load fall on all three alike.
+//! concurrency — the current design's after a helper round trip, the previous design's the same way, and the
+//! current statement alone — in rotating rounds so that changes in the machine's load fall on all four alike.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::generator::{self, Requests};
-use super::pgbench::{self, Design, PgbenchReport, Replay, Visitor};
+use super::pgbench::{self, Design, PgbenchReport, Pick, Replay, Visitor};
 use super::samples::{round1, Sample, Tally, TallyReport};
 use crate::capacity::run::HttpRun;
 use crate::capacity::server::FleetSettings;
@@ -27,6 +27,8 @@ pub struct Limits {
     pub database: PgbenchReport,
     /// pgbench's figures on the previous design's statements.
     pub database_previous: PgbenchReport,
+    /// pgbench's figures on the current statement alone: its own limit.
+    pub database_alone: PgbenchReport,
     /// Identify successes per second over all rounds.
     pub identify_per_second: f64,
 }
@@ -63,6 +65,12 @@ pub struct LimitRound {
     pub pgbench_previous_tps: f64,
     /// The current design's pgbench tps ÷ the previous design's.
     pub design_ratio: Option<f64>,
+    /// pgbench transactions per second on the current statement alone (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pgbench_alone_tps: Option<f64>,
+    /// Identify successes per second ÷ the statement alone's tps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_alone: Option<f64>,
 }
 
 /// Runs [`ROUNDS`] rounds of `seconds / ROUNDS` (at least 1 s) per side: identify on one connection per
@@ -80,9 +88,9 @@ pub async fn measure(
     let database_connections = fleet.workers as usize * fleet.pool;
     let target = &run.target;
     let round_seconds = (seconds / ROUNDS as u64).max(1);
-    let replay = |design| {
+    let replay = |design, pick| {
         Replay::new(
-            design,
+            (design, pick),
             visitors.len(),
             database_connections,
             round_seconds,
@@ -90,13 +98,14 @@ pub async fn measure(
         )
     };
     let replays = [
-        replay(Design::Refreshing).await?,
-        replay(Design::Previous).await?,
+        replay(Design::Refreshing, Pick::RoundTrip).await?,
+        replay(Design::Previous, Pick::RoundTrip).await?,
+        replay(Design::Refreshing, Pick::InStatement).await?,
     ];
     pgbench::create_helper(target, visitors).await?;
     let outcome = rounds(target, servers, slots, round_seconds, &replays, requests).await;
     let dropped = pgbench::drop_helper(target).await;
-    let (samples, identify_rounds, [database_rounds, previous_rounds]) = outcome?;
+    let (samples, identify_rounds, [database_rounds, previous_rounds, alone_rounds]) = outcome?;
     dropped?;
 
     let run_time = Duration::from_secs(round_seconds * ROUNDS as u64);
@@ -104,15 +113,23 @@ pub async fn measure(
     let identify_per_second = tally.ok as f64 / run_time.as_secs_f64();
     let database = replays[0].report(target, &database_rounds);
     let database_previous = replays[1].report(target, &previous_rounds);
+    let database_alone = replays[2].report(target, &alone_rounds);
     let per_round = identify_rounds
         .iter()
-        .zip(database_rounds.iter().zip(&previous_rounds))
-        .map(|(identify, (database, previous))| LimitRound {
+        .zip(
+            database_rounds
+                .iter()
+                .zip(&previous_rounds)
+                .zip(&alone_rounds),
+        )
+        .map(|(identify, ((database, previous), alone))| LimitRound {
             identify_per_second: round1(*identify),
             pgbench_tps: round1(database.output.tps),
             ratio: ratio(*identify, database.output.tps),
             pgbench_previous_tps: round1(previous.output.tps),
             design_ratio: ratio(database.output.tps, previous.output.tps),
+            pgbench_alone_tps: Some(round1(alone.output.tps)),
+            ratio_alone: ratio(*identify, alone.output.tps),
         })
         .collect();
     let mut result = tally.report();
@@ -132,6 +149,7 @@ pub async fn measure(
         },
         database,
         database_previous,
+        database_alone,
         identify_per_second,
     })
 }
@@ -141,24 +159,27 @@ pub fn ratio(a: f64, b: f64) -> Option<f64> {
     (b > 0.0).then(|| (a / b * 1000.0).round() / 1000.0)
 }
 
-type Rounds = (Vec<Sample>, Vec<f64>, [Vec<pgbench::Round>; 2]);
+/// Sides of a round: identify, then each replay.
+const SIDES: usize = 4;
+
+type Rounds = (Vec<Sample>, Vec<f64>, [Vec<pgbench::Round>; SIDES - 1]);
 
 async fn rounds(
     target: &Target,
     servers: &[SocketAddr],
     slots: usize,
     round_seconds: u64,
-    replays: &[Replay; 2],
+    replays: &[Replay; SIDES - 1],
     requests: Requests,
 ) -> Result<Rounds, String> {
     let mut connections = generator::open(servers, slots).await?;
     let mut samples = Vec::new();
     let mut identify = Vec::new();
-    let mut database: [Vec<pgbench::Round>; 2] = [Vec::new(), Vec::new()];
+    let mut database: [Vec<pgbench::Round>; SIDES - 1] = Default::default();
     for round in 0..ROUNDS {
         // Rotate which side goes first.
-        for step in 0..3 {
-            let side = (round + step) % 3;
+        for step in 0..SIDES {
+            let side = (round + step) % SIDES;
             if side == 0 {
                 let time = Duration::from_secs(round_seconds);
                 let (back, mut got) =
@@ -172,11 +193,13 @@ async fn rounds(
             }
         }
         println!(
-            "throughput: limits round {}: identify {:.0}/s, pgbench {:.0} tps (previous design {:.0} tps)",
+            "throughput: limits round {}: identify {:.0}/s, pgbench {:.0} tps (previous design {:.0} tps, \
+             the statement alone {:.0} tps)",
             round + 1,
             identify[round],
             database[0][round].output.tps,
-            database[1][round].output.tps
+            database[1][round].output.tps,
+            database[2][round].output.tps
         );
     }
     Ok((samples, identify, database))

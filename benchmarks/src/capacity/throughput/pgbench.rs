@@ -5,8 +5,11 @@
 //! save + prune + touch), so the report can say what the change bought on the database alone.
 //!
 //! pgbench cannot read the cookie file, so the run's schema gets a helper table `capacity_cookies` (the
-//! fixture's visitors and their observation columns); each transaction first picks a visitor there, which adds
-//! one indexed lookup to the two statements of an identification. The table is dropped afterwards.
+//! fixture's visitors and their observation columns). The two designs' scripts first pick a visitor there in a
+//! round trip of their own (`Pick::RoundTrip`), which takes close to half of a one-statement transaction; a
+//! third script runs the current statement alone (`Pick::InStatement`): pgbench draws a random key, and the
+//! statement resolves it itself, in a primary-key read of the helper table inside the same round trip. That
+//! third figure is the statement's own limit. The table is dropped afterwards.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -19,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::samples::{round1, Latency, LatencyReport};
-use crate::capacity::pgbench;
+use crate::capacity::pgbench::{self, Argument};
 // The shared pgbench plumbing, under the names this module has always given it.
 pub use crate::capacity::pgbench::{log_latencies, parse, version, with_variables, Output, Round};
 use crate::capacity::seed::{self, CookieLine};
@@ -36,6 +39,30 @@ pub const NOTE: &str = "one transaction = a primary-key lookup in capacity_cooki
      observation columns and the clock, which pgbench cannot provide) + the cookie path's statements with the \
      values the server would bind. pgbench gives each occurrence of a variable its own parameter number, so a \
      statement using $1 three times is prepared with three parameters of equal value.";
+
+/// What the statement-alone script adds to each transaction, said in its report.
+pub const NOTE_IN_STATEMENT: &str = "one transaction = the cookie path's statement alone: pgbench draws a random \
+     fixture number, and the statement reads the visitor, its observation and the clock from capacity_cookies \
+     by primary key in a CTE of its own, in the same round trip; the values it binds are the ones the server \
+     would bind.";
+
+/// How a transaction gets the visitor it identifies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pick {
+    /// A query of the helper table first, in a round trip of its own (`\gset`).
+    #[default]
+    RoundTrip,
+    /// Inside the statement: a CTE reads the helper table by the random key pgbench drew.
+    InStatement,
+}
+
+impl Pick {
+    /// Whether this is the helper round trip, the reports' default (older reports do not name it).
+    pub fn is_round_trip(&self) -> bool {
+        *self == Pick::RoundTrip
+    }
+}
 
 /// Which cookie-path statements a replay runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,9 +169,18 @@ pub async fn drop_helper(target: &Target) -> Result<(), String> {
         .map_err(|e| format!("dropping {HELPER_TABLE}: {e}"))
 }
 
-/// The pgbench script of one cookie-path identification over `visitors` fixture visitors.
-pub fn script(visitors: usize, design: Design) -> Result<String, String> {
+/// The pgbench script of one cookie-path identification over `visitors` fixture visitors, the visitor picked
+/// as `pick` says (in the statement: the current design only).
+pub fn script(visitors: usize, design: Design, pick: Pick) -> Result<String, String> {
     let retention = Retention::default();
+    if pick == Pick::InStatement {
+        if design != Design::Refreshing {
+            return Err(
+                "only the current design's one statement resolves its visitor itself".to_owned(),
+            );
+        }
+        return statement_alone(visitors, -retention.cutoff(0));
+    }
     let pick = format!(
         "\\set n random(1, {visitors})\n\
          SELECT visitor_id, platform, browser, timezone, webgl_renderer, signals_json, \
@@ -197,11 +233,43 @@ pub fn script(visitors: usize, design: Design) -> Result<String, String> {
     ))
 }
 
+/// The current design's statement with its visitor, observation and clock resolved inside it.
+fn statement_alone(visitors: usize, retention_ms: i64) -> Result<String, String> {
+    let cutoff = format!("(SELECT now_ms - {retention_ms} FROM pick)");
+    let visit = pgbench::with_arguments(
+        statement("visitors.returning_visit"),
+        &[
+            Argument::Sql("(SELECT visitor_id FROM pick)"),
+            Argument::Sql("(SELECT now_ms FROM pick)"),
+            Argument::Sql(&cutoff),
+            Argument::Variable("history_limit"),
+            Argument::Variable("refresh"),
+            Argument::Sql("(SELECT signals_json FROM pick)"),
+            Argument::Variable("refresh_interval"),
+        ],
+    )?;
+    let rest = visit
+        .strip_prefix("WITH ")
+        .ok_or("the cookie path's statement no longer starts with WITH")?;
+    // The server binds the observation as jsonb and reads the clock once per visit.
+    Ok(format!(
+        "\\set n random(1, {visitors})\n\\set history_limit {limit}\n\\set refresh 1\n\
+         \\set refresh_interval {REFRESH_INTERVAL_MS}\n\
+         WITH pick AS MATERIALIZED (SELECT visitor_id, CAST(signals_json AS jsonb) AS signals_json, \
+         CAST(extract(epoch FROM statement_timestamp()) * 1000 AS bigint) AS now_ms \
+         FROM {HELPER_TABLE} WHERE n = :n), {rest};\n",
+        limit = history_limit(HISTORY_LIMIT),
+    ))
+}
+
 /// What the pgbench runs measured together, as the report gives it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PgbenchReport {
     /// Which statements ran.
     pub design: Design,
+    /// How each transaction picked its visitor (absent: a helper round trip, as in older reports).
+    #[serde(default, skip_serializing_if = "Pick::is_round_trip")]
+    pub pick: Pick,
     /// pgbench's version line.
     pub version: String,
     /// The command, the URL left out.
@@ -247,6 +315,7 @@ pub struct StatementAverage {
 #[derive(Debug, Clone)]
 pub struct Replay {
     design: Design,
+    pick: Pick,
     version: String,
     script: String,
     args: Vec<String>,
@@ -260,15 +329,18 @@ impl Replay {
     /// Writes the script for `visitors` visitors to `scratch` and checks pgbench is there; each run lasts
     /// `seconds` on `clients` connections.
     pub async fn new(
-        design: Design,
+        (design, pick): (Design, Pick),
         visitors: usize,
         clients: usize,
         seconds: u64,
         scratch: &Path,
     ) -> Result<Replay, String> {
         let version = version().await?;
-        let script = script(visitors, design)?;
-        let name = design.as_str();
+        let script = script(visitors, design, pick)?;
+        let name = match pick {
+            Pick::RoundTrip => design.as_str().to_owned(),
+            Pick::InStatement => format!("{}-alone", design.as_str()),
+        };
         let script_path = scratch.join(format!("identify-{name}.pgbench"));
         std::fs::write(&script_path, &script)
             .map_err(|e| format!("writing {}: {e}", script_path.display()))?;
@@ -292,6 +364,7 @@ impl Replay {
         ];
         Ok(Replay {
             design,
+            pick,
             version,
             script,
             args,
@@ -324,6 +397,7 @@ impl Replay {
         let logged = rounds.iter().flat_map(|r| r.latencies.iter().copied());
         PgbenchReport {
             design: self.design,
+            pick: self.pick,
             version: self.version.clone(),
             command: format!(
                 "PGOPTIONS='-c search_path={}' pgbench {} <url>",
@@ -334,7 +408,11 @@ impl Replay {
             seconds_per_run: self.seconds,
             runs: rounds.len(),
             visitors: self.visitors,
-            note: NOTE.to_owned(),
+            note: match self.pick {
+                Pick::RoundTrip => NOTE,
+                Pick::InStatement => NOTE_IN_STATEMENT,
+            }
+            .to_owned(),
             script: self.script.clone(),
             transactions: rounds.iter().map(|r| r.output.transactions).sum(),
             failed: rounds.iter().map(|r| r.output.failed).sum(),
@@ -362,7 +440,7 @@ mod tests {
 
     #[test]
     fn the_refreshing_script_replays_its_one_statement_with_every_parameter_named() {
-        let s = script(10_000, Design::Refreshing).unwrap();
+        let s = script(10_000, Design::Refreshing, Pick::RoundTrip).unwrap();
         assert!(s.starts_with("\\set n random(1, 10000)\n"));
         assert!(
             s.contains("\\set refresh 1\n\\set refresh_interval 60000\n"),
@@ -379,7 +457,7 @@ mod tests {
 
     #[test]
     fn the_previous_script_replays_both_statements_with_every_parameter_named() {
-        let s = script(10_000, Design::Previous).unwrap();
+        let s = script(10_000, Design::Previous, Pick::RoundTrip).unwrap();
         assert!(s.starts_with("\\set n random(1, 10000)\n"));
         assert!(s.contains("\\set cutoff :now_ms - 7776000000\n"), "{s}");
         assert!(s.contains("\\set keep 10\n") && s.contains("\\set history_limit 5\n"));
@@ -400,6 +478,28 @@ mod tests {
             "{s}"
         );
         assert_eq!(s.matches(";\n").count(), 2);
+    }
+
+    #[test]
+    fn the_statement_alone_resolves_its_visitor_in_one_round_trip() {
+        let s = script(10_000, Design::Refreshing, Pick::InStatement).unwrap();
+        assert!(s.starts_with("\\set n random(1, 10000)\n"), "{s}");
+        // One statement, no helper query before it, and no variable pgbench would have to fill from one.
+        assert_eq!(s.matches(";\n").count(), 1, "{s}");
+        assert!(!s.contains("\\gset") && !s.contains('$'), "{s}");
+        for variable in [":visitor_id", ":now_ms", ":cutoff", ":signals_json"] {
+            assert!(!s.contains(variable), "{variable} in {s}");
+        }
+        assert!(
+            s.contains("FROM capacity_cookies WHERE n = :n), history AS ("),
+            "{s}"
+        );
+        assert!(
+            s.contains("newest.signals_json = (SELECT signals_json FROM pick)"),
+            "{s}"
+        );
+        assert!(s.contains("(SELECT now_ms - 7776000000 FROM pick)"), "{s}");
+        assert!(script(10_000, Design::Previous, Pick::InStatement).is_err());
     }
 
     #[test]

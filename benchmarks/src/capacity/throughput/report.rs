@@ -48,6 +48,10 @@ pub struct SweepReport {
     pub pgbench: PgbenchReport,
     /// The database's limit for the previous design's statements, in the same rounds.
     pub pgbench_previous: PgbenchReport,
+    /// The current statement's own limit, its visitor resolved inside it, in the same rounds (absent in older
+    /// reports, whose pgbench figure carried a helper round trip in every transaction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pgbench_alone: Option<PgbenchReport>,
     /// The current design's statements against the previous design's on pgbench: tps ÷ tps.
     pub design_ratio: Option<f64>,
     /// Identify beside the database.
@@ -151,8 +155,12 @@ pub struct SearchReport {
 /// Identify successes per second beside pgbench's transactions per second.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IdentifyToDatabase {
-    /// The closed-loop identify maximum ÷ pgbench's tps.
+    /// The closed-loop identify maximum ÷ pgbench's tps (helper round trip included).
     pub closed_loop_ratio: Option<f64>,
+    /// The closed-loop identify maximum ÷ the statement alone's tps: the honest one (absent in older
+    /// reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_loop_ratio_alone: Option<f64>,
     /// The best clean sweep point's successes per second ÷ pgbench's tps.
     pub best_clean_sweep_ratio: Option<f64>,
     /// That point's offered rate.
