@@ -47,7 +47,7 @@ async fn a_short_sweep_reports_every_part() {
             connections: 500,
             rates: vec![50, 200],
             rate_time: Duration::from_secs(1),
-            search: false,
+            search: true,
             probe_time: Duration::from_secs(1),
             limit_seconds: 2,
             overhead: (16, 2, Duration::from_millis(500)),
@@ -121,7 +121,26 @@ fn check(report: &Value) {
     assert_eq!(answered, 500);
     assert!(burst["status_200"].as_u64().unwrap() > 0, "{burst}");
     corrected_at_least_raw(&burst["latency"]["all"]);
-    assert_eq!(report["search"], Value::Null);
+    // The search: every probe one continuous loop judged in three windows, each reported, and a rate passes
+    // only when all three do.
+    let search = &report["search"];
+    assert_eq!(search["windows_per_probe"], 3, "{search}");
+    assert_eq!(search["seconds_per_probe"], 3.0, "{search}");
+    let probes = search["probes"].as_array().unwrap();
+    assert!(!probes.is_empty(), "{search}");
+    for probe in probes {
+        let windows = probe["windows"].as_array().unwrap();
+        assert_eq!(windows.len(), 3, "{probe}");
+        let in_windows: u64 = windows.iter().map(|w| w["sent"].as_u64().unwrap()).sum();
+        assert_eq!(in_windows, probe["sent"].as_u64().unwrap(), "{probe}");
+        let every_window = windows.iter().all(|w| w["passes_search"] == true);
+        if probe["passes_search"] == true {
+            assert!(every_window, "{probe}");
+        }
+    }
+    let passed = probes.iter().filter(|p| p["passes_search"] == true);
+    let best = passed.map(|p| p["offered_rate"].as_u64().unwrap()).max();
+    assert_eq!(search["best_rate"].as_u64(), best, "{search}");
 
     let limit = &report["identify_limit"];
     assert_eq!(limit["connections"], 16);

@@ -30,10 +30,10 @@ use std::time::Duration;
 use self::generator::Requests;
 use self::limits::Limits;
 use self::report::{
-    Baseline, FixtureReport, IdentifyToDatabase, RatePoint, SearchReport, ServerSettingsReport,
-    ServersReport, SweepReport, SweepSettingsReport, ThroughputReport,
+    Baseline, FixtureReport, IdentifyToDatabase, RatePoint, ServerSettingsReport, ServersReport,
+    SweepReport, SweepSettingsReport, ThroughputReport,
 };
-use self::samples::{interval, Tally, TallyReport};
+use self::samples::{interval, Sample, Tally, TallyReport};
 use super::report as reports;
 use super::run::HttpRun;
 use super::seed;
@@ -54,9 +54,6 @@ pub const POOL: usize = 4;
 
 /// The most server processes the sweep starts (one per core, at most this many).
 pub const MAX_WORKERS: u64 = 8;
-
-/// Seconds of one search probe (at most; shorter when the rates run shorter).
-pub const PROBE_SECONDS: u64 = 5;
 
 /// Longest run of the generator-alone baseline.
 const BASELINE_TIME: Duration = Duration::from_secs(3);
@@ -122,7 +119,7 @@ impl SweepSettings {
             rates: run.env.rates.clone(),
             rate_time: Duration::from_secs(run.env.rate_seconds),
             search: run.env.search,
-            probe_time: Duration::from_secs(run.env.rate_seconds.min(PROBE_SECONDS)),
+            probe_time: Duration::from_secs(run.env.rate_seconds.min(search::WINDOW_SECONDS)),
             limit_seconds: run.env.rate_seconds,
             overhead: (
                 OVERHEAD_CONNECTIONS,
@@ -229,7 +226,7 @@ async fn sweep(
 
     let mut points = Vec::new();
     for &rate in &settings.rates {
-        let (back, point) =
+        let (back, point, _) =
             open_loop_point(fleet, connections, fixture, rate, settings.rate_time).await?;
         connections = back;
         points.push(point);
@@ -237,7 +234,7 @@ async fn sweep(
     let (back, generator_baseline) = baseline(connections, settings).await?;
     connections = back;
     let search = if settings.search {
-        let (back, search) = search(fleet, connections, fixture, settings.probe_time).await?;
+        let (back, search) = search::run(fleet, connections, fixture, settings.probe_time).await?;
         connections = back;
         Some(search)
     } else {
@@ -337,33 +334,6 @@ async fn baseline(
     Ok((back, baseline))
 }
 
-/// The search for the highest clean rate, one probe of `probe_time` after another.
-async fn search(
-    fleet: &Fleet,
-    mut connections: Vec<Connection>,
-    fixture: &Fixture,
-    probe_time: Duration,
-) -> Result<(Vec<Connection>, SearchReport), String> {
-    let mut probes = Vec::new();
-    let mut details = Vec::new();
-    while let Some(rate) = search::next(&probes) {
-        let (back, point) = open_loop_point(fleet, connections, fixture, rate, probe_time).await?;
-        connections = back;
-        probes.push((rate, point.passes_search));
-        details.push(point);
-    }
-    let report = SearchReport {
-        criterion: format!(
-            "no 503, every request sent, success p95 from the scheduled send ≤ {} ms",
-            search::P95_LIMIT.as_millis()
-        ),
-        seconds_per_probe: probe_time.as_secs_f64(),
-        best_rate: search::best(&probes),
-        probes: details,
-    };
-    Ok((connections, report))
-}
-
 fn settings_report(run: &HttpRun, settings: &SweepSettings) -> SweepSettingsReport {
     SweepSettingsReport {
         servers: ServerSettingsReport {
@@ -420,7 +390,7 @@ async fn open_loop_point(
     fixture: &Fixture,
     rate: u64,
     time: Duration,
-) -> Result<(Vec<Connection>, RatePoint), String> {
+) -> Result<(Vec<Connection>, RatePoint, Vec<Sample>), String> {
     tokio::time::sleep(PAUSE).await;
     let before = totals(&fleet.stats(false).await?);
     let scheduled = (u128::from(rate) * time.as_millis() / 1_000) as u64;
@@ -438,6 +408,7 @@ async fn open_loop_point(
             tally.overloaded,
             tally.ok_corrected.map(|l| l.summary.p95),
         ),
+        windows: Vec::new(),
     };
     println!(
         "throughput: {rate}/s for {:.0} s: {} sent, {} ok, {} 503, {} misses, {:.0} ok/s",
@@ -448,7 +419,7 @@ async fn open_loop_point(
         tally.misses,
         tally.ok_per_second()
     );
-    Ok((back, point))
+    Ok((back, point, samples))
 }
 
 /// Identify 200s and 503s the servers counted, summed.
@@ -581,6 +552,7 @@ mod tests {
             offered_rate: 100,
             seconds: 1.0,
             passes_search: true,
+            windows: Vec::new(),
         };
         let points = chart_points(&[p]);
         assert_eq!(points.len(), 1);

@@ -121,8 +121,11 @@ pub struct RatePoint {
     pub offered_rate: u64,
     /// Seconds it ran.
     pub seconds: f64,
-    /// Whether it meets the search's criterion.
+    /// Whether it meets the search's criterion (in every window, for a search probe).
     pub passes_search: bool,
+    /// A search probe's consecutive windows, each judged on its own (empty for a sweep point).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<RatePoint>,
 }
 
 /// The generator alone at the highest sweep rate on a trivial route.
@@ -146,6 +149,9 @@ pub struct SearchReport {
     pub criterion: String,
     /// Seconds of each probe.
     pub seconds_per_probe: f64,
+    /// Consecutive windows each probe is judged by (absent in older reports, whose probes were one window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows_per_probe: Option<u32>,
     /// The highest passing rate, if any.
     pub best_rate: Option<u64>,
     /// Every probe, in the order run.
