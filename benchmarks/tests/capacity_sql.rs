@@ -302,6 +302,7 @@ async fn the_lookup_scale_test_measures_and_cleans_up() {
     assert_eq!(report["visitors"], 20_000);
     for part in [
         "candidate_lookup",
+        "cold_candidate_lookup",
         "missing_cookie_identify",
         "cookie_identify",
     ] {
@@ -311,6 +312,12 @@ async fn the_lookup_scale_test_measures_and_cleans_up() {
             report[part]["p99_ms"].as_f64(),
         );
         assert!(p50 > Some(0.0) && p50 <= p99, "{part}: {report}");
+    }
+    for way in ["computed_design", "previous_design"] {
+        assert_eq!(
+            report[way]["cold_candidate_lookup"]["samples"], 100,
+            "{report}"
+        );
     }
     assert_eq!(report["kept_with_cookie"], 100, "{report}");
     assert!(

@@ -6,6 +6,11 @@
 //! rows ([`LookupRead`]): the stored compact features (the default), the same computed at each lookup, and the
 //! whole `signals_json` of the design before. The ways take turns sample by sample, in a rotating order, so
 //! that they share the machine's state and their ratios come from one run.
+//!
+//! Within a sample the ways look up the same browser one after the other, so all but the first find its
+//! index and heap pages warm. Each sample therefore also times a **cold** lookup per way: a browser that no
+//! other measurement of the run touches (while the population has enough of them), looked up before anything
+//! else of that sample. Both figures are reported.
 
 use std::time::{Duration, Instant};
 
@@ -42,6 +47,9 @@ pub struct LookupFigures {
     pub samples: u64,
     /// The store's indexed candidate lookup alone.
     pub candidate_lookup: Timed,
+    /// The same lookup of browsers nothing else in the run touched (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_candidate_lookup: Option<Timed>,
     /// A whole identification of a known browser without its cookie.
     pub missing_cookie_identify: Timed,
     /// A whole identification with the browser's cookie.
@@ -99,6 +107,9 @@ pub struct DesignFigures {
     pub lookup_read: String,
     /// The store's indexed candidate lookup alone.
     pub candidate_lookup: Timed,
+    /// The same lookup of browsers nothing else in the run touched (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_candidate_lookup: Option<Timed>,
     /// A whole identification of a known browser without its cookie.
     pub missing_cookie_identify: Timed,
     /// Missing-cookie identifications per second of one sequential client, to one decimal.
@@ -124,6 +135,7 @@ fn design_name(read: LookupRead) -> &'static str {
 #[derive(Default)]
 struct Samples {
     lookups: Vec<Duration>,
+    cold: Vec<Duration>,
     missing: Vec<Duration>,
 }
 
@@ -141,6 +153,10 @@ impl Samples {
                 "the store's indexed candidate lookup alone",
                 &mut self.lookups,
             ),
+            cold_candidate_lookup: Some(summary(
+                "the store's indexed candidate lookup alone, of a browser nothing else in the run touched",
+                &mut self.cold,
+            )),
             missing_cookie_identify: summary(
                 "a whole identification of a known browser without its cookie",
                 &mut self.missing,
@@ -199,6 +215,18 @@ fn browser(i: u64, visitors: u64) -> u64 {
     (i.wrapping_mul(2_654_435_761) % visitors) + 1
 }
 
+/// Warm-up identifications before the samples.
+const WARM_UP: u64 = 100;
+
+/// The browser of way `design`'s cold lookup in sample `i`: past every sample's and warm-up's browser, so
+/// nothing else of the run reads it while the population holds `samples × (1 + ways) + warm-up` browsers.
+fn cold_browser(i: u64, design: usize, samples: u64, visitors: u64) -> u64 {
+    browser(
+        samples + WARM_UP + i * DESIGNS.len() as u64 + design as u64,
+        visitors,
+    )
+}
+
 fn summary(name: &str, latencies: &mut [Duration]) -> Timed {
     let max = latencies.iter().copied().max().unwrap_or_default();
     let summary = Summary::of(latencies);
@@ -231,6 +259,13 @@ async fn measure(lookup: &Target, env: &CapacityEnv) -> Result<LookupFigures, St
     println!("lookup: adding lookup_features to the seeded table took {add_column_seconds} s");
     let report = sampled.figures(env, seed_seconds, add_column_seconds)?;
     let p95 = |t: &Timed| t.latency.map_or(0.0, |l| l.p95_ms);
+    let cold = |t: &Option<Timed>| t.as_ref().map_or(0.0, p95);
+    println!(
+        "lookup: cold candidate lookup p95 {} ms (computed {} ms, signals_json {} ms)",
+        cold(&report.cold_candidate_lookup),
+        cold(&report.computed_design.cold_candidate_lookup),
+        cold(&report.previous_design.cold_candidate_lookup),
+    );
     println!(
         "lookup: candidate lookup p95 {} ms (computed {} ms, signals_json {} ms), missing-cookie identify p95 \
          {} ms (computed {} ms, signals_json {} ms), {}× the previous design's missing-cookie rate; cookie \
@@ -282,7 +317,7 @@ async fn sample(database: &janitor_sql::Database, env: &CapacityEnv) -> Result<S
         }
     };
     // Warm-up: every statement of every way prepared, the upper index pages in memory.
-    for i in 0..100 {
+    for i in 0..WARM_UP {
         let n = browser(env.samples + i, visitors);
         identify(n, true, 0).await?;
         for design in 0..DESIGNS.len() {
@@ -297,6 +332,19 @@ async fn sample(database: &janitor_sql::Database, env: &CapacityEnv) -> Result<S
         kept: 0,
     };
     for i in 0..env.samples {
+        // First the cold lookups, each of its own untouched browser, in the rotating order.
+        for turn in 0..DESIGNS.len() {
+            let design = (turn + i as usize) % DESIGNS.len();
+            let cold = cold_browser(i, design, env.samples, visitors);
+            let probes = probes_for(&population::observation(cold));
+            let began = Instant::now();
+            engines[design]
+                .store()
+                .find_candidate_rows(&probes, now_ms())
+                .await
+                .map_err(|e| format!("candidate lookup of browser {cold}: {e}"))?;
+            sampled.designs[design].cold.push(began.elapsed());
+        }
         let n = browser(i, visitors);
         let probes = probes_for(&population::observation(n));
         for turn in 0..DESIGNS.len() {
@@ -351,6 +399,7 @@ impl Sampled {
             seed_seconds: (seed_seconds * 100.0).round() / 100.0,
             samples,
             candidate_lookup: default.candidate_lookup.clone(),
+            cold_candidate_lookup: default.cold_candidate_lookup.clone(),
             missing_cookie_identify: default.missing_cookie_identify.clone(),
             cookie_identify: summary(
                 "a whole identification with the browser's cookie",
@@ -374,5 +423,27 @@ impl Sampled {
             computed_design: computed,
             add_column_seconds,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cold_browsers_are_touched_by_nothing_else() {
+        let (samples, visitors) = (100, 20_000);
+        let touched: std::collections::HashSet<u64> = (0..samples + WARM_UP)
+            .map(|i| browser(i, visitors))
+            .collect();
+        let mut cold = std::collections::HashSet::new();
+        for i in 0..samples {
+            for design in 0..DESIGNS.len() {
+                let n = cold_browser(i, design, samples, visitors);
+                assert!((1..=visitors).contains(&n));
+                assert!(!touched.contains(&n), "browser {n} is measured warm too");
+                assert!(cold.insert(n), "browser {n} is looked up cold twice");
+            }
+        }
     }
 }
