@@ -13,4 +13,5 @@ pub mod conformance;
 pub mod docker;
 pub mod guide;
 pub mod provision;
+pub mod tables;
 pub mod test;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use xtask::conformance::{check_file, Report};
-use xtask::{accuracy, capacity, docker, guide, test};
+use xtask::{accuracy, capacity, docker, guide, tables, test};
 
 mod fuzz;
 
@@ -16,6 +16,7 @@ const USAGE: &str = "usage: cargo xtask test
        cargo xtask benchmark-accuracy LOG[.gz] [--policy reference|precise] [--scenario lost|partial] [--json OUT]
        cargo xtask benchmark-security | benchmark-lookup | benchmark-connections | benchmark-throughput | seed
        cargo xtask soak --minutes N --rate R   (one server process, R requests/s for N minutes; 1-1440, 1-50000)
+       cargo xtask capacity-tables [--check]   (docs/CAPACITY.md's result tables from the committed reports)
        (harness settings come from JANITOR_BENCHMARK_* variables; see docs/CAPACITY.md)";
 
 fn main() -> ExitCode {
@@ -34,6 +35,20 @@ fn main() -> ExitCode {
             Ok(seconds) => report("fuzz", fuzz::run(seconds)),
             Err(problem) => {
                 eprintln!("{problem}\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
+        Some("capacity-tables") => match args.collect::<Vec<String>>().as_slice() {
+            [] => report(
+                "capacity-tables",
+                tables::run(&capacity::workspace_root(), false),
+            ),
+            [flag] if flag == "--check" => report(
+                "capacity-tables",
+                tables::run(&capacity::workspace_root(), true),
+            ),
+            other => {
+                eprintln!("unexpected arguments {other:?}\n{USAGE}");
                 ExitCode::from(2)
             }
         },
