@@ -27,6 +27,16 @@ fn laptop() -> Value {
     }})
 }
 
+/// `doc` with the behaviour summary janitor.js sends on visit `visit`: the page's age and event counts.
+fn with_behavior(doc: &Value, visit: u64) -> Value {
+    let mut doc = doc.clone();
+    doc["behavior"] = json!({
+        "pageAgeMs": visit * 1_000, "mouseMoveCount": visit * 3, "pointerDownCount": visit % 2,
+        "keyDownCount": 0, "scrollCount": visit, "visibilityChangeCount": 0
+    });
+    doc
+}
+
 /// The laptop with its window resized to `width`: the same device, a different observation.
 fn resized(width: u32) -> Value {
     let mut doc = laptop();
@@ -119,12 +129,35 @@ async fn cookie_path_in_one_round_trip() {
         assert_eq!(trips, 1, "identical to the newest again");
         assert_eq!(stored_rows(&database, &first.identity.visitor_id).await, 2);
 
+        // As janitor.js sends it: the same device with a new page age and new counts on every visit. One
+        // statement each, no row added; past the refresh interval the newest row carries the latest behaviour.
+        let interval = janitor_core::identification::store::REFRESH_INTERVAL_MS;
+        for (visit, at) in [(1_u64, T0 + 4), (2, T0 + 5), (3, T0 + 6 + interval)] {
+            let (real, trips) = identify(
+                &engine,
+                &with_behavior(&resized(1100), visit),
+                Some(&first.identity.visitor_id),
+                at,
+            )
+            .await;
+            assert!(real.metrics.observation_saved, "visit {visit}");
+            assert_eq!(trips, 1, "visit {visit}: a new behaviour summary alone");
+            assert_eq!(stored_rows(&database, &first.identity.visitor_id).await, 2);
+        }
+        let newest = engine
+            .store()
+            .recent_observations(&first.identity.visitor_id, 1, T0 + 7 + interval)
+            .await
+            .expect("history");
+        let page_age = newest[0].behavior.as_ref().and_then(|b| b.page_age_ms);
+        assert_eq!(page_age, Some(3_000), "the latest behaviour, refreshed");
+
         // A copied cookie on another device is recognised but teaches nothing.
         let (copied, trips) = identify(
             &engine,
             &population::payload_json(1),
             Some(&first.identity.visitor_id),
-            T0 + 4,
+            T0 + 8 + interval,
         )
         .await;
         assert_eq!(copied.metrics.path, IdentifyPath::Cookie);

@@ -197,6 +197,35 @@ impl Observation {
         }
     }
 
+    /// Whether `other` describes the same device in the same state: every field equal but the behaviour
+    /// summary, which a browser's page age and event counts change on almost every visit.
+    pub fn same_signals(&self, other: &Observation) -> bool {
+        // Destructured, so a field added later must be placed on one side or the other.
+        let Observation {
+            user_agent,
+            platform,
+            browser,
+            languages,
+            timezone,
+            screen,
+            viewport,
+            hardware,
+            automation,
+            graphics,
+            behavior: _,
+        } = self;
+        *user_agent == other.user_agent
+            && *platform == other.platform
+            && *browser == other.browser
+            && *languages == other.languages
+            && *timezone == other.timezone
+            && *screen == other.screen
+            && *viewport == other.viewport
+            && *hardware == other.hardware
+            && *automation == other.automation
+            && *graphics == other.graphics
+    }
+
     /// The `webglRenderer`, if any.
     pub fn webgl_renderer(&self) -> Option<&str> {
         self.graphics.as_ref()?.webgl_renderer.as_deref()

@@ -22,7 +22,9 @@ mod returning_visit;
 pub use lookup::lookup_rows_rank_as_observations;
 pub use returning_visit::{
     concurrent_returning_visits_add_no_rows, returning_visit_records_only_an_identical_newest,
-    returning_visit_refreshes_an_identical_newest, returning_visit_touches_a_stale_visitor,
+    returning_visit_refreshes_an_identical_newest,
+    returning_visit_refreshes_the_newest_with_new_behaviour,
+    returning_visit_touches_a_stale_visitor,
 };
 
 /// A complete observation (every probe family applies); `tag` varies the timezone so observations differ.
@@ -620,6 +622,7 @@ macro_rules! visitor_store_tests {
             returning_visit_refreshes_an_identical_newest,
             returning_visit_records_only_an_identical_newest,
             returning_visit_touches_a_stale_visitor,
+            returning_visit_refreshes_the_newest_with_new_behaviour,
             concurrent_returning_visits_add_no_rows,
             ]
             $($setup)+

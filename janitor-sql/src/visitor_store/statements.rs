@@ -52,19 +52,20 @@ pub(crate) const HISTORY: &str = "SELECT signals_json FROM observations \
      WHERE visitor_id = $1 AND seen_at >= $2 ORDER BY seen_at DESC, id DESC LIMIT $3";
 
 /// A cookie visit's history read (`$1` visitor, `$3` cutoff, `$4` limit) that also records the visit when `$5`
-/// allows it and the newest retained observation equals `$6`: that row's `seen_at` and the visitor's
-/// `last_seen_at` move to `$2`, each only when older than `$2 - $7`. Returns the history as it was before, newest
-/// first, each row with whether the visit was recorded. One statement: its updates see the snapshot the read
-/// saw, and a concurrent refresh of the same row re-checks the age on the row it waited for, so it writes once.
+/// allows it and the newest retained observation equals `$6` but for its behaviour summary: that row takes
+/// `$6` (the visit's behaviour) with `seen_at` `$2`, and the visitor's `last_seen_at` moves to `$2`, each only when
+/// older than `$2 - $7`. Returns the history as it was before, newest first, each row with whether the visit was
+/// recorded. One statement: its updates see the snapshot the read saw, and a concurrent refresh of the same row
+/// re-checks the age on the row it waited for, so it writes once.
 pub(crate) const RETURNING_VISIT: &str = "WITH history AS ( \
        SELECT id, seen_at, signals_json FROM observations \
        WHERE visitor_id = $1 AND seen_at >= $3 ORDER BY seen_at DESC, id DESC LIMIT $4 \
      ), identical AS ( \
        SELECT newest.id, newest.seen_at FROM ( \
          SELECT id, seen_at, signals_json FROM history ORDER BY seen_at DESC, id DESC LIMIT 1 \
-       ) AS newest WHERE $5 AND newest.signals_json = $6 \
+       ) AS newest WHERE $5 AND newest.signals_json - CAST('behavior' AS text) = $6 - CAST('behavior' AS text) \
      ), refreshed AS ( \
-       UPDATE observations o SET seen_at = $2 FROM identical i \
+       UPDATE observations o SET seen_at = $2, signals_json = $6 FROM identical i \
        WHERE o.id = i.id AND o.seen_at < CAST($2 AS int8) - CAST($7 AS int8) RETURNING o.id \
      ), touched AS ( \
        UPDATE visitors SET last_seen_at = $2 \

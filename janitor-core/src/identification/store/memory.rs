@@ -191,13 +191,17 @@ impl Inner {
             .collect()
     }
 
-    /// Moves observation `id`, at `slot`, to `seen_at` in every index that holds it.
-    fn refresh(&mut self, slot: Slot, seen_at: i64) {
+    /// Moves observation `id`, at `slot`, to `seen_at` in every index that holds it, as `observation` (the
+    /// same signals, so the same probes; its behaviour may be newer).
+    fn refresh(&mut self, slot: Slot, seen_at: i64, observation: &Observation) {
         let id = slot.1;
         let Some(stored) = self.observations.get_mut(&id) else {
             return;
         };
         stored.seen_at = seen_at;
+        if *stored.observation != *observation {
+            stored.observation = Arc::new(observation.clone());
+        }
         let moved = (seen_at, id);
         self.by_time.remove(&slot);
         self.by_time.insert(moved);
@@ -268,7 +272,10 @@ impl VisitorStore for MemoryVisitorStore {
         let mut inner = self.lock();
         let key = visit.visitor.as_str();
         let history = inner.history(key, history_limit(visit.limit), cutoff);
-        let recorded = visit.refresh && history.first().is_some_and(|o| **o == *visit.observation);
+        let recorded = visit.refresh
+            && history
+                .first()
+                .is_some_and(|o| o.same_signals(visit.observation));
         if recorded {
             let stale = visit.now_ms - REFRESH_INTERVAL_MS;
             let newest = inner
@@ -276,7 +283,7 @@ impl VisitorStore for MemoryVisitorStore {
                 .get(key)
                 .and_then(|v| v.history.last().copied());
             if let Some(slot) = newest.filter(|(seen_at, _)| *seen_at < stale) {
-                inner.refresh(slot, visit.now_ms);
+                inner.refresh(slot, visit.now_ms, visit.observation);
             }
             if let Some(entry) = inner.visitors.get_mut(key) {
                 if entry.last_seen_at < stale {

@@ -84,9 +84,9 @@ pub struct ReturningVisit<'a> {
     pub visitor: &'a VisitorId,
     /// This visit's observation.
     pub observation: &'a Observation,
-    /// The engine would learn `observation` if the newest retained observation were identical to it (it is
-    /// not sparse: see [`compare`](crate::identification::similarity::compare)); only then may the store
-    /// record the visit itself.
+    /// The engine would learn `observation` if the newest retained observation had its signals (it is not
+    /// sparse: see [`compare`](crate::identification::similarity::compare)); only then may the store record
+    /// the visit itself.
     pub refresh: bool,
     /// Most observations to return (see [`history_limit`]).
     pub limit: usize,
@@ -99,7 +99,7 @@ pub struct ReturningVisit<'a> {
 pub struct ReturningHistory {
     /// The retained observations as they were before the call, newest first.
     pub history: Vec<Arc<Observation>>,
-    /// The newest observation was identical to the visit's and `refresh` was set: the visit is recorded (the
+    /// The newest observation had the visit's signals and `refresh` was set: the visit is recorded (the
     /// observation refreshed, the visitor touched) and needs no [`record_visit`](VisitorStore::record_visit).
     pub recorded: bool,
 }
@@ -128,11 +128,14 @@ pub trait VisitorStore: Send + Sync {
     ) -> impl Future<Output = Result<Vec<Arc<Observation>>, StoreError>> + Send;
 
     /// A cookie visit's history read, which records the visit in the same call when it can: when
-    /// `visit.refresh` is set and the newest retained observation equals `visit.observation`, the store moves
-    /// that observation's `seen_at` and the visitor's `last_seen_at` forward to `now_ms` — each only when it is
-    /// older than [`REFRESH_INTERVAL_MS`] — instead of saving a copy, and returns `recorded: true`. Otherwise it
-    /// writes nothing. A returning browser usually sends what it sent last time, so its visit costs one call,
-    /// and its history keeps distinct observations rather than copies of one.
+    /// `visit.refresh` is set and the newest retained observation has the
+    /// [same signals](Observation::same_signals) as `visit.observation` (its behaviour summary may differ),
+    /// the store moves that observation's `seen_at` forward to `now_ms` and gives it the visit's behaviour
+    /// (the whole of `visit.observation`), and moves the visitor's `last_seen_at` forward — each only when it
+    /// is older than [`REFRESH_INTERVAL_MS`] — instead of saving a copy, and returns `recorded: true`.
+    /// Otherwise it writes nothing. A returning browser usually describes the same device as last time, with
+    /// a new page age and event counts, so its visit costs one call, and its history keeps distinct devices
+    /// rather than copies of one; the newest keeps a behaviour summary at most a refresh interval old.
     ///
     /// The default reads the history and records nothing; the engine then calls `record_visit` as it would
     /// without this method.

@@ -8,6 +8,7 @@ use super::observation;
 use crate::identification::candidates::probes_for;
 use crate::identification::config::Retention;
 use crate::identification::observation::Observation;
+use crate::identification::payload::Behavior;
 use crate::identification::store::{
     ReturningHistory, ReturningVisit, VisitorStore, REFRESH_INTERVAL_MS,
 };
@@ -173,6 +174,71 @@ pub async fn returning_visit_touches_a_stale_visitor(
     assert_eq!(
         report.visitors_removed, 1,
         "not touched at the interval exactly"
+    );
+}
+
+/// `o` with a behaviour summary of page age `page_age_ms`, as a browser sends one on every visit.
+fn with_behavior(o: &Observation, page_age_ms: u64) -> Observation {
+    Observation {
+        behavior: Some(Behavior {
+            page_age_ms: Some(page_age_ms),
+            mouse_move_count: Some(page_age_ms % 7),
+            ..Behavior::default()
+        }),
+        ..o.clone()
+    }
+}
+
+/// Case: A returning visit with the newest observation's signals and another behaviour summary (a new page
+/// age, new counts) is recorded like an identical one: no copy, and once the row is older than the refresh
+/// interval it takes the visit's behaviour with its new `seen_at`. Other signals still are not recorded.
+pub async fn returning_visit_refreshes_the_newest_with_new_behaviour(
+    fresh: impl Fresh<Retention, Store: VisitorStore>,
+) {
+    let store = &fresh.store(Retention::default()).await;
+    let (v, a, b) = two_observations(store).await;
+    let before = vec![Arc::new(b.clone()), Arc::new(a.clone())];
+
+    // Within the interval: recorded, nothing written, the stored behaviour unchanged.
+    let at_bound = T0 + 1 + REFRESH_INTERVAL_MS;
+    let first = with_behavior(&b, 1_200);
+    let found = visit(store, &v, &first, true, at_bound).await;
+    assert_eq!((found.history, found.recorded), (before.clone(), true));
+    assert_eq!(seen_at(store, &b, at_bound).await, [T0 + 1, T0]);
+    let history = store
+        .recent_observations(&v, 5, at_bound)
+        .await
+        .expect("history");
+    assert_eq!(history, before, "nothing written within the interval");
+
+    // Past it: the same row moves on and carries this visit's behaviour; still two rows.
+    let past = at_bound + 1;
+    let second = with_behavior(&b, 8_300);
+    let found = visit(store, &v, &second, true, past).await;
+    assert_eq!((found.history, found.recorded), (before.clone(), true));
+    assert_eq!(
+        seen_at(store, &b, past).await,
+        [past, T0],
+        "refreshed, no copy"
+    );
+    let history = store
+        .recent_observations(&v, 5, past)
+        .await
+        .expect("history");
+    assert_eq!(history, vec![Arc::new(second.clone()), Arc::new(a.clone())]);
+
+    // Another device state with the same behaviour is another observation: not recorded, nothing written.
+    let moved = with_behavior(&observation("c"), 8_300);
+    let later = past + 10 * REFRESH_INTERVAL_MS;
+    assert!(!visit(store, &v, &moved, true, later).await.recorded);
+    assert!(
+        !visit(store, &v, &second, false, later).await.recorded,
+        "refresh not allowed"
+    );
+    assert_eq!(
+        seen_at(store, &b, later).await,
+        [past, T0],
+        "nothing written"
     );
 }
 
