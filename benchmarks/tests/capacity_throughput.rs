@@ -193,7 +193,22 @@ fn check(report: &Value) {
             "{round}"
         );
         assert!(round["ratio_alone"].as_f64().unwrap() > 0.0, "{round}");
+        // Identify as janitor.js sends it and with the seeded payload unchanged, in the same round.
+        assert!(
+            round["identical_per_second"].as_f64().unwrap() > 0.0,
+            "{round}"
+        );
+        assert!(
+            round["real_to_identical"].as_f64().unwrap() > 0.0,
+            "{round}"
+        );
     }
+    assert!(
+        report["identify_to_database"]["real_to_identical_ratio"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     assert!(
         report["identify_to_database"]["closed_loop_ratio_alone"]
             .as_f64()

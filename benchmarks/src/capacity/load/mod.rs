@@ -29,7 +29,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::server::identify_request;
+use super::server::client_requests;
 use crate::{number, pairs};
 use sockets::Sockets;
 
@@ -168,11 +168,16 @@ fn settings(args: Vec<String>) -> Result<Settings, String> {
     })
 }
 
-/// The identify requests of the cookie fixture, one per line.
+/// The identify requests of the cookie fixture as janitor.js sends them: each line's signals with a new
+/// behaviour summary on every visit.
 fn requests(cookies: &std::path::Path) -> Result<Vec<Arc<[u8]>>, String> {
-    Ok(crate::capacity::seed::read_cookies(cookies)?
+    let lines = crate::capacity::seed::read_cookies(cookies)?;
+    let known = lines
         .iter()
-        .map(|line| identify_request(&line.visitor, &line.payload).into())
+        .map(|line| (line.visitor.as_str(), line.payload.as_str()));
+    Ok(client_requests(known)?
+        .into_iter()
+        .map(Into::into)
         .collect())
 }
 

@@ -48,6 +48,51 @@ pub fn exit_with_parent() {
     });
 }
 
+/// Behaviour summaries per known visitor in a request list: consecutive requests of one visitor carry different
+/// ones, as a browser's do.
+pub const BEHAVIOR_VARIANTS: u64 = 4;
+
+/// The payload janitor.js sends on visit `visit` of a browser whose signals are the payload `payload`: the same
+/// signals, and a behaviour summary of its own (the page's age and event counts, which change on almost every
+/// page load).
+pub fn with_client_behavior(payload: &str, visit: u64) -> Result<String, String> {
+    let mut value: serde_json::Value =
+        serde_json::from_str(payload).map_err(|e| format!("a cookie payload: {e}"))?;
+    let object = value
+        .as_object_mut()
+        .ok_or("a cookie payload is not a JSON object")?;
+    object.insert(
+        "behavior".to_owned(),
+        serde_json::json!({
+            "pageAgeMs": 800 + visit * 1_733 % 60_000,
+            "mouseMoveCount": visit * 7 % 300,
+            "pointerDownCount": visit % 5,
+            "keyDownCount": visit * 3 % 40,
+            "scrollCount": visit % 11,
+            "visibilityChangeCount": visit % 2,
+        }),
+    );
+    Ok(value.to_string())
+}
+
+/// The cookie-path requests of `known` (visitor id, signals payload) as the real client sends them:
+/// [`BEHAVIOR_VARIANTS`] per visitor, every visitor once before any repeats, so that a load cycling through
+/// them never sends one visitor the same behaviour twice in a row.
+pub fn client_requests<'a>(
+    known: impl IntoIterator<Item = (&'a str, &'a str)> + Clone,
+) -> Result<Vec<Vec<u8>>, String> {
+    let mut requests = Vec::new();
+    for visit in 0..BEHAVIOR_VARIANTS {
+        for (visitor, payload) in known.clone() {
+            requests.push(identify_request(
+                visitor,
+                &with_client_behavior(payload, visit)?,
+            ));
+        }
+    }
+    Ok(requests)
+}
+
 /// The secret every server process of a run shares, as instances of one deployment do.
 pub const SECRET: &str = "capacity-run-secret-capacity-run-secret-0123456789abcdef";
 
@@ -74,4 +119,45 @@ pub struct ServerStats {
     pub failures: u64,
     /// Resident memory of the process in bytes.
     pub rss_bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use janitor_core::VisitorPayload;
+    use janitor_sql::testing::population;
+
+    #[test]
+    fn client_payloads_keep_the_signals_and_vary_the_behaviour() {
+        let seeded = population::payload_json(3).to_string();
+        let parse = |text: &str| {
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            VisitorPayload::from_value(&value).expect("a valid payload")
+        };
+        let visits: Vec<VisitorPayload> = (0..BEHAVIOR_VARIANTS)
+            .map(|visit| parse(&with_client_behavior(&seeded, visit).unwrap()))
+            .collect();
+        for (visit, payload) in visits.iter().enumerate() {
+            assert_eq!(payload.signals, parse(&seeded).signals, "visit {visit}");
+            assert!(payload.behavior.is_some(), "visit {visit}");
+        }
+        for pair in visits.windows(2) {
+            assert_ne!(pair[0].behavior, pair[1].behavior);
+        }
+        assert!(with_client_behavior("[]", 0).is_err());
+    }
+
+    #[test]
+    fn client_requests_take_every_visitor_before_a_repeat() {
+        let known = [("vis_a", "{\"signals\":{}}"), ("vis_b", "{\"signals\":{}}")];
+        let requests = client_requests(known.iter().copied()).unwrap();
+        assert_eq!(requests.len() as u64, 2 * BEHAVIOR_VARIANTS);
+        let visitor = |r: &[u8]| String::from_utf8_lossy(r).contains("__visitor=vis_a");
+        let order: Vec<bool> = requests.iter().map(|r| visitor(r)).collect();
+        assert_eq!(&order[..4], [true, false, true, false]);
+        assert_ne!(
+            requests[0], requests[2],
+            "the same visitor, another behaviour"
+        );
+    }
 }

@@ -1,5 +1,6 @@
 //! The soak's requests: four in five are cookie-path identifications of known visitors (their cookie and the
-//! payload of their seeded observation, going round the fixture), one in five a browser without a cookie (one
+//! signals of their seeded observation with a new behaviour summary each time, as janitor.js sends them, going
+//! round the fixture), one in five a browser without a cookie (one
 //! of [`COOKIELESS_BROWSERS`] browsers of the test population far beyond the fixture's, going round).
 //!
 //! The cookieless browsers go round so that the workload reaches a steady state: the first round creates them,
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use janitor_sql::testing::population;
 
 use super::settings::COOKIELESS_EVERY;
-use crate::capacity::server::{identify_request, ENDPOINT};
+use crate::capacity::server::{client_requests, ENDPOINT};
 use crate::capacity::throughput::generator::Requests;
 
 /// The first browser of the test population sent as a new browser: beyond any fixture of the harness (the
@@ -51,10 +52,9 @@ pub struct Mix {
 impl Mix {
     /// A mix over `known`: one `(visitor id, payload JSON)` per known visitor.
     pub fn new<'a>(known: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Mix, String> {
-        let known: Vec<Vec<u8>> = known
-            .into_iter()
-            .map(|(visitor, payload)| identify_request(visitor, payload))
-            .collect();
+        // As janitor.js sends them: the seeded signals, a new behaviour summary on every visit.
+        let known: Vec<(&str, &str)> = known.into_iter().collect();
+        let known = client_requests(known.iter().copied())?;
         if known.is_empty() {
             return Err("the soak needs at least one known visitor".to_owned());
         }

@@ -1,7 +1,9 @@
 //! The identify rate beside the database's own limit for the same statements: a closed loop of identify
-//! requests with every database connection of the fleet busy, and pgbench replaying the statements at the same
-//! concurrency — the current design's after a helper round trip, the previous design's the same way, and the
-//! current statement alone — in rotating rounds so that changes in the machine's load fall on all four alike.
+//! requests with every database connection of the fleet busy — as the real client sends them (a new behaviour
+//! summary on every visit), and with the seeded payload re-sent unchanged — and pgbench replaying the statements
+//! at the same concurrency — the current design's after a helper round trip, the previous design's the same
+//! way, and the current statement alone — in rotating rounds so that changes in the machine's load fall on all
+//! five alike.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -31,6 +33,8 @@ pub struct Limits {
     pub database_alone: PgbenchReport,
     /// Identify successes per second over all rounds.
     pub identify_per_second: f64,
+    /// The same with the seeded payload re-sent unchanged.
+    pub identical_per_second: f64,
 }
 
 /// The closed-loop identify maximum, as the report gives it.
@@ -71,6 +75,13 @@ pub struct LimitRound {
     /// Identify successes per second ÷ the statement alone's tps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio_alone: Option<f64>,
+    /// Identify successes per second with the seeded payload re-sent unchanged (absent in older reports, whose
+    /// identify requests were all of that kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identical_per_second: Option<f64>,
+    /// Identify as the real client sends it ÷ the identical payload's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real_to_identical: Option<f64>,
 }
 
 /// Runs [`ROUNDS`] rounds of `seconds / ROUNDS` (at least 1 s) per side: identify on one connection per
@@ -82,7 +93,7 @@ pub async fn measure(
     fleet: FleetSettings,
     seconds: u64,
     visitors: &[Visitor],
-    requests: Requests,
+    requests: [Requests; 2],
 ) -> Result<Limits, String> {
     let slots = fleet.workers as usize * fleet.max_in_flight;
     let database_connections = fleet.workers as usize * fleet.pool;
@@ -105,32 +116,41 @@ pub async fn measure(
     pgbench::create_helper(target, visitors).await?;
     let outcome = rounds(target, servers, slots, round_seconds, &replays, requests).await;
     let dropped = pgbench::drop_helper(target).await;
-    let (samples, identify_rounds, [database_rounds, previous_rounds, alone_rounds]) = outcome?;
+    let (
+        samples,
+        [identify_rounds, identical_rounds],
+        [database_rounds, previous_rounds, alone_rounds],
+    ) = outcome?;
     dropped?;
 
     let run_time = Duration::from_secs(round_seconds * ROUNDS as u64);
     let tally = Tally::of(&samples, samples.len() as u64, None);
     let identify_per_second = tally.ok as f64 / run_time.as_secs_f64();
+    let identical_per_second = identical_rounds.iter().sum::<f64>() / ROUNDS as f64;
     let database = replays[0].report(target, &database_rounds);
     let database_previous = replays[1].report(target, &previous_rounds);
     let database_alone = replays[2].report(target, &alone_rounds);
+    let replayed = database_rounds
+        .iter()
+        .zip(&previous_rounds)
+        .zip(&alone_rounds);
     let per_round = identify_rounds
         .iter()
-        .zip(
-            database_rounds
-                .iter()
-                .zip(&previous_rounds)
-                .zip(&alone_rounds),
+        .zip(&identical_rounds)
+        .zip(replayed)
+        .map(
+            |((identify, identical), ((database, previous), alone))| LimitRound {
+                identify_per_second: round1(*identify),
+                pgbench_tps: round1(database.output.tps),
+                ratio: ratio(*identify, database.output.tps),
+                pgbench_previous_tps: round1(previous.output.tps),
+                design_ratio: ratio(database.output.tps, previous.output.tps),
+                pgbench_alone_tps: Some(round1(alone.output.tps)),
+                ratio_alone: ratio(*identify, alone.output.tps),
+                identical_per_second: Some(round1(*identical)),
+                real_to_identical: ratio(*identify, *identical),
+            },
         )
-        .map(|(identify, ((database, previous), alone))| LimitRound {
-            identify_per_second: round1(*identify),
-            pgbench_tps: round1(database.output.tps),
-            ratio: ratio(*identify, database.output.tps),
-            pgbench_previous_tps: round1(previous.output.tps),
-            design_ratio: ratio(database.output.tps, previous.output.tps),
-            pgbench_alone_tps: Some(round1(alone.output.tps)),
-            ratio_alone: ratio(*identify, alone.output.tps),
-        })
         .collect();
     let mut result = tally.report();
     result.completed_per_second = round1(identify_per_second);
@@ -138,7 +158,9 @@ pub async fn measure(
     Ok(Limits {
         identify: IdentifyLimit {
             what: "closed loop of identify requests on one connection per admission slot of the fleet, \
-                 spread evenly, so no request waits for a slot and the database sees the fleet's whole pool"
+                 spread evenly, so no request waits for a slot and the database sees the fleet's whole pool; \
+                 each request as janitor.js sends it (the seeded signals, a new behaviour summary on every \
+                 visit); per_round also gives the same loop with the seeded payload re-sent unchanged"
                 .to_owned(),
             connections: slots,
             database_connections,
@@ -151,6 +173,7 @@ pub async fn measure(
         database_previous,
         database_alone,
         identify_per_second,
+        identical_per_second,
     })
 }
 
@@ -159,44 +182,50 @@ pub fn ratio(a: f64, b: f64) -> Option<f64> {
     (b > 0.0).then(|| (a / b * 1000.0).round() / 1000.0)
 }
 
-/// Sides of a round: identify, then each replay.
-const SIDES: usize = 4;
+/// Sides of a round: identify as the real client sends it, identify with the identical payload, then each
+/// replay.
+const SIDES: usize = 5;
 
-type Rounds = (Vec<Sample>, Vec<f64>, [Vec<pgbench::Round>; SIDES - 1]);
+/// The real client's samples, identify successes per second of each round (real, identical), and pgbench's
+/// rounds of each replay.
+type Rounds = (Vec<Sample>, [Vec<f64>; 2], [Vec<pgbench::Round>; SIDES - 2]);
 
 async fn rounds(
     target: &Target,
     servers: &[SocketAddr],
     slots: usize,
     round_seconds: u64,
-    replays: &[Replay; SIDES - 1],
-    requests: Requests,
+    replays: &[Replay; SIDES - 2],
+    requests: [Requests; 2],
 ) -> Result<Rounds, String> {
     let mut connections = generator::open(servers, slots).await?;
     let mut samples = Vec::new();
-    let mut identify = Vec::new();
-    let mut database: [Vec<pgbench::Round>; SIDES - 1] = Default::default();
+    let mut identify: [Vec<f64>; 2] = Default::default();
+    let mut database: [Vec<pgbench::Round>; SIDES - 2] = Default::default();
     for round in 0..ROUNDS {
         // Rotate which side goes first.
         for step in 0..SIDES {
             let side = (round + step) % SIDES;
-            if side == 0 {
+            if side < 2 {
                 let time = Duration::from_secs(round_seconds);
                 let (back, mut got) =
-                    generator::closed_loop(connections, requests.clone(), time).await?;
+                    generator::closed_loop(connections, requests[side].clone(), time).await?;
                 connections = back;
                 let ok = got.iter().filter(|s| s.status == 200).count();
-                identify.push(ok as f64 / time.as_secs_f64());
-                samples.append(&mut got);
+                identify[side].push(ok as f64 / time.as_secs_f64());
+                if side == 0 {
+                    samples.append(&mut got);
+                }
             } else {
-                database[side - 1].push(replays[side - 1].run(target).await?);
+                database[side - 2].push(replays[side - 2].run(target).await?);
             }
         }
         println!(
-            "throughput: limits round {}: identify {:.0}/s, pgbench {:.0} tps (previous design {:.0} tps, \
-             the statement alone {:.0} tps)",
+            "throughput: limits round {}: identify {:.0}/s (identical payload {:.0}/s), pgbench {:.0} tps \
+             (previous design {:.0} tps, the statement alone {:.0} tps)",
             round + 1,
-            identify[round],
+            identify[0][round],
+            identify[1][round],
             database[0][round].output.tps,
             database[1][round].output.tps,
             database[2][round].output.tps

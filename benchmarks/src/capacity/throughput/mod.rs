@@ -38,7 +38,9 @@ use super::report as reports;
 use super::run::HttpRun;
 use super::seed;
 use super::server::host::host_cores;
-use super::server::{identify_request, Fleet, FleetSettings, ServerStats, BASE_PORT};
+use super::server::{
+    client_requests, identify_request, Fleet, FleetSettings, ServerStats, BASE_PORT,
+};
 use janitor_axum::testing::http1::{self, Connection};
 
 /// Connections of the sweep, as in the reference.
@@ -185,16 +187,26 @@ pub async fn measure(run: &HttpRun, settings: &SweepSettings) -> Result<Throughp
     Ok(report)
 }
 
-/// The known-cookie fixture: one identify request per visitor, and what pgbench binds for each.
+/// The known-cookie fixture: the identify requests of its visitors, as the real client sends them and with the
+/// seeded payload unchanged, and what pgbench binds for each.
 struct Fixture {
+    /// Each visitor's requests as the real client sends them, behaviour changing from one to the next.
     requests: Requests,
+    /// Each visitor's seeded payload, unchanged from one request to the next.
+    identical: Requests,
     visitors: Vec<pgbench::Visitor>,
 }
 
 impl Fixture {
     fn read(path: &Path) -> Result<Fixture, String> {
         let lines = seed::read_cookies(path)?;
-        let requests = lines
+        // What janitor.js sends: the seeded signals with a new behaviour summary on every visit.
+        let requests = client_requests(
+            lines
+                .iter()
+                .map(|l| (l.visitor.as_str(), l.payload.as_str())),
+        )?;
+        let identical = lines
             .iter()
             .map(|line| identify_request(&line.visitor, &line.payload))
             .collect();
@@ -204,6 +216,7 @@ impl Fixture {
             .collect::<Result<_, _>>()?;
         Ok(Fixture {
             requests: Arc::new(requests),
+            identical: Arc::new(identical),
             visitors,
         })
     }
@@ -250,7 +263,7 @@ async fn sweep(
         settings.fleet,
         settings.limit_seconds,
         &fixture.visitors,
-        fixture.requests.clone(),
+        [fixture.requests.clone(), fixture.identical.clone()],
     )
     .await?;
 
@@ -369,6 +382,7 @@ fn identify_to_database(limits: &Limits, points: &[RatePoint]) -> IdentifyToData
     IdentifyToDatabase {
         closed_loop_ratio: ratio(limits.identify_per_second),
         closed_loop_ratio_alone: limits::ratio(limits.identify_per_second, limits.database_alone.tps),
+        real_to_identical_ratio: limits::ratio(limits.identify_per_second, limits.identical_per_second),
         best_clean_sweep_ratio: best_clean.and_then(|p| ratio(p.tally.completed_per_second)),
         best_clean_sweep_rate: best_clean.map(|p| p.offered_rate),
         basis: "identify successes per second ÷ pgbench transactions per second, both with the \

@@ -447,7 +447,10 @@ mod tests {
             "{s}"
         );
         assert!(!s.contains('$'), "{s}");
-        assert!(s.contains("newest.signals_json = :signals_json"), "{s}");
+        assert!(
+            s.contains("= :signals_json - CAST('behavior' AS text)"),
+            "{s}"
+        );
         assert!(
             s.contains("last_seen_at < CAST(:now_ms AS int8) - CAST(:refresh_interval AS int8)"),
             "{s}"
@@ -495,7 +498,7 @@ mod tests {
             "{s}"
         );
         assert!(
-            s.contains("newest.signals_json = (SELECT signals_json FROM pick)"),
+            s.contains("= (SELECT signals_json FROM pick) - CAST('behavior' AS text)"),
             "{s}"
         );
         assert!(s.contains("(SELECT now_ms - 7776000000 FROM pick)"), "{s}");

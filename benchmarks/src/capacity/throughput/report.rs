@@ -167,6 +167,10 @@ pub struct IdentifyToDatabase {
     /// reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_loop_ratio_alone: Option<f64>,
+    /// The closed loop as the real client sends (a new behaviour summary on every visit) ÷ the same loop with
+    /// the seeded payload re-sent unchanged, in the same rounds (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real_to_identical_ratio: Option<f64>,
     /// The best clean sweep point's successes per second ÷ pgbench's tps.
     pub best_clean_sweep_ratio: Option<f64>,
     /// That point's offered rate.
