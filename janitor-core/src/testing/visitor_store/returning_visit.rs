@@ -45,6 +45,18 @@ async fn seen_at<S: VisitorStore>(store: &S, o: &Observation, now_ms: i64) -> Ve
     rows.iter().map(|r| r.seen_at).collect()
 }
 
+/// The visitor's retained observations at `now_ms`, newest first.
+async fn history_at<S: VisitorStore>(
+    store: &S,
+    v: &VisitorId,
+    now_ms: i64,
+) -> Vec<Arc<Observation>> {
+    store
+        .recent_observations(v, 5, now_ms)
+        .await
+        .expect("history")
+}
+
 /// A visitor with observations `a` then `b` (the newest), saved at `T0` and `T0 + 1`.
 async fn two_observations<S: VisitorStore>(store: &S) -> (VisitorId, Observation, Observation) {
     let v = visitor(1);
@@ -89,10 +101,7 @@ pub async fn returning_visit_refreshes_an_identical_newest(
         [past, T0],
         "refreshed, no copy"
     );
-    let history = store
-        .recent_observations(&v, 5, past)
-        .await
-        .expect("history");
+    let history = history_at(store, &v, past).await;
     assert_eq!(
         history, before,
         "the same two observations, in the same order"
@@ -205,10 +214,7 @@ pub async fn returning_visit_refreshes_the_newest_with_new_behaviour(
     let found = visit(store, &v, &first, true, at_bound).await;
     assert_eq!((found.history, found.recorded), (before.clone(), true));
     assert_eq!(seen_at(store, &b, at_bound).await, [T0 + 1, T0]);
-    let history = store
-        .recent_observations(&v, 5, at_bound)
-        .await
-        .expect("history");
+    let history = history_at(store, &v, at_bound).await;
     assert_eq!(history, before, "nothing written within the interval");
 
     // Past it: the same row moves on and carries this visit's behaviour; still two rows.
@@ -221,10 +227,7 @@ pub async fn returning_visit_refreshes_the_newest_with_new_behaviour(
         [past, T0],
         "refreshed, no copy"
     );
-    let history = store
-        .recent_observations(&v, 5, past)
-        .await
-        .expect("history");
+    let history = history_at(store, &v, past).await;
     assert_eq!(history, vec![Arc::new(second.clone()), Arc::new(a.clone())]);
 
     // Another device state with the same behaviour is another observation: not recorded, nothing written.
