@@ -281,9 +281,11 @@ async fn sweep(
         fixture: FixtureReport {
             visitors: fixture.visitors.len(),
             schema: run.target.schema.clone(),
-            requests: "POST /api/visitor with the visitor's own __visitor cookie and the payload it sent \
-                 before (the cookie path: one history read that refreshes the identical newest observation \
-                 and touches the visitor at most once a minute); request n uses visitor n mod visitors"
+            requests: "POST /api/visitor with the visitor's own __visitor cookie and its seeded signals with \
+                 a new behaviour summary on every visit, as janitor.js sends them (the cookie path: one history \
+                 read that refreshes the newest observation of the same signals and touches the visitor at most \
+                 once a minute); request n uses visitor n mod visitors, with behaviour variant n div visitors \
+                 mod 4; the limits' identical-payload side re-sends the seeded payload unchanged"
                 .to_owned(),
         },
         points,
