@@ -227,6 +227,7 @@ async fn serve_commands(mut sockets: Sockets) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capacity::server::BEHAVIOR_VARIANTS;
 
     fn args(text: &str) -> Vec<String> {
         text.split_whitespace().map(str::to_owned).collect()
@@ -283,10 +284,15 @@ mod tests {
         let path = std::env::temp_dir().join(format!("load-cookies-{}.tsv", std::process::id()));
         std::fs::write(&path, "vis_a\t{\"signals\":{}}\n\nvis_b\t{}\n").unwrap();
         let r = requests(&path).unwrap();
-        assert_eq!(r.len(), 2);
-        let first = String::from_utf8(r[0].to_vec()).unwrap();
+        // Each visitor in every behaviour variant, every visitor before a repeat.
+        assert_eq!(r.len() as u64, 2 * BEHAVIOR_VARIANTS);
+        let text = |i: usize| String::from_utf8(r[i].to_vec()).unwrap();
+        let (first, again) = (text(0), text(2));
         assert!(first.contains("Cookie: __visitor=vis_a\r\n"), "{first}");
-        assert!(first.ends_with("{\"signals\":{}}"), "{first}");
+        assert!(again.contains("Cookie: __visitor=vis_a\r\n"), "{again}");
+        assert!(first.contains("\"signals\":{}"), "{first}");
+        assert!(first.contains("\"behavior\":{"), "{first}");
+        assert_ne!(first, again, "another behaviour on the next visit");
         std::fs::write(&path, "no tab here\n").unwrap();
         assert!(requests(&path).unwrap_err().contains("no tab"));
         std::fs::write(&path, "").unwrap();
