@@ -139,6 +139,103 @@ fn rate_sweep(report: &Value) -> Result<String, String> {
     Ok(table)
 }
 
+/// How a figure of the limits table is written.
+#[derive(Clone, Copy)]
+enum Cell {
+    Rate,
+    Ratio,
+}
+
+/// When a row of the limits table is drawn: newer reports hold more figures.
+#[derive(Clone, Copy)]
+enum When {
+    Always,
+    /// The report has a value at this path.
+    Has(&'static str),
+    /// The report has no value at this path.
+    Lacks(&'static str),
+}
+
+/// A row of the limits table: its label, the per-round key, the overall figure's path (the rounds' mean when
+/// the report holds none), how it is written, and when it is drawn.
+type LimitRow = (&'static str, &'static str, Option<&'static str>, Cell, When);
+
+/// Reports that compare the two payloads name the real client's; older ones re-sent the seeded payload.
+const REAL: &str = "identify_to_database.real_to_identical_ratio";
+
+const LIMIT_ROWS: &[LimitRow] = &[
+    (
+        "identify, closed loop",
+        "identify_per_second",
+        Some("identify_limit.result.completed_per_second"),
+        Cell::Rate,
+        When::Lacks(REAL),
+    ),
+    (
+        "identify, closed loop, as janitor.js sends",
+        "identify_per_second",
+        Some("identify_limit.result.completed_per_second"),
+        Cell::Rate,
+        When::Has(REAL),
+    ),
+    (
+        "identify, the seeded payload re-sent unchanged",
+        "identical_per_second",
+        None,
+        Cell::Rate,
+        When::Has(REAL),
+    ),
+    (
+        "as janitor.js sends ÷ unchanged",
+        "real_to_identical",
+        Some(REAL),
+        Cell::Ratio,
+        When::Has(REAL),
+    ),
+    (
+        "pgbench, current statement after a helper round trip",
+        "pgbench_tps",
+        Some("pgbench.tps"),
+        Cell::Rate,
+        When::Always,
+    ),
+    (
+        "pgbench, previous two statements after a helper round trip",
+        "pgbench_previous_tps",
+        Some("pgbench_previous.tps"),
+        Cell::Rate,
+        When::Always,
+    ),
+    (
+        "pgbench, current statement alone",
+        "pgbench_alone_tps",
+        Some("pgbench_alone.tps"),
+        Cell::Rate,
+        When::Has("pgbench_alone.tps"),
+    ),
+    (
+        "current ÷ previous on pgbench",
+        "design_ratio",
+        Some("design_ratio"),
+        Cell::Ratio,
+        When::Always,
+    ),
+    (
+        "identify ÷ current pgbench (helper included)",
+        "ratio",
+        Some("identify_to_database.closed_loop_ratio"),
+        Cell::Ratio,
+        When::Always,
+    ),
+    (
+        "identify ÷ the statement alone",
+        "ratio_alone",
+        Some("identify_to_database.closed_loop_ratio_alone"),
+        Cell::Ratio,
+        When::Has("identify_to_database.closed_loop_ratio_alone"),
+    ),
+];
+
 fn database_limits(report: &Value) -> Result<String, String> {
     let rounds = report["identify_limit"]["per_round"]
         .as_array()
@@ -150,92 +247,37 @@ fn database_limits(report: &Value) -> Result<String, String> {
     table.push_str(" all |\n|---|");
     table.push_str(&"---|".repeat(rounds.len() + 1));
     table.push('\n');
-    let alone = report.get("pgbench_alone").filter(|v| !v.is_null());
-    let mut row = |label: &str, key: &str, all: String, format: fn(f64) -> String| {
-        let _ = write!(table, "| {label} |");
-        for round in rounds {
-            let cell = round
-                .get(key)
-                .and_then(Value::as_f64)
-                .map_or("–".to_owned(), format);
-            let _ = write!(table, " {cell} |");
+    let has = |path: &str| number(report, path).is_ok();
+    for &(label, key, all, cell, when) in LIMIT_ROWS {
+        let drawn = match when {
+            When::Always => true,
+            When::Has(path) => has(path),
+            When::Lacks(path) => !has(path),
+        };
+        if !drawn {
+            continue;
         }
-        let _ = writeln!(table, " {all} |");
-    };
-    let rate = |x: f64| format!("{}/s", count(x));
-    let ratio = |x: f64| format!("{x:.2}");
-    let all_rate = |path: &str| number(report, path).map(rate);
-    let all_ratio = |path: &str| number(report, path).map(|x| format!("**{x:.2}**"));
-    // Reports that compare the two payloads name the real client's; older ones re-sent the seeded payload.
-    let identical = report["identify_to_database"]
-        .get("real_to_identical_ratio")
-        .filter(|v| !v.is_null());
-    row(
-        match identical {
-            Some(_) => "identify, closed loop, as janitor.js sends",
-            None => "identify, closed loop",
-        },
-        "identify_per_second",
-        all_rate("identify_limit.result.completed_per_second")?,
-        rate,
-    );
-    if identical.is_some() {
-        let each = rounds
+        let each: Vec<Option<f64>> = rounds
             .iter()
-            .filter_map(|r| r.get("identical_per_second")?.as_f64());
-        let all = each.sum::<f64>() / rounds.len().max(1) as f64;
-        row(
-            "identify, the seeded payload re-sent unchanged",
-            "identical_per_second",
-            rate(all),
-            rate,
-        );
-        row(
-            "as janitor.js sends ÷ unchanged",
-            "real_to_identical",
-            all_ratio("identify_to_database.real_to_identical_ratio")?,
-            ratio,
-        );
-    }
-    row(
-        "pgbench, current statement after a helper round trip",
-        "pgbench_tps",
-        all_rate("pgbench.tps")?,
-        rate,
-    );
-    row(
-        "pgbench, previous two statements after a helper round trip",
-        "pgbench_previous_tps",
-        all_rate("pgbench_previous.tps")?,
-        rate,
-    );
-    if alone.is_some() {
-        row(
-            "pgbench, current statement alone",
-            "pgbench_alone_tps",
-            all_rate("pgbench_alone.tps")?,
-            rate,
-        );
-    }
-    row(
-        "current ÷ previous on pgbench",
-        "design_ratio",
-        all_ratio("design_ratio")?,
-        ratio,
-    );
-    row(
-        "identify ÷ current pgbench (helper included)",
-        "ratio",
-        all_ratio("identify_to_database.closed_loop_ratio")?,
-        ratio,
-    );
-    if alone.is_some() {
-        row(
-            "identify ÷ the statement alone",
-            "ratio_alone",
-            all_ratio("identify_to_database.closed_loop_ratio_alone")?,
-            ratio,
-        );
+            .map(|r| r.get(key).and_then(Value::as_f64))
+            .collect();
+        let overall = match all {
+            Some(path) => number(report, path)?,
+            None => each.iter().flatten().sum::<f64>() / rounds.len().max(1) as f64,
+        };
+        let write = |x: f64| match cell {
+            Cell::Rate => format!("{}/s", count(x)),
+            Cell::Ratio => format!("{x:.2}"),
+        };
+        let _ = write!(table, "| {label} |");
+        for value in &each {
+            let _ = write!(table, " {} |", value.map_or("–".to_owned(), write));
+        }
+        let overall = match cell {
+            Cell::Rate => write(overall),
+            Cell::Ratio => format!("**{}**", write(overall)),
+        };
+        let _ = writeln!(table, " {overall} |");
     }
     Ok(table)
 }
@@ -283,6 +325,34 @@ mod tests {
         assert_eq!(count(29_817.0), "29,817");
         assert_eq!(count(1_400.8), "1,401");
         assert_eq!(count(2_000_000.0), "2,000,000");
+    }
+
+    #[test]
+    fn an_older_report_draws_only_the_rows_it_holds() {
+        let round = serde_json::json!({"identify_per_second": 2210.0, "pgbench_tps": 4247.9,
+            "pgbench_previous_tps": 1378.6, "design_ratio": 3.081, "ratio": 0.52});
+        let report = serde_json::json!({
+            "identify_limit": {"per_round": [round], "result": {"completed_per_second": 2210.0}},
+            "pgbench": {"tps": 4247.9}, "pgbench_previous": {"tps": 1378.6}, "design_ratio": 3.081,
+            "identify_to_database": {"closed_loop_ratio": 0.52}
+        });
+        let table = database_limits(&report).unwrap();
+        assert!(
+            table.contains("| identify, closed loop | 2,210/s | 2,210/s |\n"),
+            "{table}"
+        );
+        for newer in ["as janitor.js", "unchanged", "alone"] {
+            assert!(!table.contains(newer), "{newer} in {table}");
+        }
+        assert!(
+            table.contains("| identify ÷ current pgbench (helper included) | 0.52 | **0.52** |"),
+            "{table}"
+        );
+        let mut broken = report.clone();
+        broken["pgbench"] = serde_json::json!({});
+        assert!(database_limits(&broken)
+            .unwrap_err()
+            .contains("pgbench.tps"));
     }
 
     #[test]
