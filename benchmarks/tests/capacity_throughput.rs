@@ -48,7 +48,7 @@ async fn a_short_sweep_reports_every_part() {
             rates: vec![50, 200],
             rate_time: Duration::from_secs(1),
             search: true,
-            probe_time: Duration::from_secs(1),
+            window_time: Duration::from_secs(1),
             limit_seconds: 2,
             overhead: (16, 2, Duration::from_millis(500)),
             output: scratch.join("out"),

@@ -179,6 +179,9 @@ mod tests {
         }
         assert!(a.abs_diff(b) >= 110, "{a} and {b} overlap");
         assert!(free_span(0).is_err());
+        // The whole range fits once; one port more does not.
+        let room = ephemeral.clamp(FIRST + 1, END) - FIRST;
+        assert!(free_span(room + 1).unwrap_err().contains("fit below"));
     }
 
     #[test]

@@ -284,6 +284,17 @@ async fn measure(lookup: &Target, env: &CapacityEnv) -> Result<LookupFigures, St
     Ok(report)
 }
 
+/// How long the candidate lookup of browser `n` took on `store`.
+async fn timed_lookup(store: &PgVisitorStore, n: u64) -> Result<Duration, String> {
+    let probes = probes_for(&population::observation(n));
+    let began = Instant::now();
+    store
+        .find_candidate_rows(&probes, now_ms())
+        .await
+        .map_err(|e| format!("candidate lookup of browser {n}: {e}"))?;
+    Ok(began.elapsed())
+}
+
 /// What the samples of every way measured.
 struct Sampled {
     designs: Vec<Samples>,
@@ -336,14 +347,8 @@ async fn sample(database: &janitor_sql::Database, env: &CapacityEnv) -> Result<S
         for turn in 0..DESIGNS.len() {
             let design = (turn + i as usize) % DESIGNS.len();
             let cold = cold_browser(i, design, env.samples, visitors);
-            let probes = probes_for(&population::observation(cold));
-            let began = Instant::now();
-            engines[design]
-                .store()
-                .find_candidate_rows(&probes, now_ms())
-                .await
-                .map_err(|e| format!("candidate lookup of browser {cold}: {e}"))?;
-            sampled.designs[design].cold.push(began.elapsed());
+            let took = timed_lookup(engines[design].store(), cold).await?;
+            sampled.designs[design].cold.push(took);
         }
         let n = browser(i, visitors);
         let probes = probes_for(&population::observation(n));

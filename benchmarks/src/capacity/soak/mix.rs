@@ -1,7 +1,7 @@
 //! The soak's requests: four in five are cookie-path identifications of known visitors (their cookie and the
 //! signals of their seeded observation with a new behaviour summary each time, as janitor.js sends them, going
-//! round the fixture), one in five a browser without a cookie (one
-//! of [`COOKIELESS_BROWSERS`] browsers of the test population far beyond the fixture's, going round).
+//! round the fixture), one in five a browser without a cookie (one of [`COOKIELESS_BROWSERS`] browsers of the
+//! test population far beyond the fixture's, going round).
 //!
 //! The cookieless browsers go round so that the workload reaches a steady state: the first round creates them,
 //! later rounds are returns without a cookie that the matcher restores, and once every visitor holds its

@@ -130,28 +130,10 @@ pub async fn measure(
     let database = replays[0].report(target, &database_rounds);
     let database_previous = replays[1].report(target, &previous_rounds);
     let database_alone = replays[2].report(target, &alone_rounds);
-    let replayed = database_rounds
-        .iter()
-        .zip(&previous_rounds)
-        .zip(&alone_rounds);
-    let per_round = identify_rounds
-        .iter()
-        .zip(&identical_rounds)
-        .zip(replayed)
-        .map(
-            |((identify, identical), ((database, previous), alone))| LimitRound {
-                identify_per_second: round1(*identify),
-                pgbench_tps: round1(database.output.tps),
-                ratio: ratio(*identify, database.output.tps),
-                pgbench_previous_tps: round1(previous.output.tps),
-                design_ratio: ratio(database.output.tps, previous.output.tps),
-                pgbench_alone_tps: Some(round1(alone.output.tps)),
-                ratio_alone: ratio(*identify, alone.output.tps),
-                identical_per_second: Some(round1(*identical)),
-                real_to_identical: ratio(*identify, *identical),
-            },
-        )
-        .collect();
+    let per_round = per_round(
+        [&identify_rounds, &identical_rounds],
+        [&database_rounds, &previous_rounds, &alone_rounds],
+    );
     let mut result = tally.report();
     result.completed_per_second = round1(identify_per_second);
     result.overloads_per_second = round1(tally.overloaded as f64 / run_time.as_secs_f64());
@@ -175,6 +157,30 @@ pub async fn measure(
         identify_per_second,
         identical_per_second,
     })
+}
+
+/// Each round of every side side by side: identify (real, identical) against each replay.
+fn per_round(
+    [identify, identical]: [&[f64]; 2],
+    [database, previous, alone]: [&[pgbench::Round]; SIDES - 2],
+) -> Vec<LimitRound> {
+    (0..identify.len())
+        .map(|i| {
+            let tps = |rounds: &[pgbench::Round]| rounds[i].output.tps;
+            let (real, same) = (identify[i], identical[i]);
+            LimitRound {
+                identify_per_second: round1(real),
+                pgbench_tps: round1(tps(database)),
+                ratio: ratio(real, tps(database)),
+                pgbench_previous_tps: round1(tps(previous)),
+                design_ratio: ratio(tps(database), tps(previous)),
+                pgbench_alone_tps: Some(round1(tps(alone))),
+                ratio_alone: ratio(real, tps(alone)),
+                identical_per_second: Some(round1(same)),
+                real_to_identical: ratio(real, same),
+            }
+        })
+        .collect()
 }
 
 /// `a ÷ b` to three decimals, when `b` is positive.

@@ -40,6 +40,7 @@ use super::seed;
 use super::server::host::host_cores;
 use super::server::{
     client_requests, identify_request, Fleet, FleetSettings, ServerStats, BASE_PORT,
+    BEHAVIOR_VARIANTS,
 };
 use janitor_axum::testing::http1::{self, Connection};
 
@@ -94,8 +95,8 @@ pub struct SweepSettings {
     pub rate_time: Duration,
     /// Search for the highest clean rate.
     pub search: bool,
-    /// Time per search probe.
-    pub probe_time: Duration,
+    /// Time of each of a search probe's consecutive windows.
+    pub window_time: Duration,
     /// Seconds of the pgbench run and of the closed-loop identify maximum it is compared with.
     pub limit_seconds: u64,
     /// Connections, rounds and time per round and route of the admission-overhead loops.
@@ -121,7 +122,7 @@ impl SweepSettings {
             rates: run.env.rates.clone(),
             rate_time: Duration::from_secs(run.env.rate_seconds),
             search: run.env.search,
-            probe_time: Duration::from_secs(run.env.rate_seconds.min(search::WINDOW_SECONDS)),
+            window_time: Duration::from_secs(run.env.rate_seconds.min(search::WINDOW_SECONDS)),
             limit_seconds: run.env.rate_seconds,
             overhead: (
                 OVERHEAD_CONNECTIONS,
@@ -247,7 +248,7 @@ async fn sweep(
     let (back, generator_baseline) = baseline(connections, settings).await?;
     connections = back;
     let search = if settings.search {
-        let (back, search) = search::run(fleet, connections, fixture, settings.probe_time).await?;
+        let (back, search) = search::run(fleet, connections, fixture, settings.window_time).await?;
         connections = back;
         Some(search)
     } else {
@@ -281,12 +282,13 @@ async fn sweep(
         fixture: FixtureReport {
             visitors: fixture.visitors.len(),
             schema: run.target.schema.clone(),
-            requests: "POST /api/visitor with the visitor's own __visitor cookie and its seeded signals with \
-                 a new behaviour summary on every visit, as janitor.js sends them (the cookie path: one history \
-                 read that refreshes the newest observation of the same signals and touches the visitor at most \
-                 once a minute); request n uses visitor n mod visitors, with behaviour variant n div visitors \
-                 mod 4; the limits' identical-payload side re-sends the seeded payload unchanged"
-                .to_owned(),
+            requests: format!(
+                "POST /api/visitor with the visitor's own __visitor cookie and its seeded signals with a new \
+                 behaviour summary on every visit, as janitor.js sends them (the cookie path: one history read \
+                 that refreshes the newest observation of the same signals and touches the visitor at most once \
+                 a minute); request n uses visitor n mod visitors, with behaviour variant n div visitors mod \
+                 {BEHAVIOR_VARIANTS}; the limits' identical-payload side re-sends the seeded payload unchanged"
+            ),
         },
         points,
         generator_baseline,
