@@ -243,6 +243,13 @@ pub async fn returning_visit_refreshes_the_newest_with_new_behaviour(
         [past, T0],
         "nothing written"
     );
+
+    // And the other way: a visit without a behaviour summary refreshes a newest row that has one.
+    let found = visit(store, &v, &b, true, later).await;
+    assert!(found.recorded, "no behaviour against a stored one");
+    assert_eq!(seen_at(store, &b, later).await, [later, T0]);
+    let history = history_at(store, &v, later).await;
+    assert_eq!(history, vec![Arc::new(b.clone()), Arc::new(a.clone())]);
 }
 
 /// Case: Concurrent identical visits refresh the one row and add none.
