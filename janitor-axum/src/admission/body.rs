@@ -6,33 +6,37 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
 
 use super::AdmissionPermit;
 
-/// The body of an answer from an [`AdmissionService`](super::AdmissionService): the inner service's body,
-/// holding its request's slot until the body ends, fails or is dropped, or the fixed body of a refusal.
-pub struct AdmissionBody<B> {
-    kind: Kind<B>,
+pin_project! {
+    /// The body of an answer from an [`AdmissionService`](super::AdmissionService): the inner service's body,
+    /// holding its request's slot until the body ends, fails or is dropped, or the fixed body of a refusal.
+    pub struct AdmissionBody<B> {
+        #[pin]
+        kind: Kind<B>,
+    }
 }
 
-enum Kind<B> {
-    // Boxed so any body type works without pin projection, which this crate does without.
-    Admitted {
-        inner: Pin<Box<B>>,
-        permit: Option<AdmissionPermit>,
-    },
-    Busy {
-        json: Option<Bytes>,
-    },
+pin_project! {
+    #[project = KindProjection]
+    enum Kind<B> {
+        Admitted {
+            #[pin]
+            inner: B,
+            permit: Option<AdmissionPermit>,
+        },
+        Busy {
+            json: Option<Bytes>,
+        },
+    }
 }
 
 impl<B> AdmissionBody<B> {
     pub(super) fn admitted(inner: B, permit: Option<AdmissionPermit>) -> Self {
         AdmissionBody {
-            kind: Kind::Admitted {
-                inner: Box::pin(inner),
-                permit,
-            },
+            kind: Kind::Admitted { inner, permit },
         }
     }
 
@@ -66,18 +70,18 @@ where
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        match &mut self.get_mut().kind {
-            Kind::Admitted { inner, permit } => {
+        match self.project().kind.project() {
+            KindProjection::Admitted { inner, permit } => {
                 // Held in a local while the inner body runs, so a panic there frees the slot while unwinding.
                 let held = permit.take();
-                let frame = inner.as_mut().poll_frame(cx);
+                let frame = inner.poll_frame(cx);
                 match &frame {
                     Poll::Ready(None) | Poll::Ready(Some(Err(_))) => drop(held),
                     Poll::Ready(Some(Ok(_))) | Poll::Pending => *permit = held,
                 }
                 frame
             }
-            Kind::Busy { json } => {
+            KindProjection::Busy { json } => {
                 Poll::Ready(json.take().map(|json| Ok(Frame::data(json.into()))))
             }
         }

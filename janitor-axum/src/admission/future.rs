@@ -11,6 +11,7 @@ use bytes::{Buf, Bytes};
 use http::header::{CONNECTION, EXPECT};
 use http::{HeaderValue, Request, Response, Version};
 use http_body::Body;
+use pin_project_lite::pin_project;
 use tokio::time::Sleep;
 use tower::util::Oneshot;
 use tower::Service;
@@ -22,25 +23,33 @@ use crate::refusal::Refusal;
 /// ready frames cannot keep the drain from checking its deadline.
 const DRAIN_FRAMES_PER_POLL: usize = 64;
 
-/// The answer of an [`AdmissionService`](super::AdmissionService) to one request.
-pub struct ResponseFuture<S, ReqBody>
-where
-    S: Service<Request<ReqBody>>,
-{
-    state: State<S, ReqBody>,
+pin_project! {
+    /// The answer of an [`AdmissionService`](super::AdmissionService) to one request.
+    pub struct ResponseFuture<S, ReqBody>
+    where
+        S: Service<Request<ReqBody>>,
+    {
+        #[pin]
+        state: State<S, ReqBody>,
+    }
 }
 
-enum State<S, ReqBody>
-where
-    S: Service<Request<ReqBody>>,
-{
-    Admitted {
-        // Boxed so any inner future works without pin projection, which this crate does without.
-        call: Pin<Box<Oneshot<S, Request<ReqBody>>>>,
-        permit: Option<AdmissionPermit>,
-    },
-    Refused(UnreadBody<ReqBody>),
-    Done,
+pin_project! {
+    #[project = StateProjection]
+    enum State<S, ReqBody>
+    where
+        S: Service<Request<ReqBody>>,
+    {
+        Admitted {
+            #[pin]
+            call: Oneshot<S, Request<ReqBody>>,
+            permit: Option<AdmissionPermit>,
+        },
+        Refused {
+            unread: UnreadBody<ReqBody>,
+        },
+        Done,
+    }
 }
 
 /// What a refused request needs before its answer.
@@ -68,7 +77,7 @@ where
     pub(super) fn admitted(call: Oneshot<S, Request<ReqBody>>, permit: AdmissionPermit) -> Self {
         ResponseFuture {
             state: State::Admitted {
-                call: Box::pin(call),
+                call,
                 permit: Some(permit),
             },
         }
@@ -76,7 +85,9 @@ where
 
     pub(super) fn refused(request: Request<ReqBody>, config: &AdmissionConfig) -> Self {
         ResponseFuture {
-            state: State::Refused(UnreadBody::plan(request, config)),
+            state: State::Refused {
+                unread: UnreadBody::plan(request, config),
+            },
         }
     }
 }
@@ -165,36 +176,30 @@ where
     type Output = Result<Response<AdmissionBody<ResBody>>, S::Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        match &mut this.state {
-            State::Admitted { call, permit } => {
+        let mut state = self.project().state;
+        let answer = match state.as_mut().project() {
+            StateProjection::Admitted { call, permit } => {
                 // Held in a local while the inner future runs, so a panic there frees the slot while unwinding,
                 // even if whoever catches the panic keeps this future alive.
                 let held = permit.take();
-                match call.as_mut().poll(cx) {
+                match call.poll(cx) {
                     Poll::Pending => {
                         *permit = held;
-                        Poll::Pending
+                        return Poll::Pending;
                     }
-                    Poll::Ready(result) => {
-                        this.state = State::Done;
-                        // On an error `held` is dropped here; on a response it moves into the body.
-                        Poll::Ready(result.map(|response| {
-                            response.map(|body| AdmissionBody::admitted(body, held))
-                        }))
-                    }
+                    // On an error `held` is dropped here; on a response it moves into the body.
+                    Poll::Ready(result) => result
+                        .map(|response| response.map(|body| AdmissionBody::admitted(body, held))),
                 }
             }
-            State::Refused(refusal) => {
-                let close = match refusal.poll_close(cx) {
-                    Poll::Ready(close) => close,
-                    Poll::Pending => return Poll::Pending,
-                };
-                this.state = State::Done;
-                Poll::Ready(Ok(busy_response(close)))
-            }
-            State::Done => panic!("admission response future polled after completion"),
-        }
+            StateProjection::Refused { unread } => match unread.poll_close(cx) {
+                Poll::Ready(close) => Ok(busy_response(close)),
+                Poll::Pending => return Poll::Pending,
+            },
+            StateProjection::Done => panic!("admission response future polled after completion"),
+        };
+        state.set(State::Done);
+        Poll::Ready(answer)
     }
 }
 
@@ -205,8 +210,12 @@ where
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
             State::Admitted { .. } => "admitted",
-            State::Refused(UnreadBody::Answer { .. }) => "refused",
-            State::Refused(UnreadBody::Drain(_)) => "draining refused body",
+            State::Refused {
+                unread: UnreadBody::Answer { .. },
+            } => "refused",
+            State::Refused {
+                unread: UnreadBody::Drain(_),
+            } => "draining refused body",
             State::Done => "done",
         };
         f.debug_struct("ResponseFuture")

@@ -47,7 +47,7 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 
 pub use body::AdmissionBody;
 pub use config::{
@@ -71,11 +71,13 @@ type OverloadCallback = Arc<dyn Fn() + Send + Sync>;
 /// The bound on requests in flight for one adapter instance. Cheap to clone; every clone shares the slots.
 #[derive(Clone)]
 pub struct Admission {
-    semaphore: Arc<Semaphore>,
+    // One allocation for the slots and the settings: an admitted request clones this handle into its slot, and
+    // every shared counter it touches costs a cache line passed between cores.
     shared: Arc<Shared>,
 }
 
 struct Shared {
+    semaphore: Semaphore,
     config: AdmissionConfig,
     on_overload: RwLock<Option<OverloadCallback>>,
 }
@@ -87,12 +89,10 @@ pub struct AdmissionPermit {
 }
 
 impl AdmissionPermit {
-    fn new(permit: OwnedSemaphorePermit, admission: &Admission) -> Self {
+    /// A permit for a slot already taken from `admission`'s semaphore (and forgotten there).
+    fn held(admission: &Admission) -> Self {
         AdmissionPermit {
-            cell: Arc::new(SlotCell {
-                permit: std::sync::Mutex::new(Some(permit)),
-                admission: admission.clone(),
-            }),
+            cell: Arc::new(SlotCell::held(admission.clone())),
         }
     }
 
@@ -121,8 +121,8 @@ impl Admission {
     /// A new bound with its own slots.
     pub fn new(config: AdmissionConfig) -> Self {
         Admission {
-            semaphore: Arc::new(Semaphore::new(config.max_in_flight_requests())),
             shared: Arc::new(Shared {
+                semaphore: Semaphore::new(config.max_in_flight_requests()),
                 config,
                 on_overload: RwLock::new(None),
             }),
@@ -142,7 +142,7 @@ impl Admission {
     /// Requests holding a slot right now, counted across every clone, layer and route.
     pub fn in_flight(&self) -> usize {
         self.max_in_flight()
-            .saturating_sub(self.semaphore.available_permits())
+            .saturating_sub(self.shared.semaphore.available_permits())
     }
 
     /// A layer drawing from this bound's slots. Make as many as needed; they all share the limit.
@@ -168,13 +168,26 @@ impl Admission {
     /// A slot for work that does not go through the layer (direct calls from server code), or [`Busy`] at once
     /// when every slot is taken. A refusal here calls the overload callback like a refused request does.
     pub fn try_admit(&self) -> Result<AdmissionPermit, Busy> {
-        match Arc::clone(&self.semaphore).try_acquire_owned() {
-            Ok(permit) => Ok(AdmissionPermit::new(permit, self)),
+        self.try_take_slot()?;
+        Ok(AdmissionPermit::held(self))
+    }
+
+    /// Takes a slot that only [`Admission::give_back_slot`] frees (the slot cell keeps the count), or refuses.
+    fn try_take_slot(&self) -> Result<(), Busy> {
+        match self.shared.semaphore.try_acquire() {
+            Ok(permit) => {
+                permit.forget();
+                Ok(())
+            }
             Err(_) => {
                 self.overloaded();
                 Err(Busy)
             }
         }
+    }
+
+    fn give_back_slot(&self) {
+        self.shared.semaphore.add_permits(1);
     }
 
     fn overloaded(&self) {

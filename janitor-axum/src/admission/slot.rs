@@ -8,42 +8,59 @@
 //! payload, never notices.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
-
-use tokio::sync::OwnedSemaphorePermit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Weak;
 
 use super::{Admission, Busy};
 
-/// The shared state of one admitted request's slot: held or lent.
+/// The shared state of one admitted request's slot: held or lent. The slot is counted in the admission's
+/// semaphore only through this flag, so taking, lending and freeing it touch one cell and the semaphore.
 pub(super) struct SlotCell {
-    pub(super) permit: Mutex<Option<OwnedSemaphorePermit>>,
+    held: AtomicBool,
     pub(super) admission: Admission,
 }
 
 impl SlotCell {
+    /// The cell of a slot `admission` has just given.
+    pub(super) fn held(admission: Admission) -> Self {
+        SlotCell {
+            held: AtomicBool::new(true),
+            admission,
+        }
+    }
+
+    fn is_held(&self) -> bool {
+        self.held.load(Ordering::Acquire)
+    }
+
     fn lend(&self) {
-        // Dropping the permit frees the slot; a poisoned lock still holds a valid `Option`.
-        drop(
-            self.permit
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take(),
-        );
+        if self.held.swap(false, Ordering::AcqRel) {
+            self.admission.give_back_slot();
+        }
     }
 
     fn take_back(&self) -> Result<(), Busy> {
-        let mut held = self.permit.lock().unwrap_or_else(PoisonError::into_inner);
-        if held.is_none() {
-            match Arc::clone(&self.admission.semaphore).try_acquire_owned() {
-                Ok(permit) => *held = Some(permit),
-                Err(_) => {
-                    drop(held);
-                    self.admission.overloaded();
-                    return Err(Busy);
-                }
-            }
+        if self.is_held() {
+            return Ok(());
+        }
+        self.admission.try_take_slot()?;
+        // Two handles taking the slot back at once must not hold two slots for one request.
+        if self
+            .held
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            self.admission.give_back_slot();
         }
         Ok(())
+    }
+}
+
+impl Drop for SlotCell {
+    fn drop(&mut self) {
+        if *self.held.get_mut() {
+            self.admission.give_back_slot();
+        }
     }
 }
 
@@ -82,12 +99,7 @@ impl AdmissionSlot {
 
     /// Whether the slot is held now (not lent, and its request not finished).
     pub fn is_held(&self) -> bool {
-        self.cell.upgrade().is_some_and(|cell| {
-            cell.permit
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .is_some()
-        })
+        self.cell.upgrade().is_some_and(|cell| cell.is_held())
     }
 }
 
@@ -96,5 +108,41 @@ impl std::fmt::Debug for AdmissionSlot {
         f.debug_struct("AdmissionSlot")
             .field("held", &self.is_held())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::AdmissionConfig;
+    use super::*;
+
+    #[test]
+    fn lending_and_taking_back_count_one_slot_however_often_they_repeat() {
+        let admission = Admission::new(
+            AdmissionConfig::builder()
+                .max_in_flight_requests(2)
+                .build()
+                .unwrap(),
+        );
+        let permit = admission.try_admit().unwrap();
+        let cell = Arc::clone(&permit.cell);
+        assert_eq!(admission.in_flight(), 1);
+        cell.lend();
+        cell.lend();
+        assert_eq!(admission.in_flight(), 0);
+        assert!(!permit.slot().is_held());
+        cell.take_back().unwrap();
+        cell.take_back().unwrap();
+        assert_eq!(admission.in_flight(), 1);
+        let other = admission.try_admit().unwrap();
+        cell.lend();
+        let third = admission.try_admit().unwrap();
+        assert_eq!(cell.take_back(), Err(Busy), "both slots are taken");
+        drop((other, third));
+        drop(cell);
+        drop(permit);
+        assert_eq!(admission.in_flight(), 0);
     }
 }
