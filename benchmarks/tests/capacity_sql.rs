@@ -197,6 +197,15 @@ async fn the_security_run_passes_on_a_small_fixture() {
         for key in ["ours", "statements_ratio", "library_ratio"] {
             assert!(c[key].as_f64().unwrap_or(0.0) > 0.0, "{key} in {c}");
         }
+        // The grouped insert is compared with the reference's insert statement, and only there.
+        let insert = c["workload"] == "event-insert";
+        for key in ["grouped", "grouped_ratio"] {
+            assert_eq!(
+                c[key].as_f64().is_some_and(|v| v > 0.0),
+                insert,
+                "{key} in {c}"
+            );
+        }
     }
     let scripts = report["statements"]["scripts"]
         .as_object()
@@ -210,6 +219,7 @@ async fn the_security_run_passes_on_a_small_fixture() {
     let names: Vec<&str> = points.iter().filter_map(|p| p["name"].as_str()).collect();
     for name in [
         "event-insert",
+        "event-insert-grouped",
         "velocity-sparse",
         "velocity-hot",
         "shared-global-quota",

@@ -95,3 +95,21 @@ fn the_throughput_report_reads_back_and_charts() {
         );
     }
 }
+
+/// The run that measured grouped event inserts beside the reference's insert statement (docs/CAPACITY.md,
+/// "Grouped event inserts").
+#[test]
+fn the_grouped_insert_report_reads_back_with_its_comparison() {
+    let report: SecurityReport = round_trip("security-grouped.json");
+    assert!(report.passed && report.problems.is_empty());
+    let statements = report.statements.expect("statements");
+    let inserts: Vec<_> = statements
+        .comparisons
+        .iter()
+        .filter(|c| c.workload == "event-insert")
+        .collect();
+    assert_eq!(inserts.len(), 4);
+    for c in inserts {
+        assert!(c.grouped.is_some() && c.grouped_ratio.is_some(), "{c:?}");
+    }
+}

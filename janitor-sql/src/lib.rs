@@ -37,7 +37,7 @@ pub use config::{
 pub use database::Database;
 pub use directory_store::PgIdentityStore;
 pub use error::SetupError;
-pub use evidence_store::PgEvidenceStore;
+pub use evidence_store::{GroupedInserts, PgEvidenceStore, GROUP_WRITERS, MAX_EVENTS_PER_GROUP};
 pub use learning_store::PgLearningStore;
 pub use migrate::{migrate, MigrateError, MigrationReport};
 pub use quota_store::PgQuotaStore;

@@ -49,6 +49,8 @@ typed!(
     Vec<String> => Type::TEXT_ARRAY,
     &[&str] => Type::TEXT_ARRAY,
     &[String] => Type::TEXT_ARRAY,
+    Vec<Option<&str>> => Type::TEXT_ARRAY,
+    Vec<i64> => Type::INT8_ARRAY,
 );
 
 impl<T: Typed> Typed for Option<T> {
@@ -60,6 +62,12 @@ impl<T: Typed> Typed for Option<T> {
 impl<T> Typed for Json<T> {
     fn pg_type() -> Type {
         Type::JSONB
+    }
+}
+
+impl<T> Typed for Vec<Json<T>> {
+    fn pg_type() -> Type {
+        Type::JSONB_ARRAY
     }
 }
 

@@ -4,6 +4,9 @@ use janitor_core::erasure::AccountErasure;
 use janitor_core::evidence::SubjectId;
 use janitor_core::{KeyCheck, Retention, StoreError, Stores, VisitorId};
 
+use std::sync::Arc;
+
+use crate::evidence_store::{EventGroups, GroupedInserts};
 use crate::{
     Database, PgBudgetStore, PgEvidenceStore, PgIdentityStore, PgLearningStore, PgQuotaStore,
     PgVisitorStore,
@@ -16,12 +19,27 @@ use crate::{
 #[derive(Debug, Clone)]
 pub struct PgStores {
     database: Database,
+    event_groups: Option<Arc<EventGroups>>,
 }
 
 impl PgStores {
     /// The stores over `database`.
     pub fn new(database: Database) -> Self {
-        PgStores { database }
+        PgStores {
+            database,
+            event_groups: None,
+        }
+    }
+
+    /// The same stores with event inserts grouped: callers recording at the same moment share one statement
+    /// and one commit (see [`GroupedInserts`]). Every evidence store these stores make shares one set of
+    /// writers. Off by default.
+    pub fn group_event_inserts(self, settings: GroupedInserts) -> Self {
+        let event_groups = Some(EventGroups::new(self.database.clone(), settings));
+        PgStores {
+            event_groups,
+            ..self
+        }
     }
 
     /// The database handle (for its counters, migrations or the application's own statements).
@@ -51,7 +69,7 @@ impl Stores for PgStores {
     }
 
     fn evidence(&self) -> Self::Evidence {
-        PgEvidenceStore::new(self.database.clone())
+        PgEvidenceStore::new(self.database.clone()).sharing_groups(self.event_groups.clone())
     }
 
     fn directory(&self) -> Self::Directory {

@@ -2,6 +2,9 @@
 //! cascades of erasure, and device links at their edges. Plans of the activity read are in
 //! `evidence_plans.rs`.
 
+#[path = "evidence/grouped.rs"]
+mod grouped;
+
 use std::future::Future;
 
 use janitor_core::config::DAY_MS;

@@ -12,17 +12,21 @@ use serde_json::Value;
 /// The page, relative to the workspace root.
 pub const PAGE: &str = "docs/CAPACITY.md";
 
-/// The report the tables come from, relative to the workspace root.
+/// The throughput run's report, relative to the workspace root.
 pub const THROUGHPUT: &str = "docs/benchmarks/throughput-current.json";
 
-/// Draws one table from the throughput report.
+/// The report of the security run that measured grouped event inserts.
+pub const GROUPED_INSERTS: &str = "docs/benchmarks/security-grouped.json";
+
+/// Draws one table from its report.
 type Draw = fn(&Value) -> Result<String, String>;
 
-/// The tables, by name, and how each is drawn from the throughput report.
-const TABLES: &[(&str, Draw)] = &[
-    ("rate-sweep", rate_sweep),
-    ("database-limits", database_limits),
-    ("admission-rounds", admission_rounds),
+/// The tables, by name, with the report each is drawn from and how.
+const TABLES: &[(&str, &str, Draw)] = &[
+    ("rate-sweep", THROUGHPUT, rate_sweep),
+    ("database-limits", THROUGHPUT, database_limits),
+    ("admission-rounds", THROUGHPUT, admission_rounds),
+    ("grouped-inserts", GROUPED_INSERTS, grouped_inserts),
 ];
 
 /// Rewrites the tables of the page under `root` from its reports; with `check`, only compares and fails on
@@ -31,17 +35,18 @@ pub fn run(root: &Path, check: bool) -> Result<(), String> {
     let read = |name: &str| {
         std::fs::read_to_string(root.join(name)).map_err(|e| format!("reading {name}: {e}"))
     };
-    let report: Value =
-        serde_json::from_str(&read(THROUGHPUT)?).map_err(|e| format!("{THROUGHPUT}: {e}"))?;
+    let report = |name: &str| -> Result<Value, String> {
+        serde_json::from_str(&read(name)?).map_err(|e| format!("{name}: {e}"))
+    };
     let page = read(PAGE)?;
-    let (written, changed) = fill(&page, &report)?;
+    let (written, changed) = fill(&page, report)?;
     if changed.is_empty() {
-        println!("{PAGE}: every table agrees with {THROUGHPUT}");
+        println!("{PAGE}: every table agrees with its report");
         return Ok(());
     }
     if check {
         return Err(format!(
-            "{PAGE}: the tables {} differ from {THROUGHPUT}; run `cargo xtask capacity-tables`",
+            "{PAGE}: the tables {} differ from their reports; run `cargo xtask capacity-tables`",
             changed.join(", ")
         ));
     }
@@ -54,12 +59,15 @@ pub fn run(root: &Path, check: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// The page with every table drawn anew, and the names of those that changed. Every table must be on the
-/// page once, and nothing else may use the markers.
-pub fn fill(page: &str, report: &Value) -> Result<(String, Vec<String>), String> {
+/// The page with every table drawn anew from the report `report` reads by path, and the names of those that
+/// changed. Every table must be on the page once, and nothing else may use the markers.
+pub fn fill(
+    page: &str,
+    report: impl Fn(&str) -> Result<Value, String>,
+) -> Result<(String, Vec<String>), String> {
     let mut out = page.to_owned();
     let mut changed = Vec::new();
-    for (name, draw) in TABLES {
+    for (name, source, draw) in TABLES {
         let open = format!("<!-- table: {name} -->\n");
         let close = "<!-- /table -->";
         let start = match out.matches(&open).count() {
@@ -74,7 +82,7 @@ pub fn fill(page: &str, report: &Value) -> Result<(String, Vec<String>), String>
             + out[start..]
                 .find(close)
                 .ok_or_else(|| format!("table {name} on {PAGE} has no closing marker"))?;
-        let table = draw(report).map_err(|e| format!("table {name}: {e}"))?;
+        let table = draw(&report(source)?).map_err(|e| format!("table {name}: {e}"))?;
         if out[start..end] != table {
             changed.push((*name).to_owned());
             out.replace_range(start..end, &table);
@@ -313,6 +321,32 @@ fn admission_rounds(report: &Value) -> Result<String, String> {
     Ok(table)
 }
 
+/// The insert at each concurrency: the library alone and grouped, and pgbench on the reference's statement.
+fn grouped_inserts(report: &Value) -> Result<String, String> {
+    let comparisons = report["statements"]["comparisons"]
+        .as_array()
+        .ok_or("the report has no statements.comparisons")?;
+    let mut table = "| c | library | library, inserts grouped | pgbench, the reference's insert | library ÷ reference | \
+                     grouped ÷ reference |\n|---|---|---|---|---|---|\n"
+        .to_owned();
+    for c in comparisons
+        .iter()
+        .filter(|c| c["workload"] == "event-insert")
+    {
+        let _ = writeln!(
+            table,
+            "| {} | {}/s | {}/s | {}/s | {:.2} | **{:.2}** |",
+            number(c, "concurrency")?,
+            count(number(c, "ours")?),
+            count(number(c, "grouped")?),
+            count(number(c, "pgbench_reference.tps")?),
+            number(c, "library_ratio")?,
+            number(c, "grouped_ratio")?
+        );
+    }
+    Ok(table)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,11 +391,11 @@ mod tests {
 
     #[test]
     fn a_missing_or_repeated_marker_is_refused() {
-        let report: Value = serde_json::json!({});
-        let err = fill("no markers here", &report).unwrap_err();
+        let report = |_: &str| Ok(serde_json::json!({}));
+        let err = fill("no markers here", report).unwrap_err();
         assert!(err.contains("rate-sweep 0 times"), "{err}");
         let twice = "<!-- table: rate-sweep -->\n<!-- /table -->\n".repeat(2);
-        let err = fill(&twice, &report).unwrap_err();
+        let err = fill(&twice, report).unwrap_err();
         assert!(err.contains("2 times"), "{err}");
     }
 }

@@ -121,6 +121,7 @@ pub async fn run_in(
     let workload = points::Workload {
         database: database.clone(),
         evidence: Arc::new(seed::evidence(&database)),
+        grouped: Arc::new(seed::grouped_evidence(&database)),
         events: env.events,
         fixture_now: dataset.fixture_now_ms,
         shards: env.shards,

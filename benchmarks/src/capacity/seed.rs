@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use janitor_core::evidence::{Evidence, EvidenceConfig, SubjectId};
 use janitor_core::LabelKey;
-use janitor_sql::{Database, PgEvidenceStore, SchemaName};
+use janitor_sql::{Database, GroupedInserts, PgEvidenceStore, SchemaName};
 use tokio_postgres::{Client, NoTls};
 
 use super::env::CapacityEnv;
@@ -54,6 +54,15 @@ pub fn key() -> LabelKey {
 pub fn evidence(database: &Database) -> Evidence<PgEvidenceStore> {
     Evidence::new(
         PgEvidenceStore::new(database.clone()),
+        key(),
+        EvidenceConfig::default(),
+    )
+}
+
+/// The same service with event inserts grouped (64 events per statement, 2 writers: the defaults).
+pub fn grouped_evidence(database: &Database) -> Evidence<PgEvidenceStore> {
+    Evidence::new(
+        PgEvidenceStore::new(database.clone()).with_grouped_inserts(GroupedInserts::default()),
         key(),
         EvidenceConfig::default(),
     )

@@ -16,13 +16,19 @@ use janitor_core::evidence::{
 };
 use janitor_core::StoreError;
 use janitor_core::VisitorId;
+use std::sync::Arc;
 use tokio_postgres::types::Json;
+
 use tokio_postgres::Row;
 
 use crate::database::{Connection, Database};
 use crate::error::unreadable;
 
+mod grouped;
 pub(crate) mod statements;
+
+pub(crate) use grouped::EventGroups;
+pub use grouped::{GroupedInserts, GROUP_WRITERS, MAX_EVENTS_PER_GROUP};
 
 /// Evidence in PostgreSQL. Cheap to clone; clones share the pool. Run [`migrate`](crate::migrate()) once
 /// before use.
@@ -34,12 +40,28 @@ pub(crate) mod statements;
 #[derive(Debug, Clone)]
 pub struct PgEvidenceStore {
     database: Database,
+    groups: Option<Arc<EventGroups>>,
 }
 
 impl PgEvidenceStore {
     /// A store over `database`.
     pub fn new(database: Database) -> Self {
-        PgEvidenceStore { database }
+        PgEvidenceStore {
+            database,
+            groups: None,
+        }
+    }
+
+    /// The same store with its event inserts grouped (see [`GroupedInserts`]); its clones share the writers.
+    /// [`PgStores::group_event_inserts`](crate::PgStores::group_event_inserts) does this for every evidence
+    /// store of a family.
+    pub fn with_grouped_inserts(self, settings: GroupedInserts) -> Self {
+        let groups = EventGroups::new(self.database.clone(), settings);
+        self.sharing_groups(Some(groups))
+    }
+
+    pub(crate) fn sharing_groups(self, groups: Option<Arc<EventGroups>>) -> Self {
+        PgEvidenceStore { groups, ..self }
     }
 
     /// The database handle (for its counters, or the application's own statements).
@@ -103,54 +125,67 @@ pub(crate) fn count(row: &Row, column: usize) -> Result<u64, StoreError> {
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
+/// Records one event with a statement of its own.
+pub(crate) async fn put_one(
+    database: &Database,
+    event: &ApplicationEvent,
+) -> Result<EventWrite, StoreError> {
+    let mut connection = database.connection().await?;
+    let subject = event.subject_id.as_ref().map(SubjectId::as_str);
+    let actor = event.actor_id.as_ref().map(SubjectId::as_str);
+    let visitor = event.visitor_id.as_ref().map(VisitorId::as_str);
+    let action = event.action.map(|a| a.as_str());
+    let kind = IMPLICIT_SUBJECT_KIND.as_str();
+    let record = Json(event);
+    let inserted = connection
+        .execute(
+            statements::INSERT_EVENT,
+            &[
+                &event.id,
+                &event.scope,
+                &event.digest,
+                &subject,
+                &event.session_id,
+                &actor,
+                &visitor,
+                &action,
+                &event.occurred_at,
+                &event.expires_at,
+                &record,
+                &kind,
+            ],
+        )
+        .await?;
+    if inserted > 0 {
+        return Ok(EventWrite::Inserted);
+    }
+    let stored = connection
+        .query(statements::EVENT_DIGEST, &[&event.id, &event.scope])
+        .await?;
+    let digest: Option<String> = match stored.first() {
+        Some(row) => Some(
+            row.try_get(0)
+                .map_err(|e| unreadable("an event digest", e))?,
+        ),
+        None => None,
+    };
+    // No row in this scope (another scope's id, or erased in between) counts as a conflict, as in the
+    // reference: the caller's id did not record this content.
+    Ok(if digest.as_deref() == Some(event.digest.as_str()) {
+        EventWrite::Repeated
+    } else {
+        EventWrite::Conflict
+    })
+}
+
 impl EvidenceStore for PgEvidenceStore {
+    /// One statement (plus a digest read when the id existed), or a place in the next group when inserts are
+    /// grouped.
     async fn put_event(&self, event: &ApplicationEvent) -> Result<EventWrite, StoreError> {
-        let mut connection = self.database.connection().await?;
-        let subject = event.subject_id.as_ref().map(SubjectId::as_str);
-        let actor = event.actor_id.as_ref().map(SubjectId::as_str);
-        let visitor = event.visitor_id.as_ref().map(VisitorId::as_str);
-        let action = event.action.map(|a| a.as_str());
-        let kind = IMPLICIT_SUBJECT_KIND.as_str();
-        let record = Json(event);
-        let inserted = connection
-            .execute(
-                statements::INSERT_EVENT,
-                &[
-                    &event.id,
-                    &event.scope,
-                    &event.digest,
-                    &subject,
-                    &event.session_id,
-                    &actor,
-                    &visitor,
-                    &action,
-                    &event.occurred_at,
-                    &event.expires_at,
-                    &record,
-                    &kind,
-                ],
-            )
-            .await?;
-        if inserted > 0 {
-            return Ok(EventWrite::Inserted);
+        match &self.groups {
+            Some(groups) => groups.put(event).await,
+            None => put_one(&self.database, event).await,
         }
-        let stored = connection
-            .query(statements::EVENT_DIGEST, &[&event.id, &event.scope])
-            .await?;
-        let digest: Option<String> = match stored.first() {
-            Some(row) => Some(
-                row.try_get(0)
-                    .map_err(|e| unreadable("an event digest", e))?,
-            ),
-            None => None,
-        };
-        // No row in this scope (another scope's id, or erased in between) counts as a conflict, as in the
-        // reference: the caller's id did not record this content.
-        Ok(if digest.as_deref() == Some(event.digest.as_str()) {
-            EventWrite::Repeated
-        } else {
-            EventWrite::Conflict
-        })
     }
 
     async fn recent_event_types(

@@ -23,6 +23,37 @@ INSERT INTO application_events \
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
 ON CONFLICT (id) DO NOTHING";
 
+/// [`INSERT_EVENT`] for a group of events with distinct ids, in one statement and one commit. `$1`–`$11` are
+/// the same columns as arrays of one element per event, `$12` the kind of new subject rows. A subject row new
+/// to the group takes the earliest `occurred_at` of the events naming it; rows are written in key order, so two
+/// groups naming the same new subjects wait on each other instead of deadlocking. Returns the ids inserted.
+pub(crate) const INSERT_EVENTS: &str = "\
+WITH batch AS ( \
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], \
+    $8::text[], $9::int8[], $10::int8[], $11::jsonb[]) \
+    AS b(id, scope, digest, subject_id, session_id, actor_id, visitor_id, action, occurred_at, expires_at, record) \
+), subjects AS ( \
+  INSERT INTO identity_subjects (id, kind, record) \
+  SELECT named.id, $12::text, jsonb_build_object('id', named.id, 'kind', $12::text, 'updatedAt', min(named.at)) \
+  FROM (SELECT subject_id, occurred_at FROM batch UNION ALL SELECT actor_id, occurred_at FROM batch) \
+    AS named(id, at) \
+  WHERE named.id IS NOT NULL \
+  GROUP BY named.id ORDER BY named.id \
+  ON CONFLICT (id) DO NOTHING \
+) \
+INSERT INTO application_events \
+  (id, scope, digest, subject_id, session_id, actor_id, visitor_id, action, occurred_at, expires_at, record) \
+SELECT id, scope, digest, subject_id, session_id, actor_id, visitor_id, action, occurred_at, expires_at, record \
+FROM batch ORDER BY id \
+ON CONFLICT (id) DO NOTHING \
+RETURNING id";
+
+/// The digests of stored events: `$1` ids, `$2` their scopes, pairwise. Read only for the events of a group
+/// that [`INSERT_EVENTS`] did not insert; returns id and digest.
+pub(crate) const EVENT_DIGESTS: &str = "\
+SELECT e.id, e.digest FROM application_events e \
+JOIN unnest($1::text[], $2::text[]) AS k(id, scope) ON e.id = k.id AND e.scope = k.scope";
+
 /// The digest of a stored event (`$1` id, `$2` scope): read only when [`INSERT_EVENT`] inserted nothing.
 pub(crate) const EVENT_DIGEST: &str =
     "SELECT digest FROM application_events WHERE id = $1 AND scope = $2";

@@ -14,6 +14,11 @@ use janitor_sql::{Database, PgEvidenceStore, PgQuotaStore};
 use crate::capacity::seed::{self, now_ms, sparse_sign_ins, SPARSE_SUBJECTS};
 use crate::closed_loop::{self, Gauge, Outcome, Point};
 
+/// The event insert through the library, one statement per event.
+pub const EVENT_INSERT: &str = "event-insert";
+/// The same with inserts grouped.
+pub const EVENT_INSERT_GROUPED: &str = "event-insert-grouped";
+
 /// What every point of the run shares.
 #[derive(Clone)]
 pub struct Workload {
@@ -21,6 +26,8 @@ pub struct Workload {
     pub database: Database,
     /// The evidence service over it.
     pub evidence: Arc<Evidence<PgEvidenceStore>>,
+    /// The same with event inserts grouped (`GroupedInserts::default()`), for `event-insert-grouped`.
+    pub grouped: Arc<Evidence<PgEvidenceStore>>,
     /// Events of the fixture (without the one recorded through the API).
     pub events: u64,
     /// The fixture's clock: velocity reads are asked as of this moment.
@@ -47,7 +54,10 @@ impl Workload {
     /// per 1,000, as the reference ran, and at least one per task).
     pub async fn points(&self, concurrency: u64, samples: u64) -> Result<Vec<Point>, String> {
         let mut points = vec![
-            self.event_insert(concurrency, samples).await,
+            self.event_insert(EVENT_INSERT, &self.evidence, concurrency, samples)
+                .await,
+            self.event_insert(EVENT_INSERT_GROUPED, &self.grouped, concurrency, samples)
+                .await,
             self.velocity_sparse(concurrency, samples).await,
             self.velocity_hot(concurrency, samples * 256 / 1_000).await,
         ];
@@ -55,9 +65,15 @@ impl Workload {
         Ok(points)
     }
 
-    async fn event_insert(&self, concurrency: u64, total: u64) -> Point {
-        let (evidence, serial, tag) = (self.evidence.clone(), self.serial.clone(), self.run_tag);
-        closed_loop::run("event-insert", concurrency, total, &self.gauges, move |i| {
+    async fn event_insert(
+        &self,
+        name: &'static str,
+        evidence: &Arc<Evidence<PgEvidenceStore>>,
+        concurrency: u64,
+        total: u64,
+    ) -> Point {
+        let (evidence, serial, tag) = (evidence.clone(), self.serial.clone(), self.run_tag);
+        closed_loop::run(name, concurrency, total, &self.gauges, move |i| {
             let (evidence, serial) = (evidence.clone(), serial.clone());
             async move {
                 let id = format!(

@@ -23,7 +23,7 @@ use janitor_core::evidence::{
 use janitor_sql::testing::statements::{recent_event_types, statement};
 use serde::{Deserialize, Serialize};
 
-use super::points::{sign_ins, Workload};
+use super::points::{sign_ins, Workload, EVENT_INSERT, EVENT_INSERT_GROUPED};
 use super::POOL;
 use crate::capacity::pgbench::{self, with_arguments, Argument, Round};
 use crate::capacity::seed::{self, HOT_ACCOUNT, SPARSE_SUBJECTS};
@@ -75,7 +75,7 @@ WHERE scope = $1 AND subject_id = $2 AND occurred_at >= $3 AND occurred_at <= $4
 AND action = $6 ORDER BY occurred_at DESC, id DESC LIMIT $5";
 
 /// The three workloads compared, by the name of the library's point.
-pub const WORKLOADS: [&str; 3] = ["event-insert", "velocity-sparse", "velocity-hot"];
+pub const WORKLOADS: [&str; 3] = [EVENT_INSERT, "velocity-sparse", "velocity-hot"];
 
 /// Whose statements a script runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,6 +158,12 @@ pub struct Comparison {
     pub statements_ratio: f64,
     /// The library ÷ pgbench on the reference's statements, to three decimals.
     pub library_ratio: f64,
+    /// For the insert: the library with inserts grouped, operations per second at this concurrency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grouped: Option<f64>,
+    /// For the insert: the library with inserts grouped ÷ pgbench on the reference's statement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grouped_ratio: Option<f64>,
 }
 
 /// The statement comparison of the run.
@@ -267,10 +273,13 @@ impl Replay {
             else {
                 return Err(format!("{name}: a pgbench side did not run"));
             };
-            let library = points
-                .iter()
-                .find(|p| p.name == name)
-                .map_or(0.0, |p| p.per_second);
+            let rate = |name: &str| points.iter().find(|p| p.name == name).map(|p| p.per_second);
+            let library = rate(name).unwrap_or(0.0);
+            let grouped = if name == EVENT_INSERT {
+                rate(EVENT_INSERT_GROUPED)
+            } else {
+                None
+            };
             let comparison = Comparison {
                 workload: name.to_owned(),
                 concurrency,
@@ -278,6 +287,8 @@ impl Replay {
                 ours: round1(library),
                 statements_ratio: ratio(ours_pg.tps, reference.tps),
                 library_ratio: ratio(library, reference.tps),
+                grouped: grouped.map(round1),
+                grouped_ratio: grouped.map(|g| ratio(g, reference.tps)),
                 pgbench_ours: ours_pg,
                 pgbench_reference: reference,
             };
@@ -347,6 +358,12 @@ fn print(c: &Comparison) {
         c.statements_ratio,
         c.library_ratio
     );
+    if let (Some(grouped), Some(ratio)) = (c.grouped, c.grouped_ratio) {
+        println!(
+            "{:<31} c={:<4} library, inserts grouped {grouped:>8.0}/s  grouped/reference {ratio:.3}x",
+            "", c.concurrency
+        );
+    }
 }
 
 /// The values every script binds, as `-D name=value`: scope, action, kind, the window, the row limit, the hot
