@@ -18,6 +18,9 @@ pub const THROUGHPUT: &str = "docs/benchmarks/throughput-current.json";
 /// The report of the security run that measured grouped event inserts.
 pub const GROUPED_INSERTS: &str = "docs/benchmarks/security-grouped.json";
 
+/// The missing-cookie lookup run's report.
+pub const LOOKUP: &str = "docs/benchmarks/lookup-current.json";
+
 /// Draws one table from its report.
 type Draw = fn(&Value) -> Result<String, String>;
 
@@ -27,6 +30,7 @@ const TABLES: &[(&str, &str, Draw)] = &[
     ("database-limits", THROUGHPUT, database_limits),
     ("admission-rounds", THROUGHPUT, admission_rounds),
     ("grouped-inserts", GROUPED_INSERTS, grouped_inserts),
+    ("lookup", LOOKUP, lookup),
 ];
 
 /// Rewrites the tables of the page under `root` from its reports; with `check`, only compares and fails on
@@ -344,6 +348,55 @@ fn grouped_inserts(report: &Value) -> Result<String, String> {
             number(c, "grouped_ratio")?
         );
     }
+    Ok(table)
+}
+
+/// The lookup's latencies, each way warm and cold, then the whole identifications.
+fn lookup(report: &Value) -> Result<String, String> {
+    let figures = &report["figures"];
+    let ways = [
+        ("stored `lookup_features` (default)", figures),
+        (
+            "the same array computed per lookup",
+            &figures["computed_design"],
+        ),
+        (
+            "whole `signals_json` (the design before)",
+            &figures["previous_design"],
+        ),
+    ];
+    let mut table = "| what | p50 | p95 | p99 |\n|---|---|---|---|\n".to_owned();
+    let mut row = |what: String, latency: &Value| -> Result<(), String> {
+        let ms = |key| number(latency, key).map(|v| format!("{v} ms"));
+        let _ = writeln!(
+            table,
+            "| {what} | {} | {} | {} |",
+            ms("p50_ms")?,
+            ms("p95_ms")?,
+            ms("p99_ms")?
+        );
+        Ok(())
+    };
+    for (way, at) in ways {
+        row(
+            format!("candidate lookup, {way}, warm"),
+            &at["candidate_lookup"],
+        )?;
+        row(
+            format!("candidate lookup, {way}, **cold**"),
+            &at["cold_candidate_lookup"],
+        )?;
+    }
+    for (way, at) in ways {
+        row(
+            format!("whole identification without the cookie, {way}"),
+            &at["missing_cookie_identify"],
+        )?;
+    }
+    row(
+        "a whole identification with the cookie".to_owned(),
+        &figures["cookie_identify"],
+    )?;
     Ok(table)
 }
 
