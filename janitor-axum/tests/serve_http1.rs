@@ -302,3 +302,138 @@ async fn an_unread_body_closes_unless_all_of_it_had_arrived() {
     );
     assert!(part.closed_within(SETTLE).await);
 }
+
+/// Serves a router counting the requests that reach it, on `driver`.
+async fn start_counting(driver: Driver) -> (SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let routed = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&routed);
+    let app = app().layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            next.run(request)
+        },
+    ));
+    let config = ServeConfig::builder().driver(driver).build().unwrap();
+    tokio::spawn(janitor_axum::serve::serve(
+        listener,
+        app,
+        config,
+        std::future::pending(),
+    ));
+    (address, routed)
+}
+
+/// Writes `bytes` on a new connection and reads what comes back until the server closes or falls silent; the
+/// status of every answer in it.
+async fn statuses(address: SocketAddr, bytes: &str) -> Vec<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(address).await.unwrap();
+    socket.write_all(bytes.as_bytes()).await.unwrap();
+    let mut read = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while let Ok(Ok(n)) =
+        tokio::time::timeout(Duration::from_millis(400), socket.read(&mut chunk)).await
+    {
+        if n == 0 {
+            break;
+        }
+        read.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8_lossy(&read)
+        .split("HTTP/1.1 ")
+        .skip(1)
+        .filter_map(|answer| answer.get(..3)?.parse().ok())
+        .collect()
+}
+
+/// Both drivers, on the same bytes, answer alike and let the same requests through: the framing and host
+/// cases an outside probe found them to disagree on, or both to accept (issue 28, defects 1, 2, 4 and 5).
+#[tokio::test]
+async fn both_drivers_refuse_ambiguous_framing_and_hosts_alike() {
+    use std::sync::atomic::Ordering;
+    let next = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    let cases: [(&str, String, &[u16], usize); 11] = [
+        (
+            "an empty Transfer-Encoding beside Content-Length, a request behind it",
+            format!("POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \r\nContent-Length: 5\r\n\r\nhello{next}"),
+            &[400],
+            0,
+        ),
+        (
+            "a lone comma as Transfer-Encoding beside Content-Length",
+            format!("POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ,\r\nContent-Length: 5\r\n\r\nhello{next}"),
+            &[400],
+            0,
+        ),
+        (
+            "chunked beside Content-Length",
+            "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".to_owned(),
+            &[400],
+            0,
+        ),
+        (
+            "chunked twice",
+            "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".to_owned(),
+            &[400],
+            0,
+        ),
+        (
+            "a list of lengths on one line",
+            "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\nhello".to_owned(),
+            &[400],
+            0,
+        ),
+        (
+            "the same length on two lines",
+            "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello".to_owned(),
+            &[200],
+            1,
+        ),
+        ("HTTP/1.1 without Host", "GET / HTTP/1.1\r\n\r\n".to_owned(), &[400], 0),
+        ("HTTP/1.0 without Host", "GET / HTTP/1.0\r\n\r\n".to_owned(), &[], 1),
+        (
+            "an absolute-form target naming another host",
+            "GET http://attacker.example/ HTTP/1.1\r\nHost: victim.example\r\n\r\n".to_owned(),
+            &[400],
+            0,
+        ),
+        (
+            "an absolute-form target naming its Host",
+            "GET http://victim.example/ HTTP/1.1\r\nHost: Victim.Example\r\n\r\n".to_owned(),
+            &[200],
+            1,
+        ),
+        (
+            "two Host headers",
+            "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n".to_owned(),
+            &[400],
+            0,
+        ),
+    ];
+    let mut disagreements = Vec::new();
+    for driver in [Driver::Pooled, Driver::Hyper] {
+        let (address, routed) = start_counting(driver).await;
+        for (what, bytes, expected, reached) in &cases {
+            // The one known difference (docs/http.md): hyper drops the length of a chunked request before the
+            // application could see both, and serves it framed by its chunks.
+            let (expected, reached) = match (driver, *what) {
+                (Driver::Hyper, "chunked beside Content-Length") => (&[200][..], &1),
+                _ => (*expected, reached),
+            };
+            let before = routed.load(Ordering::SeqCst);
+            let got = statuses(address, bytes).await;
+            let through = routed.load(Ordering::SeqCst) - before;
+            // HTTP/1.0 answers carry their own version: counted by the router instead.
+            if (!expected.is_empty() && got != expected) || through != *reached {
+                disagreements.push(format!(
+                    "{driver:?}, {what}: answered {got:?} (expected {expected:?}), {through} reached the router \
+                     (expected {reached})"
+                ));
+            }
+        }
+    }
+    assert!(disagreements.is_empty(), "{disagreements:#?}");
+}

@@ -7,7 +7,7 @@
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE, HOST, SET_COOKIE};
+use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE, SET_COOKIE};
 use http::request::Parts;
 use http::{HeaderMap, Method, StatusCode};
 use janitor_core::protection::quota::{QuotaContext, QuotaDecision};
@@ -310,13 +310,11 @@ async fn refuse_unread(
     refuse(refusal, close)
 }
 
-/// The request's host: the URI authority (HTTP/2, absolute-form) or the `Host` header.
+/// The request's host: the `Host` header, or the URI authority without one (HTTP/2); none when the two differ.
 fn host(parts: &Parts) -> Option<&str> {
-    parts
-        .uri
-        .authority()
-        .map(|a| a.as_str())
-        .or_else(|| parts.headers.get(HOST).and_then(|h| h.to_str().ok()))
+    crate::origin::request_host(&parts.uri, &parts.headers)
+        .ok()
+        .flatten()
 }
 
 /// The media type, lower-cased and without parameters, is `application/json`.

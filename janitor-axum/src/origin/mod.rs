@@ -13,7 +13,7 @@ mod policy;
 
 use http::header::HOST;
 use http::request::Parts;
-use http::Method;
+use http::{HeaderMap, Method, Uri};
 
 use crate::config::OriginConfig;
 use crate::refusal::Refusal;
@@ -21,12 +21,36 @@ use policy::is_cross_origin;
 
 pub use layer::{OriginLayer, OriginService};
 
+/// The host a request asked for: its `Host` header, or the target's authority when it has none (HTTP/2, an
+/// HTTP/1.0 absolute-form target); `None` when it names neither. Refused when it names two: more than one
+/// `Host`, or an absolute-form target whose authority is not the `Host` (RFC 9112 §3.2.2 lets a server believe
+/// either; a proxy in front may believe the other, so the origin and loopback checks would be a guess).
+pub(crate) fn request_host<'a>(
+    uri: &'a Uri,
+    headers: &'a HeaderMap,
+) -> Result<Option<&'a str>, Refusal> {
+    let mut hosts = headers.get_all(HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return Err(Refusal::AmbiguousHost);
+    }
+    let authority = uri.authority().map(|a| a.as_str());
+    match (host, authority) {
+        (Some(host), Some(authority))
+            if !host.as_bytes().eq_ignore_ascii_case(authority.as_bytes()) =>
+        {
+            Err(Refusal::AmbiguousHost)
+        }
+        (Some(host), _) => Ok(host.to_str().ok()),
+        (None, authority) => Ok(authority),
+    }
+}
+
 /// The policy on one request, whatever its method: the endpoint's own check and the layer's.
 pub(crate) fn check(parts: &Parts, config: &OriginConfig) -> Result<(), Refusal> {
-    if parts.headers.get_all(HOST).iter().nth(1).is_some() {
-        // Two hosts make the origin check a guess about which one a proxy or the application believes.
-        Err(Refusal::AmbiguousHost)
-    } else if is_cross_origin(parts, config) {
+    // Two hosts make the origin check a guess about which one a proxy or the application believes.
+    request_host(&parts.uri, &parts.headers)?;
+    if is_cross_origin(parts, config) {
         Err(Refusal::CrossOrigin)
     } else {
         Ok(())

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::ConnectInfo;
-use http::header::{FORWARDED, HOST, ORIGIN};
+use http::header::{FORWARDED, ORIGIN};
 use http::request::Parts;
 use http::HeaderMap;
 
@@ -16,10 +16,12 @@ use crate::config::{OriginConfig, PublicOrigin};
 /// another site.
 pub(crate) fn is_cross_origin(parts: &Parts, config: &OriginConfig) -> bool {
     let headers = &parts.headers;
+    // A proxy may merge repeated lines into one (RFC 9110 §5.3): every comma-separated value counts.
     if headers
         .get_all("sec-fetch-site")
         .iter()
-        .any(|v| v.as_bytes().eq_ignore_ascii_case(b"cross-site"))
+        .flat_map(|v| v.as_bytes().split(|b| *b == b','))
+        .any(|v| v.trim_ascii().eq_ignore_ascii_case(b"cross-site"))
     {
         return true;
     }
@@ -60,11 +62,7 @@ fn own_origin(parts: &Parts, config: &OriginConfig, scheme: &str) -> Option<Publ
             ));
         }
     }
-    let host = parts
-        .uri
-        .authority()
-        .map(|a| a.as_str())
-        .or_else(|| parts.headers.get(HOST).and_then(|h| h.to_str().ok()))?;
+    let host = super::request_host(&parts.uri, &parts.headers).ok()??;
     Some(PublicOrigin::of(scheme, host))
 }
 
@@ -191,6 +189,55 @@ mod tests {
             None,
         );
         assert!(is_cross_origin(&fetches, &open()));
+        // The same two values merged into one line by a proxy (issue 28, defect 6), in either order.
+        for merged in [
+            "same-origin, cross-site",
+            "cross-site,same-origin",
+            " Cross-Site ",
+        ] {
+            let one = parts(&[("host", "example.com"), ("sec-fetch-site", merged)], None);
+            assert!(is_cross_origin(&one, &open()), "{merged}");
+        }
+        let same = parts(
+            &[
+                ("host", "example.com"),
+                ("sec-fetch-site", "same-origin, none"),
+            ],
+            None,
+        );
+        assert!(!is_cross_origin(&same, &open()));
+    }
+
+    #[test]
+    fn an_absolute_target_naming_another_host_is_not_the_requests_own_origin() {
+        // POST https://attacker.example/api/visitor with Host: victim.example (issue 28, defect 5).
+        let mut absolute = parts(
+            &[
+                ("host", "victim.example"),
+                ("origin", "https://attacker.example"),
+            ],
+            None,
+        );
+        absolute.uri = "https://attacker.example/api/visitor".parse().unwrap();
+        assert!(is_cross_origin(&absolute, &open()));
+        assert_eq!(
+            super::super::check(&absolute, &open()),
+            Err(crate::refusal::Refusal::AmbiguousHost)
+        );
+        // Naming its own host, the absolute form is the origin-form request.
+        let mut own = parts(
+            &[
+                ("host", "victim.example"),
+                ("origin", "https://victim.example"),
+            ],
+            None,
+        );
+        own.uri = "https://victim.example/api/visitor".parse().unwrap();
+        assert!(!is_cross_origin(&own, &open()));
+        // HTTP/2 carries no Host: the authority is the host.
+        let mut h2 = parts(&[("origin", "https://victim.example")], None);
+        h2.uri = "https://victim.example/api/visitor".parse().unwrap();
+        assert!(!is_cross_origin(&h2, &open()));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! - a connection with no request for `keep_alive_timeout` (from its accept or its last answer) is closed;
 //! - a head larger than `max_header_bytes` is answered 431 and the connection closed;
 //! - past `max_connections` no connection is accepted until one closes;
-//! - a request with more than one `Host` header is answered 400 before the application sees it (RFC 9112);
+//! - an HTTP/1.1 request without `Host`, with more than one, or with an absolute-form target naming another
+//!   host is answered 400 before the application sees it (RFC 9112 §3.2);
 //! - every request carries [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo), as the origin check of
 //!   trusted proxies needs.
 //!
@@ -49,7 +50,6 @@ use axum::extract::ConnectInfo;
 use axum::response::IntoResponse;
 use axum::serve::{Listener, ListenerExt};
 use axum::Router;
-use http::header::HOST;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -198,10 +198,36 @@ async fn serve_connection<Io>(
     }
 }
 
-/// The application's answer, or 400 for a request naming more than one host.
+/// 400 with `Connection: close`, as the pooled driver answers a head whose framing it refuses.
+fn framing_refused() -> axum::response::Response {
+    let mut response = axum::response::Response::new(axum::body::Body::empty());
+    *response.status_mut() = http::StatusCode::BAD_REQUEST;
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    response
+}
+
+/// The application's answer, or 400 for a request naming no host or more than one (RFC 9112 §3.2): an
+/// HTTP/1.1 request without `Host`, two `Host` headers, or an absolute-form target naming another host than
+/// `Host`. Both drivers answer through here, so they agree.
 async fn answer(app: Router, request: http::Request<axum::body::Body>) -> axum::response::Response {
-    if request.headers().get_all(HOST).iter().nth(1).is_some() {
-        return Refusal::AmbiguousHost.into_response();
+    match crate::origin::request_host(request.uri(), request.headers()) {
+        Err(refusal) => return refusal.into_response(),
+        Ok(None) if request.version() == http::Version::HTTP_11 => {
+            return Refusal::AmbiguousHost.into_response()
+        }
+        Ok(_) => {}
+    }
+    if request
+        .headers()
+        .contains_key(http::header::TRANSFER_ENCODING)
+        && pooled::transfer_refused(request.headers())
+    {
+        // hyper frames such a request by its last coding and would serve it; the pooled driver refuses it
+        // before reading the body. Refused here too, so the drivers agree.
+        return framing_refused();
     }
     match app.oneshot(request).await {
         Ok(response) => response,

@@ -88,43 +88,47 @@ pub(crate) fn parse(bytes: &[u8], max_bytes: usize) -> Result<Head, HeadError> {
     })
 }
 
-/// How the body is framed. Refused, as hyper refuses them: `Transfer-Encoding` beside `Content-Length` (the
-/// shape of request smuggling), in HTTP/1.0, or not ending in a single `chunked`; a `Content-Length` that is
-/// not a number, or several that disagree.
+/// How the body is framed. Refused with 400: any `Transfer-Encoding` line (even an empty one or a lone comma)
+/// beside `Content-Length` (the shape of request smuggling), in HTTP/1.0, or not ending in a single
+/// `chunked`; a `Content-Length` line that is not one plain decimal number (hyper refuses `5, 5` on one line
+/// too), or several lines that disagree. The hyper driver's requests are held to the same rules in
+/// [`framing_refused`].
 fn framing(headers: &HeaderMap, version: Version) -> Result<Decoder, HeadError> {
-    let codings: Vec<String> = tokens(headers, &TRANSFER_ENCODING).collect();
-    let lengths = headers.get_all(CONTENT_LENGTH);
-    if !codings.is_empty() {
-        let chunked = codings.iter().filter(|c| c.as_str() == "chunked").count();
-        let last_is_chunked = codings.last().is_some_and(|c| c == "chunked");
-        if version != Version::HTTP_11
-            || lengths.iter().next().is_some()
-            || chunked != 1
-            || !last_is_chunked
-        {
+    if headers.contains_key(TRANSFER_ENCODING) {
+        if version != Version::HTTP_11 || transfer_refused(headers) {
             return Err(HeadError::Malformed);
         }
         return Ok(Decoder::chunked());
     }
     let mut length: Option<u64> = None;
-    for value in lengths {
-        let text = value.to_str().map_err(|_| HeadError::Malformed)?;
-        for item in text.split(',') {
-            let item = item.trim_matches([' ', '\t']);
-            let valid =
-                !item.is_empty() && item.len() <= 19 && item.bytes().all(|b| b.is_ascii_digit());
-            let parsed = item
-                .parse::<u64>()
-                .ok()
-                .filter(|_| valid)
-                .ok_or(HeadError::Malformed)?;
-            if length.is_some_and(|seen| seen != parsed) {
-                return Err(HeadError::Malformed);
-            }
-            length = Some(parsed);
+    for value in headers.get_all(CONTENT_LENGTH) {
+        let parsed = plain_length(value.as_bytes()).ok_or(HeadError::Malformed)?;
+        if length.is_some_and(|seen| seen != parsed) {
+            return Err(HeadError::Malformed);
         }
+        length = Some(parsed);
     }
     Ok(Decoder::length(length.unwrap_or(0)))
+}
+
+/// A `Content-Length` value as hyper reads one: ASCII digits only, at most 19 of them.
+fn plain_length(value: &[u8]) -> Option<u64> {
+    let valid = !value.is_empty() && value.len() <= 19 && value.iter().all(u8::is_ascii_digit);
+    std::str::from_utf8(value)
+        .ok()?
+        .parse()
+        .ok()
+        .filter(|_| valid)
+}
+
+/// Whether a request with `Transfer-Encoding` must be refused whatever the driver: beside `Content-Length`, or
+/// its codings (every line, comma-separated) not ending in the one `chunked`.
+pub(crate) fn transfer_refused(headers: &HeaderMap) -> bool {
+    let codings: Vec<String> = tokens(headers, &TRANSFER_ENCODING).collect();
+    let chunked = codings.iter().filter(|c| c.as_str() == "chunked").count();
+    headers.contains_key(CONTENT_LENGTH)
+        || chunked != 1
+        || codings.last().is_none_or(|c| c != "chunked")
 }
 
 /// The comma-separated tokens of every `name` header, trimmed and lowercased; a value that is not text gives
@@ -180,11 +184,20 @@ mod tests {
             "POST / HTTP/1.1\r\nContent-Length: 1e3\r\n\r\n",
             "POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
             "POST / HTTP/1.1\r\nContent-Length: \r\n\r\n",
+            // An empty coding or a lone comma is still a Transfer-Encoding beside the length (issue 28, 1).
+            "POST / HTTP/1.1\r\nTransfer-Encoding: \r\nContent-Length: 5\r\n\r\nhello",
+            "POST / HTTP/1.1\r\nTransfer-Encoding: ,\r\nContent-Length: 5\r\n\r\nhello",
+            "POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: \t\r\n\r\nhello",
+            "POST / HTTP/1.1\r\nTransfer-Encoding: ,\r\n\r\n",
+            // A list of lengths on one line, even of one value (issue 28, 2).
+            "POST / HTTP/1.1\r\nContent-Length: 676, 676\r\n\r\n",
+            "POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5, 5\r\n\r\n",
         ] {
             assert_eq!(head(text).unwrap_err(), HeadError::Malformed, "{text}");
         }
+        // The same length on two lines is one length, as hyper reads it.
         let same =
-            head("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5, 5\r\n\r\n").unwrap();
+            head("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n").unwrap();
         assert_eq!(same.body, Decoder::length(5));
         let gzip = head("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n").unwrap();
         assert_eq!(gzip.body, Decoder::chunked());

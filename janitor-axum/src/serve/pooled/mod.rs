@@ -21,6 +21,7 @@ use tokio::time::Instant;
 
 use super::config::ServeConfig;
 use super::pool::BufferPool;
+pub(crate) use head::transfer_refused;
 use head::HeadError;
 use response::Asked;
 use wire::{Link, RequestBody};
