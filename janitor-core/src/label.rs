@@ -54,7 +54,10 @@ pub const MIN_SECRET_DISTINCT: usize = 6;
 ///   (code points) count; `LabelKey::new` alone would take 16 emoji, which JavaScript counts as 32;
 /// - not only whitespace;
 /// - at least [`MIN_SECRET_DISTINCT`] distinct characters;
-/// - not one shorter string repeated (`"0123456789abcdef"` twice).
+/// - not one shorter string repeated (`"0123456789abcdef"` twice), nor such a repetition with a partial last
+///   copy or up to two characters added (`"abcdefabcdef…ab"`, `"passwordpassword…1"`);
+/// - not mostly a run of consecutive characters (`"0123456789…"`);
+/// - at least 32 characters left without placeholder words (`secret`, `password`, `change`, `example`, …).
 ///
 /// No rule can measure entropy from one sample; these catch what people actually deploy by mistake (a run
 /// of one key, a pattern typed by hand, a test fixture) and never refuse a generated secret in practice: 32
@@ -76,14 +79,68 @@ pub fn check_secret_strength(secret: &str) -> Result<(), LabelError> {
             "it has fewer than 6 distinct characters",
         ));
     }
-    // A string is a repetition of a shorter one exactly when it occurs inside itself doubled, off the ends.
-    let doubled = format!("{secret}{secret}");
-    let first = secret.chars().next().map_or(1, char::len_utf8);
-    let last = secret.chars().next_back().map_or(1, char::len_utf8);
-    if doubled[first..doubled.len() - last].contains(secret) {
+    let chars: Vec<char> = secret.chars().collect();
+    if repeats_a_unit(&chars) {
         return Err(LabelError::WeakSecret("it is one shorter string repeated"));
     }
+    if runs_in_sequence(&chars) {
+        return Err(LabelError::WeakSecret(
+            "it is mostly a run of consecutive characters",
+        ));
+    }
+    let rest = PLACEHOLDER_WORDS
+        .iter()
+        .fold(secret.to_lowercase(), |rest, word| rest.replace(word, ""));
+    if rest.chars().count() < MIN_SECRET_UNITS {
+        return Err(LabelError::WeakSecret(
+            "without its placeholder words (\"secret\", \"password\", \"change\", ...) it has fewer than 32 \
+             characters",
+        ));
+    }
     Ok(())
+}
+
+/// Words found in secrets typed as placeholders. A secret may contain them (`prod-secret-` before 32 random
+/// characters is fine); it is refused when what is left without them is shorter than 32 characters.
+const PLACEHOLDER_WORDS: [&str; 13] = [
+    "secret",
+    "password",
+    "passwd",
+    "passw0rd",
+    "change",
+    "example",
+    "placeholder",
+    "replace",
+    "default",
+    "qwerty",
+    "letmein",
+    "sample",
+    "insecure",
+];
+
+/// Whether the whole secret, but for at most its last two characters, repeats a unit at most half its length:
+/// `abcdefabcdef…ab` (a partial last copy), `passwordpassword…1`.
+fn repeats_a_unit(chars: &[char]) -> bool {
+    let n = chars.len();
+    (1..=n / 2).any(|period| {
+        let periodic = chars[period..]
+            .iter()
+            .zip(chars)
+            .take_while(|(later, earlier)| later == earlier)
+            .count()
+            + period;
+        periodic + 2 >= n
+    })
+}
+
+/// Whether at least three quarters of the neighbouring pairs step up or down by one (`0123456789abc…`,
+/// `zyxw…`): a random secret of 32 hex digits does so with probability below 10⁻²⁰.
+fn runs_in_sequence(chars: &[char]) -> bool {
+    let steps = chars
+        .windows(2)
+        .filter(|pair| (pair[0] as i64 - pair[1] as i64).abs() == 1)
+        .count();
+    steps * 4 >= (chars.len() - 1) * 3
 }
 
 /// A validated secret and namespace, with the HMAC key schedule computed once.
@@ -340,6 +397,38 @@ mod tests {
             weak(&"changeme-".repeat(4)),
             "it is one shorter string repeated"
         );
+        // A partial last copy, or a character added (issue 28, defect 11).
+        for repeated in [
+            "abcdefabcdefabcdefabcdefabcdefab".to_owned(),
+            "passwordpasswordpasswordpassword1".to_owned(),
+            format!("{}x", "1a2b3c".repeat(6)),
+        ] {
+            assert_eq!(
+                weak(&repeated),
+                "it is one shorter string repeated",
+                "{repeated}"
+            );
+        }
+        assert_eq!(
+            weak("0123456789abcdefghijklmnopqrstuv"),
+            "it is mostly a run of consecutive characters"
+        );
+        for placeholder in [
+            "your-secret-key-here-change-it-now!",
+            "my-Production-Password-for-janitor-2024",
+            "please-REPLACE-this-with-a-real-value",
+            "default-key-for-janitor-dev-only!!",
+        ] {
+            assert!(
+                weak(placeholder).contains("placeholder words"),
+                "{placeholder}"
+            );
+        }
+        // A placeholder word beside 32 random characters leaves enough.
+        assert_eq!(
+            check_secret_strength("prod-secret-f3a91c07be5d4e28a6b0c9d17e4f2a38"),
+            Ok(())
+        );
         // 16 emoji are 32 units to JavaScript but 16 characters to Python or Elixir's String.length.
         assert_eq!(
             weak("😀😁😂🤣😃😄😅😆😉😊😋😎😍😘🥰😗"),
@@ -350,7 +439,7 @@ mod tests {
         assert_eq!(weak(&random[..31]), "it has fewer than 32 characters");
         assert_eq!(check_secret_strength(random), Ok(()));
         // Six distinct characters are enough, five are not, whatever the length.
-        let six = "abcdefabcdefabcdefabcdefabcdefabcdeff";
+        let six = "aebfcdafbecdfaebdcfabecdafbdcebfad";
         assert_eq!(check_secret_strength(six), Ok(()));
         assert_eq!(
             weak(&six.replace('f', "e")),

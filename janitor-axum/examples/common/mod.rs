@@ -110,29 +110,23 @@ const EXAMPLE_VARIABLES: &[&str] = &["JANITOR_ADDR", "JANITOR_DEMO_PASSWORD"];
 fn setup() -> Result<Setup, Box<dyn Error>> {
     let mut settings =
         JanitorSettings::from_env_with_own(&EnvSource::process(), EXAMPLE_VARIABLES)?;
-    let development_secret = settings.secret.is_none();
-    if development_secret {
-        eprintln!(
-            "warning: JANITOR_SECRET is not set; using a random development secret for this run"
-        );
-        settings.secret = Some(random_secret());
-    }
     if settings.environment.is_none() {
         settings.environment = Some(Environment::Development);
         settings.cookie.secure.get_or_insert(false);
         settings.endpoint.expose_client_scores.get_or_insert(true);
+    }
+    // Refused in production: instances sharing a database must share the secret.
+    let development_secret = settings.fill_development_secret()?;
+    if development_secret {
+        eprintln!(
+            "warning: JANITOR_SECRET is not set; using a random development secret for this run"
+        );
     }
     Ok(Setup {
         config: settings.build()?,
         development_secret,
         jev: JevConfig::from_env()?,
     })
-}
-
-/// A random development secret (64 hex characters) for runs without `JANITOR_SECRET`.
-fn random_secret() -> String {
-    let bytes: [u8; 32] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(feature = "postgres")]

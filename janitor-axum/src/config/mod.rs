@@ -59,6 +59,13 @@ pub enum JanitorConfigError {
     /// No secret was given.
     #[error("a secret (32 to 4096 characters) is required")]
     MissingSecret,
+    /// No secret was given to a production run, which must not make one up (see
+    /// [`JanitorSettings::fill_development_secret`]).
+    #[error(
+        "JANITOR_SECRET is required in production: every instance on one database must use the same secret \
+         (generate one with `openssl rand -hex 32`); a random secret is made up only in development"
+    )]
+    ProductionWithoutSecret,
     /// An environment variable that does not read as its type.
     #[error(transparent)]
     Environment(janitor_core::config::EnvError),

@@ -142,6 +142,23 @@ pub struct EvidenceSettings {
 }
 
 impl JanitorSettings {
+    /// Makes up a random secret (64 hex digits from the operating system's CSPRNG) for a development run that
+    /// has none, as the quick start does: `Ok(true)` when it did, `Ok(false)` when a secret was given. Without
+    /// a secret in production (which an absent `environment` means) it refuses with
+    /// [`JanitorConfigError::ProductionWithoutSecret`]: instances on one database must share their secret, and
+    /// one made up per run would split their counters and could never pass the key check.
+    pub fn fill_development_secret(&mut self) -> Result<bool, JanitorConfigError> {
+        if self.secret.as_deref().is_some_and(|s| !s.is_empty()) {
+            return Ok(false);
+        }
+        if self.environment != Some(Environment::Development) {
+            return Err(JanitorConfigError::ProductionWithoutSecret);
+        }
+        let bytes: [u8; 32] = rand::random();
+        self.secret = Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
+        Ok(true)
+    }
+
     /// The configuration, through the builders: every value is checked as if set by hand.
     pub fn build(self) -> Result<JanitorConfig, JanitorConfigError> {
         let mut builder = JanitorConfig::builder()
@@ -300,6 +317,48 @@ mod tests {
     use super::*;
 
     const SECRET: &str = "7c1e9a24f0b35d86e2a4c7f190b3d5e8";
+
+    #[test]
+    fn a_secret_is_made_up_only_in_development() {
+        // No secret, or an empty one (read as none), in production or with no environment (production).
+        for environment in [None, Some(Environment::Production)] {
+            let mut settings = JanitorSettings {
+                environment,
+                ..JanitorSettings::default()
+            };
+            assert_eq!(
+                settings.fill_development_secret(),
+                Err(JanitorConfigError::ProductionWithoutSecret)
+            );
+            assert_eq!(settings.secret, None, "nothing made up");
+            settings.secret = Some(String::new());
+            assert_eq!(
+                settings.fill_development_secret(),
+                Err(JanitorConfigError::ProductionWithoutSecret)
+            );
+        }
+        let mut development = JanitorSettings {
+            environment: Some(Environment::Development),
+            ..JanitorSettings::default()
+        };
+        assert_eq!(development.fill_development_secret(), Ok(true));
+        let made = development.secret.clone().unwrap();
+        assert_eq!(made.len(), 64);
+        assert!(janitor_core::label::check_secret_strength(&made).is_ok());
+        let mut other = JanitorSettings {
+            environment: Some(Environment::Development),
+            ..JanitorSettings::default()
+        };
+        other.fill_development_secret().unwrap();
+        assert_ne!(other.secret.unwrap(), made, "a new one each run");
+        // A given secret is kept, in either environment.
+        let mut given = JanitorSettings {
+            secret: Some(SECRET.to_owned()),
+            ..JanitorSettings::default()
+        };
+        assert_eq!(given.fill_development_secret(), Ok(false));
+        assert_eq!(given.secret.as_deref(), Some(SECRET));
+    }
 
     #[test]
     fn a_file_reads_through_serde_and_unknown_keys_are_refused() {
