@@ -433,6 +433,11 @@ mod tests {
         assert!(parse(json!({"signals": {"userAgent": past}})).is_err());
         // 512 two-byte characters are 512 units although 1024 bytes.
         assert!(parse(json!({"signals": {"userAgent": "é".repeat(512)}})).is_ok());
+        // A language of 32 emoji is 64 units, at the limit; 33 are 33 code points, which the published JSON
+        // Schema's maxLength of 64 accepts, but 66 units, which the reference (and so this) refuses.
+        assert!(parse(json!({"signals": {"languages": ["😀".repeat(32)]}})).is_ok());
+        let refused = parse(json!({"signals": {"languages": ["😀".repeat(33)]}})).unwrap_err();
+        assert_eq!(refused.path, "signals.languages[0]");
     }
 
     #[test]
