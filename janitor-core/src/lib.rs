@@ -35,7 +35,7 @@ pub use identification::evaluator::{
 pub use identification::observation::Observation;
 pub use identification::payload::{PayloadError, VisitorPayload};
 pub use identification::policy::MatchingPolicy;
-pub use identification::store::{MemoryVisitorStore, VisitorStore};
+pub use identification::store::{MemoryVisitorStore, VisitorStore, DEFAULT_MAX_VISITORS};
 pub use label::{EvidenceKey, LabelError, LabelKey, ProtectionKey};
 pub use stores::{KeyCheck, MemoryStores, Stores};
 pub use visitor::{visitor_from_cookies, VisitorId};

@@ -152,6 +152,16 @@ impl MemoryStores {
         MemoryStores::default()
     }
 
+    /// The same stores, holding at most `max` visitors (1–10,000,000; [`DEFAULT_MAX_VISITORS`](crate::DEFAULT_MAX_VISITORS)
+    /// unless set): past it a new visitor evicts the one holding the oldest observation
+    /// ([`MemoryVisitorStore::with_max_visitors`]).
+    pub fn with_max_visitors(self, max: usize) -> Result<Self, crate::ConfigError> {
+        Ok(MemoryStores {
+            visitors: self.visitors.with_max_visitors(max)?,
+            ..self
+        })
+    }
+
     /// Erases under every store's lock at once, so no call sees it half done. The locks are taken in the
     /// order the directory already takes its own and evidence's; learning and visitors are never held while
     /// another lock is taken, so the order cannot deadlock.

@@ -73,3 +73,72 @@ fn memory_store_stays_bounded_without_cleanup() {
         store.visitor_count()
     );
 }
+
+/// A cookieless flood cannot grow the store past its capacity: each new visitor past it evicts the one holding
+/// the oldest observation, and a visitor seen again recently is kept (issue 28, defect 9).
+#[tokio::test]
+async fn past_its_capacity_a_new_visitor_evicts_the_one_seen_longest_ago() {
+    use janitor_core::identification::store::ReturningVisit;
+    const MINUTE: i64 = 60_000;
+    let store = MemoryVisitorStore::new(Retention::default())
+        .with_max_visitors(10)
+        .unwrap();
+    assert_eq!(store.max_visitors(), 10);
+    for n in 1..=10u64 {
+        let at = n as i64 * MINUTE;
+        store.create_visitor(&visitor(n), at).await.unwrap();
+        store
+            .save_observation(&visitor(n), &observation(&n.to_string()), at)
+            .await
+            .unwrap();
+    }
+    assert_eq!((store.visitor_count(), store.evicted_count()), (10, 0));
+    // Visitor 1 comes back with its cookie: its newest observation is refreshed, so it is no longer the oldest.
+    let now = 20 * MINUTE;
+    let one = observation("1");
+    let visit = ReturningVisit {
+        visitor: &visitor(1),
+        observation: &one,
+        refresh: true,
+        limit: 5,
+        now_ms: now,
+    };
+    assert!(store.returning_visit(visit).await.unwrap().recorded);
+    for n in 11..=13u64 {
+        store.create_visitor(&visitor(n), now + 1).await.unwrap();
+        store
+            .save_observation(&visitor(n), &observation(&n.to_string()), now + 1)
+            .await
+            .unwrap();
+    }
+    assert_eq!((store.visitor_count(), store.evicted_count()), (10, 3));
+    assert_eq!(store.observation_count(), 10);
+    for (n, kept) in [
+        (1, true),
+        (2, false),
+        (3, false),
+        (4, false),
+        (5, true),
+        (13, true),
+    ] {
+        let history = store
+            .recent_observations(&visitor(n), 5, now + 2)
+            .await
+            .unwrap();
+        assert_eq!(!history.is_empty(), kept, "visitor {n}");
+    }
+    // The bound is a setting like any other: refused outside 1–10,000,000.
+    for refused in [0, 10_000_001] {
+        assert_eq!(
+            store.with_max_visitors(refused).unwrap_err().field,
+            "max_visitors"
+        );
+    }
+    for accepted in [1, 10_000_000] {
+        assert!(store.with_max_visitors(accepted).is_ok());
+    }
+    assert_eq!(
+        MemoryVisitorStore::default().max_visitors(),
+        janitor_core::DEFAULT_MAX_VISITORS
+    );
+}

@@ -12,7 +12,7 @@ use super::{
     batch_visitors, history_limit, CleanupReport, ReturningHistory, ReturningVisit, StoreError,
     VisitorStore, REFRESH_INTERVAL_MS,
 };
-use crate::config::clamp_cleanup_batch;
+use crate::config::{check, clamp_cleanup_batch, ConfigError};
 use crate::identification::candidates::{probes_for, LookupRow, Probe, ROWS_PER_PROBE};
 use crate::identification::config::Retention;
 use crate::identification::observation::Observation;
@@ -21,17 +21,36 @@ use crate::visitor::VisitorId;
 /// Expired observations each write retires.
 const EXPIRE_PER_WRITE: usize = 8;
 
+/// Visitors a store holds by default before it evicts (see [`MemoryVisitorStore::with_max_visitors`]).
+pub const DEFAULT_MAX_VISITORS: usize = 50_000;
+
+/// The range of [`MemoryVisitorStore::with_max_visitors`].
+pub const MAX_VISITORS: std::ops::RangeInclusive<usize> = 1..=10_000_000;
+
 /// `(seen_at, insertion number)`: newest last, ties broken by insertion order, as `ORDER BY seen_at, id`.
 type Slot = (i64, u64);
 
-/// A thread-safe visitor store held in process memory, bounded by [`Retention`].
+/// A thread-safe visitor store held in process memory, bounded by [`Retention`] and by a number of visitors.
+///
+/// It is for quick starts, tests and one small instance: nothing survives a restart, and nothing is shared
+/// between processes (use the PostgreSQL store for that). Past its capacity ([`DEFAULT_MAX_VISITORS`] unless
+/// [`with_max_visitors`](Self::with_max_visitors) says otherwise) a new visitor evicts the one holding the
+/// oldest observation, so a flood of cookieless requests costs a bounded amount of memory and the visitors
+/// seen most recently stay; docs/security.md gives the memory per visitor.
 ///
 /// A cheap handle: clones share the same visitors, so the engine, cleanup tasks and erasure can each hold one.
-/// Data lives as long as the last handle; use the PostgreSQL store to share visitors between instances.
-#[derive(Debug, Clone, Default)]
+/// Data lives as long as the last handle.
+#[derive(Debug, Clone)]
 pub struct MemoryVisitorStore {
     retention: Retention,
+    max_visitors: usize,
     inner: Arc<Mutex<Inner>>,
+}
+
+impl Default for MemoryVisitorStore {
+    fn default() -> Self {
+        MemoryVisitorStore::new(Retention::default())
+    }
 }
 
 /// The visitors behind the lock. [`MemoryStores`](crate::MemoryStores) holds it, with every other store's
@@ -39,6 +58,7 @@ pub struct MemoryVisitorStore {
 #[derive(Debug, Default)]
 pub(crate) struct Inner {
     next_slot: u64,
+    evicted: u64,
     visitors: BTreeMap<String, VisitorEntry>,
     observations: HashMap<u64, StoredObservation>,
     by_time: BTreeSet<Slot>,
@@ -64,6 +84,7 @@ impl MemoryVisitorStore {
     pub fn new(retention: Retention) -> Self {
         MemoryVisitorStore {
             retention,
+            max_visitors: DEFAULT_MAX_VISITORS,
             inner: Arc::default(),
         }
     }
@@ -72,8 +93,27 @@ impl MemoryVisitorStore {
     pub fn with_retention(&self, retention: Retention) -> Self {
         MemoryVisitorStore {
             retention,
-            inner: Arc::clone(&self.inner),
+            ..self.clone()
         }
+    }
+
+    /// A handle on the same visitors that holds at most `max` of them (1–10,000,000): creating one more evicts
+    /// the visitor holding the oldest observation, with its observations.
+    pub fn with_max_visitors(&self, max: usize) -> Result<Self, ConfigError> {
+        Ok(MemoryVisitorStore {
+            max_visitors: check("max_visitors", max, &MAX_VISITORS)?,
+            ..self.clone()
+        })
+    }
+
+    /// Visitors this handle holds at most.
+    pub fn max_visitors(&self) -> usize {
+        self.max_visitors
+    }
+
+    /// Visitors evicted to stay within the capacity since the store was made (for tests and metrics).
+    pub fn evicted_count(&self) -> u64 {
+        self.lock().evicted
     }
 
     /// The retention rules this store applies.
@@ -99,6 +139,26 @@ impl MemoryVisitorStore {
 }
 
 impl Inner {
+    /// Evicts visitors until fewer than `max` are left: the one holding the oldest observation first, then
+    /// (when none holds any) the first by id.
+    fn make_room(&mut self, max: usize) {
+        while self.visitors.len() >= max {
+            let oldest = match self.by_time.first() {
+                Some((_, id)) => self.observations[id].visitor.as_str().to_owned(),
+                None => match self.visitors.keys().next() {
+                    Some(first) => first.clone(),
+                    None => return,
+                },
+            };
+            if let Some(entry) = self.visitors.remove(&oldest) {
+                for (_, id) in entry.history {
+                    self.remove(id);
+                }
+            }
+            self.evicted += 1;
+        }
+    }
+
     /// Deletes a visitor with its observations; returns whether it existed.
     pub(crate) fn remove_visitor(&mut self, visitor: &VisitorId) -> bool {
         let Some(entry) = self.visitors.remove(visitor.as_str()) else {
@@ -317,6 +377,7 @@ impl VisitorStore for MemoryVisitorStore {
         if inner.visitors.contains_key(visitor.as_str()) {
             return Err(StoreError::Data("visitor already exists".into()));
         }
+        inner.make_room(self.max_visitors);
         inner.visitors.insert(
             visitor.as_str().to_owned(),
             VisitorEntry {

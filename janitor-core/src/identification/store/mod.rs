@@ -16,7 +16,7 @@ use crate::visitor::VisitorId;
 
 mod memory;
 
-pub use memory::MemoryVisitorStore;
+pub use memory::{MemoryVisitorStore, DEFAULT_MAX_VISITORS, MAX_VISITORS};
 
 /// Most visitors whose histories are read in one call.
 pub const MAX_BATCH_VISITORS: usize = crate::identification::candidates::CANDIDATE_LIMIT;

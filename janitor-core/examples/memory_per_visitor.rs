@@ -1,0 +1,71 @@
+//! How much memory the in-memory visitor store takes per visitor, as a cookieless flood fills it: each visitor
+//! with one observation of a realistic browser, made as the engine makes them. Prints the resident set size
+//! before and after, and the bytes per visitor, read from `/proc/self/statm` (Linux).
+//!
+//! Run with: `cargo run --release -p janitor-core --example memory_per_visitor [visitors]` (default 50,000,
+//! the store's default capacity).
+
+use janitor_core::{
+    MemoryVisitorStore, Observation, Retention, VisitorId, VisitorPayload, VisitorStore,
+};
+
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("Linux /proc/self/statm");
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .expect("resident pages");
+    pages * 4096
+}
+
+/// Visitor `n`'s browser: what janitor.js sends, with a timezone, renderer and screen that vary with `n`.
+fn payload(n: u64) -> VisitorPayload {
+    let doc = serde_json::json!({"signals": {
+        "userAgent": format!("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{}.0.0.0 Safari/537.36", 120 + n % 12),
+        "platform": "Win32",
+        "languages": ["en-US", "en"],
+        "timezone": format!("Zone/{}", n % 400),
+        "screen": {"width": 1280 + (n % 7) * 160, "height": 720 + (n % 5) * 90, "colorDepth": 24, "pixelRatio": 1},
+        "viewport": {"width": 1200, "height": 650},
+        "hardware": {"hardwareConcurrency": 4 + n % 13, "deviceMemory": 8, "maxTouchPoints": 0},
+        "graphics": {"webglVendor": "Google Inc. (NVIDIA)", "webglRenderer": format!("ANGLE (NVIDIA GeForce GTX {} Direct3D11)", 1000 + n % 900)},
+        "automation": {"webdriver": false}
+    }, "behavior": {"pageAgeMs": 1800 + n % 5000, "mouseMoveCount": n % 80, "pointerDownCount": 1,
+        "keyDownCount": 0, "scrollCount": 2, "visibilityChangeCount": 0}});
+    VisitorPayload::from_value(&doc).expect("a valid payload")
+}
+
+fn main() {
+    let visitors: u64 = std::env::args()
+        .nth(1)
+        .map(|n| n.parse().expect("a number of visitors"))
+        .unwrap_or(50_000);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let store = MemoryVisitorStore::new(Retention::default())
+        .with_max_visitors(visitors as usize)
+        .expect("a capacity in range");
+    let before = resident_bytes();
+    runtime.block_on(async {
+        for n in 0..visitors {
+            let id = VisitorId::generate();
+            let payload = payload(n);
+            let observation = Observation::normalize(&payload.signals, payload.behavior.as_ref());
+            store.create_visitor(&id, n as i64).await.expect("created");
+            store
+                .save_observation(&id, &observation, n as i64)
+                .await
+                .expect("saved");
+        }
+    });
+    let after = resident_bytes();
+    let per_visitor = (after.saturating_sub(before)) as f64 / visitors as f64;
+    println!(
+        "{visitors} visitors, one observation each: resident {:.1} MiB -> {:.1} MiB, {per_visitor:.0} bytes per visitor",
+        before as f64 / 1048576.0,
+        after as f64 / 1048576.0
+    );
+    assert_eq!(store.visitor_count() as u64, visitors);
+}
