@@ -13,7 +13,7 @@ use janitor_core::evidence::{
     RevocationInput, RevocationReason, SubjectId, VerificationInput, VerificationMethod,
 };
 use janitor_core::{LabelKey, Retention, StoreError, VisitorId, VisitorStore};
-use janitor_sql::testing::with_schemas;
+use janitor_sql::testing::{create_visitors, with_schemas};
 use janitor_sql::{Database, PgEvidenceStore, PgVisitorStore};
 use serde_json::{json, Value};
 
@@ -25,13 +25,7 @@ fn key() -> LabelKey {
 
 /// Evidence over a fresh schema holding visitors 1–3.
 async fn evidence(database: &Database) -> Evidence<PgEvidenceStore> {
-    let visitors = PgVisitorStore::new(database.clone(), Retention::default());
-    for n in 1..=3 {
-        visitors
-            .create_visitor(&visitor(n), T0)
-            .await
-            .expect("visitor");
-    }
+    create_visitors(database, &[visitor(1), visitor(2), visitor(3)]).await;
     Evidence::new(
         PgEvidenceStore::new(database.clone()),
         key(),

@@ -140,6 +140,17 @@ impl Schemas {
     }
 }
 
+/// Creates a visitor row for each of `visitors` at [`T0`](janitor_core::testing::T0): events and links name
+/// visitors through a foreign key.
+pub async fn create_visitors(database: &crate::Database, visitors: &[janitor_core::VisitorId]) {
+    let store = crate::PgVisitorStore::new(database.clone(), janitor_core::Retention::default());
+    for visitor in visitors {
+        janitor_core::VisitorStore::create_visitor(&store, visitor, janitor_core::testing::T0)
+            .await
+            .expect("visitor");
+    }
+}
+
 /// Runs `body` with a [`Schemas`] source, then drops every schema it made — also when `body` panics, whose
 /// panic is then resumed so the test still fails.
 ///

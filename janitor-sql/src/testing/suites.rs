@@ -50,21 +50,8 @@ macro_rules! pg_store_suites {
             janitor_core::evidence_store_tests!(
                 around: $around,
                 fresh: |$context: $type, visitors: Vec<janitor_core::VisitorId>| async move {
-                    // Events and links reference visitor rows.
                     let database = $database;
-                    let store = $crate::PgVisitorStore::new(
-                        database.clone(),
-                        janitor_core::Retention::default(),
-                    );
-                    for visitor in &visitors {
-                        janitor_core::VisitorStore::create_visitor(
-                            &store,
-                            visitor,
-                            janitor_core::testing::T0,
-                        )
-                        .await
-                        .expect("visitor");
-                    }
+                    $crate::testing::create_visitors(&database, &visitors).await;
                     $crate::PgEvidenceStore::new(database)
                 },
             );
@@ -73,24 +60,12 @@ macro_rules! pg_store_suites {
         mod grouped_evidence_store {
             use super::*;
 
+            // The same cases with event inserts grouped.
             janitor_core::evidence_store_tests!(
                 around: $around,
                 fresh: |$context: $type, visitors: Vec<janitor_core::VisitorId>| async move {
-                    // The same cases with event inserts grouped. Events and links reference visitor rows.
                     let database = $database;
-                    let store = $crate::PgVisitorStore::new(
-                        database.clone(),
-                        janitor_core::Retention::default(),
-                    );
-                    for visitor in &visitors {
-                        janitor_core::VisitorStore::create_visitor(
-                            &store,
-                            visitor,
-                            janitor_core::testing::T0,
-                        )
-                        .await
-                        .expect("visitor");
-                    }
+                    $crate::testing::create_visitors(&database, &visitors).await;
                     $crate::PgEvidenceStore::new(database)
                         .with_grouped_inserts($crate::GroupedInserts::default())
                 },

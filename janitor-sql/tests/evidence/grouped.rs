@@ -6,9 +6,9 @@ use std::sync::Arc;
 use janitor_core::evidence::{
     Action, EventInput, EventType, Evidence, EvidenceConfig, EvidenceError,
 };
-use janitor_core::{Retention, StoreError, VisitorStore};
-use janitor_sql::testing::with_schemas;
-use janitor_sql::{Database, GroupedInserts, PgEvidenceStore, PgVisitorStore};
+use janitor_core::StoreError;
+use janitor_sql::testing::{create_visitors, with_schemas};
+use janitor_sql::{Database, GroupedInserts, PgEvidenceStore};
 use tokio::task::JoinSet;
 
 use janitor_core::testing::{label_key, visitor, T0};
@@ -16,13 +16,7 @@ use janitor_core::testing::{label_key, visitor, T0};
 type Answer = Result<bool, EvidenceError>;
 
 async fn evidence(database: &Database, grouped: bool) -> Arc<Evidence<PgEvidenceStore>> {
-    let visitors = PgVisitorStore::new(database.clone(), Retention::default());
-    for n in 1..=3 {
-        visitors
-            .create_visitor(&visitor(n), T0)
-            .await
-            .expect("visitor");
-    }
+    create_visitors(database, &[visitor(1), visitor(2), visitor(3)]).await;
     let mut store = PgEvidenceStore::new(database.clone());
     if grouped {
         store = store.with_grouped_inserts(GroupedInserts::new(64, 2).expect("valid"));
