@@ -225,8 +225,8 @@ async fn answer(app: Router, request: http::Request<axum::body::Body>) -> axum::
         .contains_key(http::header::TRANSFER_ENCODING)
         && pooled::transfer_refused(request.headers())
     {
-        // hyper frames such a request by its last coding and would serve it; the pooled driver refuses it
-        // before reading the body. Refused here too, so the drivers agree.
+        // hyper serves codings such as `chunked, chunked` (it looks only at the last one); the pooled driver
+        // refuses them before reading the body. Refused here too, so the drivers agree.
         return framing_refused();
     }
     match app.oneshot(request).await {

@@ -2,7 +2,8 @@
 //! tables of `migrations/0003_evidence.sql` (shared with Janitor instances in other languages).
 //!
 //! Round trips: recording an event is one statement (subject rows and the event together), plus one digest
-//! read only when the id existed; an activity read, a link write, a listing, a revocation, each erasure and
+//! read only when the id existed (with [`GroupedInserts`], one statement per group of callers recording at the
+//! same moment, plus one digest read for the group's repeats); an activity read, a link write, a listing, a revocation, each erasure and
 //! each cleanup step are one statement each.
 
 use janitor_core::erasure::AccountErasure;
