@@ -1,9 +1,13 @@
-//! Clients that trickle their bodies cannot hold the admission slots: past the body grace a request waits for
-//! its body with its slot lent back, so honest requests keep being served. Over a real TCP socket, at the
-//! scale of the attack that found it: as many tricklers as slots (64).
+//! Clients that trickle their bodies cannot hold the admission slots: a request whose body is not in waits for
+//! it with its slot lent back, so honest requests keep being served. Over a real TCP socket, at the scale of the
+//! attacks that found it: as many tricklers as slots (64), and twice as many clients that send a head and a few
+//! bytes, give up before any grace would end and reconnect (128).
 
 mod common;
 
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::wire::{post_with_length, serve, wait_until_free, within, Connection};
@@ -29,7 +33,7 @@ fn janitor_with_grace(slots: usize, grace_ms: u64) -> Janitor<MemoryStores> {
 }
 
 /// Opens `count` connections that each send a head declaring a body of 1,000 bytes and its first byte.
-async fn tricklers(address: std::net::SocketAddr, count: usize) -> Vec<Connection> {
+async fn tricklers(address: SocketAddr, count: usize) -> Vec<Connection> {
     let mut open = Vec::new();
     for _ in 0..count {
         let mut connection = Connection::open(address).await.unwrap();
@@ -139,4 +143,85 @@ async fn a_body_that_arrives_late_still_gets_its_answer_or_a_clean_busy() {
         .unwrap();
     assert_eq!(reply.head.status, 200);
     wait_until_free(janitor.admission()).await;
+}
+
+/// Honest identifications, one per connection, while `churners` clients each send a head and 5 body bytes,
+/// wait 200 ms (under the old 250 ms grace), drop the connection and start again: (answered 200, refused busy).
+async fn churn(
+    janitor: &Janitor<MemoryStores>,
+    address: SocketAddr,
+    churners: usize,
+    honest: usize,
+) -> (usize, usize) {
+    let running = Arc::new(AtomicBool::new(true));
+    let mut attackers = Vec::new();
+    for _ in 0..churners {
+        let running = Arc::clone(&running);
+        attackers.push(tokio::spawn(async move {
+            while running.load(Ordering::Relaxed) {
+                let Ok(mut connection) = Connection::open(address).await else {
+                    continue;
+                };
+                let _ = connection
+                    .write(&post_with_length("/api/visitor", 1_000, b"{\"sig"))
+                    .await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (mut served, mut busy) = (0, 0);
+    for _ in 0..honest {
+        let mut connection = within("connect", Connection::open(address)).await.unwrap();
+        let request = post_with_length("/api/visitor", BODY.len(), BODY);
+        let reply = within("an honest request", connection.exchange(&request))
+            .await
+            .unwrap();
+        match reply.head.status {
+            200 => served += 1,
+            503 => busy += 1,
+            other => panic!("unexpected {other}: {}", reply.text()),
+        }
+    }
+    running.store(false, Ordering::Relaxed);
+    for attacker in attackers {
+        attacker.await.unwrap();
+    }
+    wait_until_free(janitor.admission()).await;
+    (served, busy)
+}
+
+#[cfg(feature = "serve")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_reconnect_before_any_grace_ends_hold_no_slot_on_either_driver() {
+    use janitor_axum::serve::Driver;
+    for driver in [Driver::Pooled, Driver::Hyper] {
+        let janitor = janitor(64);
+        let address = common::wire::serve_on(janitor.router(), driver).await;
+        let (served, busy) = churn(&janitor, address, 128, 200).await;
+        println!(
+            "128 churners on 64 slots, {}: {served} of 200 honest requests answered 200, {busy} busy",
+            driver.name()
+        );
+        assert_eq!(
+            served,
+            200,
+            "{}: {busy} honest requests were refused as busy",
+            driver.name()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_grace_the_same_churners_hold_the_slots() {
+    // The attack against the 250 ms grace the endpoint had before: each churner keeps a slot for the 200 ms
+    // it waits, and 128 of them keep most of the 64 slots taken.
+    let janitor = janitor_with_grace(64, 250);
+    let address = serve(janitor.router()).await;
+    let (served, busy) = churn(&janitor, address, 128, 50).await;
+    println!("128 churners on 64 slots, 250 ms grace: {served} of 50 honest requests answered 200, {busy} busy");
+    assert!(
+        busy > served,
+        "only {busy} of 50 honest requests were refused: the churners held no slot"
+    );
 }

@@ -14,10 +14,13 @@ pub const MAX_DRAIN_BYTES: Limit<u64> = Limit::new("max_drain_bytes", 16_384, 0,
 /// Longest wait for a refused request's small body to arrive before giving up on it and closing the
 /// connection, in milliseconds (default one second).
 pub const DRAIN_TIMEOUT_MS: Limit<u64> = Limit::new("drain_timeout_ms", 1_000, 1, 10_000);
-/// Longest an admitted request keeps its slot while its body is still arriving, in milliseconds (default
-/// 250). Past it the slot is lent back until the body is in (see [`AdmissionSlot`](super::AdmissionSlot)), so
-/// a client trickling its body holds no slot; a browser's payload, sent with its head, arrives well within.
-pub const BODY_GRACE_MS: Limit<u64> = Limit::new("body_grace_ms", 250, 1, 30_000);
+/// Longest an admitted request keeps its slot while its body is still arriving, in milliseconds (default 0).
+/// Past it the slot is lent back until the body is in (see [`AdmissionSlot`](super::AdmissionSlot)), so a
+/// client trickling its body holds no slot. With 0 a request holds its slot only once its body is in hand (what
+/// the connection has read already counts): a browser's payload, sent with its head, never notices, and a
+/// client that sends a head and a few bytes then reconnects holds nothing, however fast it reconnects. A grace
+/// above 0 lets every such client hold a slot for that long per connection.
+pub const BODY_GRACE_MS: Limit<u64> = Limit::new("body_grace_ms", 0, 0, 30_000);
 
 /// Validated admission options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,26 +127,24 @@ mod tests {
         assert_eq!(config.max_in_flight_requests(), 64);
         assert_eq!(config.max_drain_bytes(), 16_384);
         assert_eq!(config.drain_timeout(), Duration::from_secs(1));
-        assert_eq!(config.body_grace(), Duration::from_millis(250));
+        assert_eq!(config.body_grace(), Duration::ZERO);
     }
 
     #[test]
     fn body_grace_bounds() {
-        for good in [1, 30_000] {
+        for good in [0, 1, 30_000] {
             let config = AdmissionConfig::builder()
                 .body_grace_ms(good)
                 .build()
                 .unwrap();
             assert_eq!(config.body_grace(), Duration::from_millis(good));
         }
-        for bad in [0, 30_001] {
-            let err = AdmissionConfig::builder()
-                .body_grace_ms(bad)
-                .build()
-                .unwrap_err();
-            assert_eq!(err.field, "body_grace_ms");
-            assert!(err.to_string().contains("from 1 to 30000"), "{err}");
-        }
+        let err = AdmissionConfig::builder()
+            .body_grace_ms(30_001)
+            .build()
+            .unwrap_err();
+        assert_eq!(err.field, "body_grace_ms");
+        assert!(err.to_string().contains("from 0 to 30000"), "{err}");
     }
 
     #[test]

@@ -2,14 +2,17 @@
 //!
 //! Admission comes before the body, as the contract asks, so a client that trickles its body would keep a slot
 //! for the whole request timeout: 64 such clients hold every slot, forever, and every honest request gets 503.
-//! A handler that waits on the client instead lends its slot: when the wait outlasts the
-//! [`body_grace`](super::AdmissionConfig::body_grace), the slot goes back to the pool until the wait ends, and is
-//! then taken again, or the request is refused as busy like any other. A body sent at once, as browsers send a
-//! payload, never notices.
+//! A handler that waits on the client instead lends its slot: when the body is not in hand, or (with a
+//! [`body_grace`](super::AdmissionConfig::body_grace) above 0) not in within it, the slot goes back to the pool
+//! until the wait ends, and is then taken again, or the request is refused as busy like any other. A body sent
+//! at once, as browsers send a payload, never notices. Any grace at all would let clients that send a head,
+//! wait a little under it and reconnect hold every slot, which is why the default is none.
 
-use std::future::Future;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Weak;
+use std::task::Poll;
 
 use super::{Admission, Busy};
 
@@ -72,9 +75,10 @@ pub struct AdmissionSlot {
 }
 
 impl AdmissionSlot {
-    /// Runs `wait` (reading the request's body, say). If it has not finished within the admission's body
-    /// grace, the slot is given back until it does, then taken again: [`Busy`] when every slot is taken by
-    /// then, which the caller answers like any refusal (the wait's result is dropped).
+    /// Runs `wait` (reading the request's body, say). If it is not done at once (within a yield of the task)
+    /// nor within the admission's body grace, the slot is given back until it is, then taken again: [`Busy`]
+    /// when every slot is taken by then, which the caller answers like any refusal (the wait's result is
+    /// dropped).
     pub async fn lend_while<F: Future>(&self, wait: F) -> Result<F::Output, Busy> {
         let Some(grace) = self
             .cell
@@ -84,8 +88,13 @@ impl AdmissionSlot {
             return Ok(wait.await);
         };
         tokio::pin!(wait);
-        if let Ok(done) = tokio::time::timeout(grace, &mut wait).await {
+        if let Some(done) = ready_within_a_turn(wait.as_mut()).await {
             return Ok(done);
+        }
+        if !grace.is_zero() {
+            if let Ok(done) = tokio::time::timeout(grace, &mut wait).await {
+                return Ok(done);
+            }
         }
         if let Some(cell) = self.cell.upgrade() {
             cell.lend();
@@ -101,6 +110,21 @@ impl AdmissionSlot {
     pub fn is_held(&self) -> bool {
         self.cell.upgrade().is_some_and(|cell| cell.is_held())
     }
+}
+
+/// `wait`'s output if it is ready now or after one yield of the task. The yield lets a connection that serves
+/// its requests in the same task (hyper's) hand over a body it has already read.
+async fn ready_within_a_turn<F: Future>(mut wait: Pin<&mut F>) -> Option<F::Output> {
+    for turn in 0..2 {
+        let polled = poll_fn(|cx| Poll::Ready(wait.as_mut().poll(cx))).await;
+        if let Poll::Ready(done) = polled {
+            return Some(done);
+        }
+        if turn == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    None
 }
 
 impl std::fmt::Debug for AdmissionSlot {

@@ -42,21 +42,32 @@ pub fn driver() -> janitor_axum::serve::Driver {
 /// Serves `router` on 127.0.0.1 and an ephemeral port: with the production entry point
 /// (`janitor_axum::serve`, default limits, the driver of [`driver`]) when it is built, else `axum::serve`.
 pub async fn serve(router: Router) -> SocketAddr {
+    #[cfg(feature = "serve")]
+    return serve_on(router, driver()).await;
+    #[cfg(not(feature = "serve"))]
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        address
+    }
+}
+
+/// Serves `router` on 127.0.0.1 and an ephemeral port with the production entry point, default limits and
+/// `driver`: for the tests that run on both drivers whatever `JANITOR_SERVE_DRIVER` says.
+#[cfg(feature = "serve")]
+#[allow(dead_code)]
+pub async fn serve_on(router: Router, driver: janitor_axum::serve::Driver) -> SocketAddr {
+    use janitor_axum::serve::ServeConfig;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    #[cfg(feature = "serve")]
-    {
-        use janitor_axum::serve::ServeConfig;
-        let config = ServeConfig::builder().driver(driver()).build().unwrap();
-        let stop = std::future::pending();
-        tokio::spawn(async move {
-            janitor_axum::serve::serve(listener, router, config, stop)
-                .await
-                .unwrap()
-        });
-    }
-    #[cfg(not(feature = "serve"))]
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let config = ServeConfig::builder().driver(driver).build().unwrap();
+    let stop = std::future::pending();
+    tokio::spawn(async move {
+        janitor_axum::serve::serve(listener, router, config, stop)
+            .await
+            .unwrap()
+    });
     address
 }
 
