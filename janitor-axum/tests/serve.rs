@@ -11,7 +11,7 @@ use axum::extract::ConnectInfo;
 use axum::routing;
 use axum::Router;
 use common::wire::{driver, get, within, Connection, SETTLE};
-use janitor_axum::serve::{serve, ServeConfig};
+use janitor_axum::serve::{serve, Driver, ServeConfig};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -29,7 +29,11 @@ impl Served {
     }
 
     async fn with_app(config: ServeConfig, app: Router) -> Served {
-        let config = driven(config);
+        Served::on_driver(driven(config), app).await
+    }
+
+    /// Serves `app` with `config` as it is, on the driver it names.
+    async fn on_driver(config: ServeConfig, app: Router) -> Served {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
@@ -87,6 +91,7 @@ fn driven(config: ServeConfig) -> ServeConfig {
         .driver(driver())
         .header_read_timeout_ms(config.header_read_timeout().as_millis() as u64)
         .keep_alive_timeout_ms(config.keep_alive_timeout().as_millis() as u64)
+        .idle_at_capacity_ms(config.idle_at_capacity().as_millis() as u64)
         .max_header_bytes(config.max_header_bytes())
         .max_connections(config.max_connections())
         .build()
@@ -259,6 +264,59 @@ async fn past_the_connection_limit_a_client_waits_for_a_free_one() {
         .unwrap();
     assert_eq!(reply.head.status, 200);
     served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_flood_at_the_connection_limit_keeps_no_one_out_on_either_driver() {
+    for driver in [Driver::Pooled, Driver::Hyper] {
+        let config = ServeConfig::builder()
+            .driver(driver)
+            .max_connections(50)
+            .keep_alive_timeout_ms(60_000)
+            .idle_at_capacity_ms(200)
+            .build()
+            .unwrap();
+        let served = Served::on_driver(config, app()).await;
+        // Twice as many attackers as connection slots, each holding a connection that never sends a byte and
+        // opening another as soon as it is closed.
+        let address = served.address;
+        let flood: Vec<_> = (0..100)
+            .map(|_| {
+                tokio::spawn(async move {
+                    loop {
+                        if let Ok(mut idle) = Connection::open(address).await {
+                            idle.closed_within(Duration::from_secs(120)).await;
+                        }
+                    }
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let mut slowest = Duration::ZERO;
+        for _ in 0..20 {
+            let started = tokio::time::Instant::now();
+            let mut honest = served.open().await;
+            let reply = within("an honest request", honest.exchange(&get("/")))
+                .await
+                .unwrap();
+            assert_eq!(reply.head.status, 200);
+            slowest = slowest.max(started.elapsed());
+        }
+        println!(
+            "{}: 100 idle attackers on 50 connections, 20 honest requests, slowest answered in {slowest:?}",
+            driver.name()
+        );
+        // Without the capacity rule each would wait for an idle connection's 60 s keep-alive wait.
+        assert!(
+            slowest < Duration::from_secs(3),
+            "{}: an honest request waited {slowest:?}",
+            driver.name()
+        );
+        for attacker in flood {
+            attacker.abort();
+        }
+        served.stop().await;
+    }
 }
 
 #[tokio::test]

@@ -12,8 +12,9 @@
 //!   `JANITOR_ALLOWED_ORIGINS`, ...). Without `JANITOR_SECRET` a random development secret is made for this
 //!   run: quota and evidence labels then start again at every restart, and the check that instances on one
 //!   database share their secret is skipped.
-//! - `JANITOR_HEADER_READ_TIMEOUT_MS`, `JANITOR_KEEP_ALIVE_TIMEOUT_MS`, `JANITOR_MAX_HEADER_BYTES`,
-//!   `JANITOR_MAX_CONNECTIONS`: the connection limits of `janitor_axum::serve::ServeConfig`.
+//! - `JANITOR_HEADER_READ_TIMEOUT_MS`, `JANITOR_KEEP_ALIVE_TIMEOUT_MS`, `JANITOR_IDLE_AT_CAPACITY_MS`,
+//!   `JANITOR_MAX_HEADER_BYTES`, `JANITOR_MAX_CONNECTIONS`: the connection limits of
+//!   `janitor_axum::serve::ServeConfig`.
 //! - `RUST_LOG`: the log filter (default `info,tokio_postgres=info`; `tokio_postgres` logs statement
 //!   parameters at debug level: visitor ids, user agents, signals).
 //!

@@ -220,9 +220,8 @@ mod tests {
         assert!(with("JANITOR_MAX_IN_FLIGHT", "many")
             .contains("JANITOR_MAX_IN_FLIGHT must be a number"));
         assert!(with("JANITOR_MAX_IN_FLIGHT", "1025").contains("from 1 to 1024"));
-        assert!(
-            with("JANITOR_BODY_GRACE_MS", "30001").contains("body_grace_ms must be from 0 to 30000")
-        );
+        assert!(with("JANITOR_BODY_GRACE_MS", "30001")
+            .contains("body_grace_ms must be from 0 to 30000"));
         assert!(with("JANITOR_ENVIRONMENT", "staging").contains("production or development"));
         assert!(with("JANITOR_MATCHING_POLICY", "strict")
             .contains("JANITOR_MATCHING_POLICY must be reference or precise"));

@@ -12,6 +12,11 @@ pub const HEADER_READ_TIMEOUT_MS: Limit<u64> =
 /// the moment it is accepted or its last answer has been sent.
 pub const KEEP_ALIVE_TIMEOUT_MS: Limit<u64> =
     Limit::new("keep_alive_timeout_ms", 60_000, 100, 3_600_000);
+/// Longest a connection may wait for the first byte of a request while the server is at `max_connections`, in
+/// milliseconds (default one second). At capacity, connections idle for longer are closed (checked every
+/// 100 ms until a slot frees), so idle connections, a flood of them included, cannot keep new clients out for
+/// the whole `keep_alive_timeout`. Connections in the middle of a request are never cut.
+pub const IDLE_AT_CAPACITY_MS: Limit<u64> = Limit::new("idle_at_capacity_ms", 1_000, 10, 3_600_000);
 /// Largest request head (request line and headers), in bytes (default 16 KiB). A larger one is answered 431
 /// and the connection closed. A pooled buffer holds 8 KiB and hyper reads nothing smaller at once, hence the
 /// bottom of the range.
@@ -48,6 +53,7 @@ pub struct ServeConfig {
     driver: Driver,
     header_read_timeout_ms: u64,
     keep_alive_timeout_ms: u64,
+    idle_at_capacity_ms: u64,
     max_header_bytes: usize,
     max_connections: usize,
 }
@@ -58,6 +64,7 @@ impl Default for ServeConfig {
             driver: Driver::default(),
             header_read_timeout_ms: HEADER_READ_TIMEOUT_MS.default,
             keep_alive_timeout_ms: KEEP_ALIVE_TIMEOUT_MS.default,
+            idle_at_capacity_ms: IDLE_AT_CAPACITY_MS.default,
             max_header_bytes: MAX_HEADER_BYTES.default,
             max_connections: MAX_CONNECTIONS.default,
         }
@@ -75,12 +82,13 @@ impl ServeConfig {
         "JANITOR_SERVE_DRIVER",
         "JANITOR_HEADER_READ_TIMEOUT_MS",
         "JANITOR_KEEP_ALIVE_TIMEOUT_MS",
+        "JANITOR_IDLE_AT_CAPACITY_MS",
         "JANITOR_MAX_HEADER_BYTES",
         "JANITOR_MAX_CONNECTIONS",
     ];
 
     /// The limits the process's `JANITOR_HEADER_READ_TIMEOUT_MS`, `JANITOR_KEEP_ALIVE_TIMEOUT_MS`,
-    /// `JANITOR_MAX_HEADER_BYTES` and `JANITOR_MAX_CONNECTIONS` set, the driver `JANITOR_SERVE_DRIVER` names
+    /// `JANITOR_IDLE_AT_CAPACITY_MS`, `JANITOR_MAX_HEADER_BYTES` and `JANITOR_MAX_CONNECTIONS` set, the driver `JANITOR_SERVE_DRIVER` names
     /// (`pooled` or `hyper`), the defaults for the others.
     pub fn from_env(env: &EnvSource) -> Result<ServeConfig, ServeConfigError> {
         let mut builder = ServeConfig::builder();
@@ -96,6 +104,9 @@ impl ServeConfig {
         }
         if let Some(v) = env.number("JANITOR_KEEP_ALIVE_TIMEOUT_MS")? {
             builder = builder.keep_alive_timeout_ms(v);
+        }
+        if let Some(v) = env.number("JANITOR_IDLE_AT_CAPACITY_MS")? {
+            builder = builder.idle_at_capacity_ms(v);
         }
         if let Some(v) = env.number("JANITOR_MAX_HEADER_BYTES")? {
             builder = builder.max_header_bytes(v);
@@ -119,6 +130,11 @@ impl ServeConfig {
     /// Longest wait for the first byte of the next request.
     pub fn keep_alive_timeout(&self) -> Duration {
         Duration::from_millis(self.keep_alive_timeout_ms)
+    }
+
+    /// Longest wait for a request's first byte while the server is at `max_connections`.
+    pub fn idle_at_capacity(&self) -> Duration {
+        Duration::from_millis(self.idle_at_capacity_ms)
     }
 
     /// Largest request head, in bytes.
@@ -150,6 +166,7 @@ pub struct ServeConfigBuilder {
     driver: Option<Driver>,
     header_read_timeout_ms: Option<u64>,
     keep_alive_timeout_ms: Option<u64>,
+    idle_at_capacity_ms: Option<u64>,
     max_header_bytes: Option<usize>,
     max_connections: Option<usize>,
 }
@@ -173,6 +190,12 @@ impl ServeConfigBuilder {
         self
     }
 
+    /// Longest wait for a request's first byte while at `max_connections`: 10–3,600,000 ms, default 1,000.
+    pub fn idle_at_capacity_ms(mut self, ms: u64) -> Self {
+        self.idle_at_capacity_ms = Some(ms);
+        self
+    }
+
     /// Largest request head: 8,192–1,048,576 bytes, default 16,384.
     pub fn max_header_bytes(mut self, bytes: usize) -> Self {
         self.max_header_bytes = Some(bytes);
@@ -192,6 +215,7 @@ impl ServeConfigBuilder {
             header_read_timeout_ms: HEADER_READ_TIMEOUT_MS
                 .or_default(self.header_read_timeout_ms)?,
             keep_alive_timeout_ms: KEEP_ALIVE_TIMEOUT_MS.or_default(self.keep_alive_timeout_ms)?,
+            idle_at_capacity_ms: IDLE_AT_CAPACITY_MS.or_default(self.idle_at_capacity_ms)?,
             max_header_bytes: MAX_HEADER_BYTES.or_default(self.max_header_bytes)?,
             max_connections: MAX_CONNECTIONS.or_default(self.max_connections)?,
         })
@@ -221,6 +245,11 @@ mod tests {
             (
                 b().keep_alive_timeout_ms(3_600_000),
                 b().keep_alive_timeout_ms(3_600_001),
+            ),
+            (b().idle_at_capacity_ms(10), b().idle_at_capacity_ms(9)),
+            (
+                b().idle_at_capacity_ms(3_600_000),
+                b().idle_at_capacity_ms(3_600_001),
             ),
             (b().max_header_bytes(8_192), b().max_header_bytes(8_191)),
             (
@@ -254,6 +283,7 @@ mod tests {
         let env = EnvSource::from_pairs([
             ("JANITOR_HEADER_READ_TIMEOUT_MS", "2000"),
             ("JANITOR_KEEP_ALIVE_TIMEOUT_MS", "5000"),
+            ("JANITOR_IDLE_AT_CAPACITY_MS", "250"),
             ("JANITOR_MAX_HEADER_BYTES", "8192"),
             ("JANITOR_MAX_CONNECTIONS", "3"),
             ("JANITOR_SERVE_DRIVER", "Hyper"),
@@ -269,6 +299,7 @@ mod tests {
         assert!(ServeConfig::from_env(&unknown).is_err());
         assert_eq!(config.header_read_timeout(), Duration::from_secs(2));
         assert_eq!(config.keep_alive_timeout(), Duration::from_secs(5));
+        assert_eq!(config.idle_at_capacity(), Duration::from_millis(250));
         assert_eq!(config.max_header_bytes(), 8192);
         assert_eq!(config.max_connections(), 3);
         let wrong = EnvSource::from_pairs([("JANITOR_MAX_CONNECTIONS", "many")]);

@@ -54,6 +54,12 @@ impl Clock {
         }
     }
 
+    /// Since when the connection has waited for a request's first byte, if it is waiting.
+    pub(super) fn idle_since(&self) -> Option<Instant> {
+        let since = self.started + Duration::from_millis(self.since_ms.load(Ordering::Relaxed));
+        (self.phase.load(Ordering::Relaxed) == WAITING).then_some(since)
+    }
+
     /// When the connection must be closed if nothing changes, or `None` while a request is being answered.
     pub(super) fn deadline(&self, header_read: Duration, keep_alive: Duration) -> Option<Instant> {
         let since = self.started + Duration::from_millis(self.since_ms.load(Ordering::Relaxed));

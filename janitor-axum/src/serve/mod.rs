@@ -7,7 +7,8 @@
 //! - a head that has not arrived in full within `header_read_timeout` of its first byte closes the connection;
 //! - a connection with no request for `keep_alive_timeout` (from its accept or its last answer) is closed;
 //! - a head larger than `max_header_bytes` is answered 431 and the connection closed;
-//! - past `max_connections` no connection is accepted until one closes;
+//! - past `max_connections` no connection is accepted until one closes, and connections waiting for a request
+//!   longer than `idle_at_capacity` are closed meanwhile, so an idle flood cannot keep new clients out;
 //! - an HTTP/1.1 request without `Host`, with more than one, or with an absolute-form target naming another
 //!   host is answered 400 before the application sees it (RFC 9112 §3.2);
 //! - every request carries [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo), as the origin check of
@@ -39,6 +40,7 @@ mod config;
 mod connection;
 mod pool;
 mod pooled;
+mod signal;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -54,17 +56,18 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
 
 pub use config::{
     Driver, ServeConfig, ServeConfigBuilder, ServeConfigError, HEADER_READ_TIMEOUT_MS,
-    KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS, MAX_HEADER_BYTES,
+    IDLE_AT_CAPACITY_MS, KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS, MAX_HEADER_BYTES,
 };
 use connection::{Clock, GuardedBody, Watched};
 pub use pool::{BufferPool, BUFFERS_KEPT, BUFFER_BYTES};
 #[doc(hidden)]
 pub use pooled::parse_request_bytes;
+use signal::{Signal, Signals, CAPACITY_TICK};
 
 use crate::refusal::Refusal;
 
@@ -104,12 +107,12 @@ where
     L: Listener<Addr = SocketAddr>,
 {
     let slots = Arc::new(Semaphore::new(config.max_connections()));
-    let (stop, stopping) = watch::channel(false);
+    let (signal, signals) = signal::channel();
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {
             () = &mut shutdown => break,
-            slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
+            slot = free_slot(&slots, &signal) => slot,
         };
         // The listener retries failed accepts itself (after a pause, so the loop does not spin on them).
         let (stream, peer) = tokio::select! {
@@ -117,24 +120,45 @@ where
             accepted = listener.accept() => accepted,
         };
         let app = app.clone();
-        let stopping = stopping.clone();
+        let signals = signals.clone();
         let pool = Arc::clone(&pool);
         tokio::spawn(async move {
             match config.driver() {
                 Driver::Pooled => {
-                    pooled::serve_connection(stream, peer, app, config, pool, stopping).await;
+                    pooled::serve_connection(stream, peer, app, config, pool, signals).await;
                 }
-                Driver::Hyper => serve_connection(stream, peer, app, config, stopping).await,
+                Driver::Hyper => serve_connection(stream, peer, app, config, signals).await,
             }
             drop(slot);
         });
     }
     drop(listener);
-    let _ = stop.send(true);
+    signal.send_replace(Signal::Stopping);
     // Every connection holds a slot until it closes: all slots back means all connections done.
     let all = u32::try_from(config.max_connections()).unwrap_or(u32::MAX);
     let _ = slots.acquire_many(all).await;
     Ok(())
+}
+
+/// A free connection slot. While there is none, the connections are told every [`CAPACITY_TICK`] that the
+/// server is at capacity, so those idle past `idle_at_capacity` close and make room.
+async fn free_slot(
+    slots: &Arc<Semaphore>,
+    signal: &tokio::sync::watch::Sender<Signal>,
+) -> OwnedSemaphorePermit {
+    if let Ok(slot) = Arc::clone(slots).try_acquire_owned() {
+        return slot;
+    }
+    loop {
+        signal.send_replace(Signal::AtCapacity);
+        tokio::select! {
+            slot = Arc::clone(slots).acquire_owned() => {
+                signal.send_replace(Signal::Serving);
+                return slot.expect("the semaphore is never closed");
+            }
+            () = tokio::time::sleep(CAPACITY_TICK) => {}
+        }
+    }
 }
 
 /// One connection on hyper, until it closes, a deadline of its clock passes, or a shutdown has let its
@@ -144,7 +168,7 @@ async fn serve_connection<Io>(
     peer: SocketAddr,
     app: Router,
     config: ServeConfig,
-    mut stopping: watch::Receiver<bool>,
+    mut signals: Signals,
 ) where
     Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -188,10 +212,20 @@ async fn serve_connection<Io>(
                     return;
                 }
             }
-            changed = stopping.changed(), if !stop_seen => {
-                stop_seen = true;
-                if changed.is_ok() {
-                    connection.as_mut().graceful_shutdown();
+            changed = signals.changed(), if !stop_seen => {
+                let word = changed.map(|()| *signals.borrow());
+                match word {
+                    Err(_) => stop_seen = true,
+                    Ok(Signal::Stopping) => {
+                        stop_seen = true;
+                        connection.as_mut().graceful_shutdown();
+                    }
+                    Ok(Signal::AtCapacity) => {
+                        if clock.idle_since().is_some_and(|since| since.elapsed() >= config.idle_at_capacity()) {
+                            return;
+                        }
+                    }
+                    Ok(Signal::Serving) => {}
                 }
             }
         }

@@ -16,11 +16,11 @@ use axum::extract::ConnectInfo;
 use axum::Router;
 use http::StatusCode;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::config::ServeConfig;
 use super::pool::BufferPool;
+use super::signal::{self, Signals};
 pub(crate) use head::transfer_refused;
 use head::HeadError;
 use response::Asked;
@@ -46,29 +46,22 @@ pub(super) async fn serve_connection<Io>(
     app: Router,
     config: ServeConfig,
     pool: Arc<BufferPool>,
-    mut stopping: watch::Receiver<bool>,
+    mut signals: Signals,
 ) where
     Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let link = Link::new(io, pool);
     loop {
-        if *stopping.borrow() {
+        if signal::stopping(&signals) {
             break;
         }
         let buffered = link.lock().has_buffered();
-        if !buffered {
-            let first = tokio::select! {
-                first = link.first_byte() => first,
-                () = tokio::time::sleep(config.keep_alive_timeout()) => break,
-                _ = stopping.changed() => break,
-            };
-            if !matches!(first, Ok(true)) {
-                break;
-            }
+        if !buffered && !next_request_starts(&link, config, &mut signals).await {
+            break;
         }
         let deadline = Instant::now() + config.header_read_timeout();
         // Boxed: the state of an exchange exists only while one runs, so a waiting connection stays small.
-        let next = Box::pin(exchange(&link, peer, &app, config, deadline, &stopping)).await;
+        let next = Box::pin(exchange(&link, peer, &app, config, deadline, &signals)).await;
         match next {
             Next::KeepAlive => link.lock().release_if_empty(),
             Next::Linger => {
@@ -80,6 +73,32 @@ pub(super) async fn serve_connection<Io>(
     }
 }
 
+/// Waits for the first byte of the next request: `false` when the client has gone, the keep-alive wait has
+/// passed, the server stops, or it is at capacity and this connection has waited for `idle_at_capacity`.
+async fn next_request_starts<Io>(
+    link: &Link<Io>,
+    config: ServeConfig,
+    signals: &mut Signals,
+) -> bool
+where
+    Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let idle_since = Instant::now();
+    let keep_alive = tokio::time::sleep_until(idle_since + config.keep_alive_timeout());
+    tokio::pin!(keep_alive);
+    loop {
+        tokio::select! {
+            first = link.first_byte() => return matches!(first, Ok(true)),
+            () = &mut keep_alive => return false,
+            changed = signals.changed() => {
+                if signal::idle_should_close(changed, signals, idle_since, config.idle_at_capacity()) {
+                    return false;
+                }
+            }
+        }
+    }
+}
+
 /// Reads one request, has the application answer it and writes the answer.
 async fn exchange<Io>(
     link: &Link<Io>,
@@ -87,7 +106,7 @@ async fn exchange<Io>(
     app: &Router,
     config: ServeConfig,
     deadline: Instant,
-    stopping: &watch::Receiver<bool>,
+    signals: &Signals,
 ) -> Next
 where
     Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -124,7 +143,7 @@ where
     // The answer says whether the connection closes after it: when shutting down, or when the body's end
     // is not known (the next request would start inside it).
     let asked = Asked {
-        keep_alive: asked.keep_alive && !*stopping.borrow() && link.body_settled(),
+        keep_alive: asked.keep_alive && !signal::stopping(signals) && link.body_settled(),
         ..asked
     };
     let written = tokio::select! {

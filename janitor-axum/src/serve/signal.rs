@@ -1,0 +1,52 @@
+//! What the accept loop tells its connections: that the server is at its connection limit (said again every
+//! [`CAPACITY_TICK`] while it stays there), or that it is stopping. One watch channel carries both, so a
+//! connection waiting for a request listens to one thing whatever it is told.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// How often the accept loop repeats that it is at capacity while no slot frees.
+pub(super) const CAPACITY_TICK: Duration = Duration::from_millis(100);
+
+/// The latest word of the accept loop. Every send wakes the connections waiting on it, equal or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Signal {
+    Serving,
+    /// No connection slot is free: connections idle past `idle_at_capacity` should close.
+    AtCapacity,
+    Stopping,
+}
+
+/// The accept loop's end of the channel.
+pub(super) fn channel() -> (watch::Sender<Signal>, watch::Receiver<Signal>) {
+    watch::channel(Signal::Serving)
+}
+
+/// A connection's end of the channel.
+pub(super) type Signals = watch::Receiver<Signal>;
+
+/// Whether the server is stopping (or its accept loop is gone).
+pub(super) fn stopping(signals: &Signals) -> bool {
+    *signals.borrow() == Signal::Stopping
+}
+
+/// What a connection waiting for a request since `idle_since` does when woken by the accept loop: close
+/// (`true`) when the server stops, its accept loop is gone, or it is at capacity and the connection has waited
+/// for at least `idle_at_capacity`.
+pub(super) fn idle_should_close(
+    changed: Result<(), watch::error::RecvError>,
+    signals: &Signals,
+    idle_since: Instant,
+    idle_at_capacity: Duration,
+) -> bool {
+    if changed.is_err() {
+        return true;
+    }
+    match *signals.borrow() {
+        Signal::Stopping => true,
+        Signal::AtCapacity => idle_since.elapsed() >= idle_at_capacity,
+        Signal::Serving => false,
+    }
+}
