@@ -54,7 +54,7 @@ use axum::serve::{Listener, ListenerExt};
 use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
@@ -67,7 +67,7 @@ use connection::{Clock, GuardedBody, Watched};
 pub use pool::{BufferPool, BUFFERS_KEPT, BUFFER_BYTES};
 #[doc(hidden)]
 pub use pooled::parse_request_bytes;
-use signal::{Signal, Signals, CAPACITY_TICK};
+use signal::{Linger, Signal, Signals, CAPACITY_TICK};
 
 use crate::refusal::Refusal;
 
@@ -181,7 +181,8 @@ async fn serve_connection<Io>(
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
         let guard = service_clock.busy();
         let app = app.clone();
-        async move {
+        // Boxed, so that the connection can be polled without shutting its socket (that needs `Unpin`).
+        Box::pin(async move {
             let mut request = request.map(axum::body::Body::new);
             request.extensions_mut().insert(ConnectInfo(peer));
             let response = answer(app, request).await;
@@ -189,15 +190,14 @@ async fn serve_connection<Io>(
                 inner,
                 guard: Some(guard),
             }))
-        }
+        })
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     // The clock below bounds the head's time; hyper bounds its size and answers 431 past it.
     builder
         .header_read_timeout(None)
         .max_header_size(config.max_header_bytes());
-    let connection = builder.serve_connection(io, service);
-    tokio::pin!(connection);
+    let mut connection = builder.serve_connection(io, service);
     let mut stop_seen = false;
     loop {
         let deadline = clock.deadline(config.header_read_timeout(), config.keep_alive_timeout());
@@ -205,7 +205,13 @@ async fn serve_connection<Io>(
         let wake =
             deadline.unwrap_or_else(|| tokio::time::Instant::now() + config.header_read_timeout());
         tokio::select! {
-            _ = connection.as_mut() => return,
+            done = std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)) => {
+                if done.is_ok() {
+                    let socket = connection.into_parts().io.into_inner();
+                    linger(socket, &mut signals, config.idle_at_capacity()).await;
+                }
+                return;
+            }
             () = tokio::time::sleep_until(wake) => {
                 let still = clock.deadline(config.header_read_timeout(), config.keep_alive_timeout());
                 if deadline.is_some() && still == deadline {
@@ -218,7 +224,7 @@ async fn serve_connection<Io>(
                     Err(_) => stop_seen = true,
                     Ok(Signal::Stopping) => {
                         stop_seen = true;
-                        connection.as_mut().graceful_shutdown();
+                        Pin::new(&mut connection).graceful_shutdown();
                     }
                     Ok(Signal::AtCapacity) => {
                         if clock.idle_since().is_some_and(|since| since.elapsed() >= config.idle_at_capacity()) {
@@ -226,6 +232,34 @@ async fn serve_connection<Io>(
                         }
                     }
                     Ok(Signal::Serving) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Ends the sending side of a connection hyper is done with, then reads and drops what the client still sends
+/// for as long as a [`Linger`] says, as the pooled driver does: closing while the client sends would reset the
+/// connection and throw away the answers it has not read yet.
+async fn linger<Io>(mut socket: Io, signals: &mut Signals, idle_at_capacity: std::time::Duration)
+where
+    Io: AsyncRead + AsyncWrite + Unpin,
+{
+    if signal::stopping(signals) {
+        return;
+    }
+    let _ = socket.shutdown().await;
+    let mut sink = [0u8; 1024];
+    let linger = Linger::start();
+    loop {
+        tokio::select! {
+            read = tokio::time::timeout_at(linger.deadline(), socket.read(&mut sink)) => match read {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => return,
+            },
+            changed = signals.changed() => {
+                if linger.ends(changed, signals, idle_at_capacity) {
+                    return;
                 }
             }
         }

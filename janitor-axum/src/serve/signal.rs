@@ -50,3 +50,40 @@ pub(super) fn idle_should_close(
         Signal::Serving => false,
     }
 }
+
+/// How long a closing connection waits for more of what its client still sends before closing: nginx's
+/// `lingering_timeout`. Closing while a client still sends makes the kernel reset the connection, which throws
+/// away the answers the client has not read yet, a pipelining client's among them.
+const LINGER_IDLE: Duration = Duration::from_secs(5);
+/// The longest a closing connection reads and drops what its client sends, whatever the pace: nginx's
+/// `lingering_time`.
+const LINGER_MOST: Duration = Duration::from_secs(30);
+
+/// A closing connection's read-and-drop: until the client has sent nothing for [`LINGER_IDLE`], for
+/// [`LINGER_MOST`] at most, and no longer than an idle connection lasts at capacity or once the server stops.
+pub(super) struct Linger {
+    since: Instant,
+}
+
+impl Linger {
+    pub(super) fn start() -> Linger {
+        Linger {
+            since: Instant::now(),
+        }
+    }
+
+    /// When to stop if the client sends nothing before.
+    pub(super) fn deadline(&self) -> Instant {
+        (Instant::now() + LINGER_IDLE).min(self.since + LINGER_MOST)
+    }
+
+    /// Whether a word of the accept loop ends the lingering.
+    pub(super) fn ends(
+        &self,
+        changed: Result<(), watch::error::RecvError>,
+        signals: &Signals,
+        idle_at_capacity: Duration,
+    ) -> bool {
+        idle_should_close(changed, signals, self.since, idle_at_capacity)
+    }
+}

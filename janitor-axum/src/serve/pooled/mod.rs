@@ -10,7 +10,6 @@ mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use axum::Router;
@@ -25,10 +24,6 @@ pub(crate) use head::transfer_refused;
 use head::HeadError;
 use response::Asked;
 use wire::{Link, RequestBody};
-
-/// How long a closing connection reads and drops what its client still sends, and how much at most.
-const LINGER: Duration = Duration::from_millis(500);
-const LINGER_BYTES: usize = 256 * 1024;
 
 /// What a connection does after a request.
 enum Next {
@@ -65,7 +60,7 @@ pub(super) async fn serve_connection<Io>(
         match next {
             Next::KeepAlive => link.lock().release_if_empty(),
             Next::Linger => {
-                link.linger(LINGER, LINGER_BYTES).await;
+                link.linger(&mut signals, config.idle_at_capacity()).await;
                 break;
             }
             Next::Close => break,

@@ -5,6 +5,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{ready, Context, Poll, Waker};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
@@ -12,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::framing::{Decoder, Step};
 use crate::serve::pool::{Buffer, BufferPool};
+use crate::serve::signal::{Linger, Signals};
 
 /// What an interim `100 Continue` answer is, on the wire.
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
@@ -113,29 +115,36 @@ impl<Io: AsyncRead + AsyncWrite + Unpin> Link<Io> {
         std::future::poll_fn(|cx| Pin::new(&mut self.lock().io).poll_flush(cx)).await
     }
 
-    /// Ends the sending side, then reads and drops what the client still sends for a moment, so that closing
-    /// with unread bytes does not reset the connection before the client has read the answer.
-    pub(super) async fn linger(&self, wait: std::time::Duration, most: usize) {
+    /// Ends the sending side, then reads and drops what the client still sends for as long as `linger`
+    /// says, so that closing with unread bytes does not reset the connection before the client has read the
+    /// answers.
+    pub(super) async fn linger(&self, signals: &mut Signals, idle_at_capacity: Duration) {
+        if crate::serve::signal::stopping(signals) {
+            return;
+        }
         let _ = std::future::poll_fn(|cx| Pin::new(&mut self.lock().io).poll_shutdown(cx)).await;
+        self.drop_buffered();
+        let linger = Linger::start();
+        loop {
+            tokio::select! {
+                read = tokio::time::timeout_at(linger.deadline(), self.fill(0)) => match read {
+                    Ok(Ok(n)) if n > 0 => self.drop_buffered(),
+                    _ => return,
+                },
+                changed = signals.changed() => {
+                    if linger.ends(changed, signals, idle_at_capacity) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn drop_buffered(&self) {
         if let Some(buffer) = self.lock().buffer.as_mut() {
             let all = buffer.filled().len();
             buffer.consume(all);
         }
-        let drain = async {
-            let mut dropped = 0;
-            while dropped < most {
-                match self.fill(0).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        dropped += n;
-                        let mut wire = self.lock();
-                        let all = wire.buffer().filled().len();
-                        wire.buffer().consume(all);
-                    }
-                }
-            }
-        };
-        let _ = tokio::time::timeout(wait, drain).await;
     }
 }
 
