@@ -1,5 +1,5 @@
-//! The hostile-HTTP battery, over a real socket to the production entry point (`serve`) and the real router, on
-//! both stores: malformed and oversized heads, ambiguous framing, smuggling attempts, pipelining, bytes that
+//! The hostile-HTTP battery, over a real socket to the production entry point (`serve`) on each driver and the
+//! real router, on both stores: malformed and oversized heads, ambiguous framing, smuggling attempts, pipelining, bytes that
 //! are not text, duplicated security headers and payloads at the edges of JSON. Each case checks its status,
 //! that nothing was routed that should not be, and that the server then answers an honest request.
 #![cfg(feature = "serve")]
@@ -14,10 +14,9 @@ use std::time::Duration;
 use axum::routing::any;
 use axum::Router;
 use common::stores::on_both_stores;
-use common::wire::{driver, within, Connection};
-use janitor_axum::serve::{serve, ServeConfig};
+use common::wire::{serve_on, within, Connection};
+use janitor_axum::serve::Driver;
 use janitor_axum::{Janitor, Stores};
-use tokio::net::TcpListener;
 
 const UA: &str = "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36";
 
@@ -230,7 +229,8 @@ fn cases() -> Vec<Case> {
     all
 }
 
-async fn start<S: Stores>(stores: S, smuggled: Arc<AtomicUsize>) -> SocketAddr {
+/// The application served on each driver, both on `stores`: (driver, address).
+async fn start<S: Stores>(stores: S, smuggled: Arc<AtomicUsize>) -> Vec<(Driver, SocketAddr)> {
     let config = common::config("hostile").build().unwrap();
     let janitor = Janitor::new(config, stores);
     let app = janitor.router().route(
@@ -241,11 +241,11 @@ async fn start<S: Stores>(stores: S, smuggled: Arc<AtomicUsize>) -> SocketAddr {
         }),
     );
     let app: Router = app;
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let config = ServeConfig::builder().driver(driver()).build().unwrap();
-    tokio::spawn(serve(listener, app, config, std::future::pending()));
-    address
+    let mut served = Vec::new();
+    for driver in [Driver::Pooled, Driver::Hyper] {
+        served.push((driver, serve_on(app.clone(), driver).await));
+    }
+    served
 }
 
 /// Reads up to `count` replies, stopping early if the server closes the connection.
@@ -263,16 +263,32 @@ async fn replies(connection: &mut Connection, count: usize) -> Vec<u16> {
 
 async fn battery<S: Stores>(stores: S) {
     let smuggled = Arc::new(AtomicUsize::new(0));
-    let address = start(stores, Arc::clone(&smuggled)).await;
+    for (driver, address) in start(stores, Arc::clone(&smuggled)).await {
+        on_driver(driver, address).await;
+    }
+    assert_eq!(
+        smuggled.load(Ordering::SeqCst),
+        0,
+        "a smuggled request was routed"
+    );
+}
+
+/// Every case against the server at `address`, on `driver`.
+async fn on_driver(driver: Driver, address: SocketAddr) {
+    let driver = driver.name();
     for case in cases() {
         let mut connection = Connection::open(address).await.unwrap();
         // A server may answer and close before it has read everything: a failed write is no failure here.
         let _ = connection.write(&case.request).await;
         let statuses = replies(&mut connection, case.statuses.len()).await;
-        assert_eq!(statuses, case.statuses, "{}", case.name);
+        assert_eq!(statuses, case.statuses, "{driver}: {}", case.name);
         if let Some(closes) = case.closes {
             let closed = connection.closed_within(Duration::from_millis(500)).await;
-            assert_eq!(closed, closes, "{}: closed after the answers", case.name);
+            assert_eq!(
+                closed, closes,
+                "{driver}: {}: closed after the answers",
+                case.name
+            );
         }
         // The server is up and serves an honest request on a fresh connection.
         let mut next = Connection::open(address).await.unwrap();
@@ -282,16 +298,11 @@ async fn battery<S: Stores>(stores: S) {
         assert_eq!(
             reply.head.status,
             200,
-            "after {}: {}",
+            "{driver}: after {}: {}",
             case.name,
             reply.text()
         );
     }
-    assert_eq!(
-        smuggled.load(Ordering::SeqCst),
-        0,
-        "a smuggled request was routed"
-    );
 }
 
 on_both_stores!(battery);
