@@ -140,6 +140,25 @@ where
     Ok(())
 }
 
+/// Serves one connection over any byte stream (an in-memory pipe, say) until it closes, with `config`'s
+/// driver and limits (`max_connections` aside, which is the listener's). For the differential fuzz target,
+/// which feeds the same bytes to both drivers.
+#[doc(hidden)]
+pub async fn serve_stream<Io>(io: Io, peer: SocketAddr, app: Router, config: ServeConfig)
+where
+    Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    // The sender lives as long as the connection: a connection whose accept loop is gone closes.
+    let (_signal, signals) = signal::channel();
+    match config.driver() {
+        Driver::Pooled => {
+            let pool = Arc::new(BufferPool::default());
+            pooled::serve_connection(io, peer, app, config, pool, signals).await;
+        }
+        Driver::Hyper => serve_connection(io, peer, app, config, signals).await,
+    }
+}
+
 /// A free connection slot. While there is none, the connections are told every [`CAPACITY_TICK`] that the
 /// server is at capacity, so those idle past `idle_at_capacity` close and make room.
 async fn free_slot(

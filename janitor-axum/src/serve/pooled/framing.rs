@@ -1,29 +1,59 @@
 //! The framing of a request body (a `Content-Length` or chunked), decoded step by step from whatever bytes
 //! have arrived, so a body is read only as fast as the application asks for it.
 
-/// Longest chunk-size line or trailer line, in bytes; a longer one is refused (hyper's bound is of the same
-/// order). It also bounds how much of a buffer a line may need at once.
-pub(crate) const MAX_LINE_BYTES: usize = 1_024;
-/// Most trailer bytes a chunked body may end with; trailers are read and dropped.
-pub(crate) const MAX_TRAILER_BYTES: usize = 8_192;
+/// Most trailer bytes a chunked body may end with (hyper's bound at the default `max_header_bytes`); trailers
+/// are read and dropped. A trailer line is decoded once it is whole, so a buffer may need this much room.
+pub(crate) const MAX_TRAILER_BYTES: usize = 16_384;
+/// Most trailer lines (hyper's default bound on header fields).
+const MAX_TRAILER_LINES: usize = 100;
+/// Most chunk-extension bytes in one body (hyper's bound).
+const MAX_EXTENSION_BYTES: u32 = 16_384;
 
-/// Where a body's decoding is.
+/// Where a body's decoding is. The chunked states follow hyper's decoder byte for byte, so that both drivers
+/// take and refuse the same bodies at the same point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Decoder {
     /// This many bytes of a `Content-Length` body are still to come.
     Length(u64),
-    /// A chunked body, waiting for a chunk-size line.
-    ChunkSize,
-    /// A chunked body, inside a chunk with this many bytes left.
-    ChunkData(u64),
+    /// A chunked body, in a chunk-size line: where in it, the size so far, the extension bytes of the body so
+    /// far.
+    ChunkSize {
+        at: SizeAt,
+        size: u64,
+        extensions: u32,
+    },
+    /// A chunked body, inside a chunk with `left` bytes to come.
+    ChunkData { left: u64, extensions: u32 },
     /// A chunked body, waiting for the CRLF that ends a chunk.
-    ChunkEnd,
-    /// A chunked body past its last chunk, reading trailers (this many bytes so far).
-    Trailers(usize),
+    ChunkEnd { extensions: u32 },
+    /// A chunked body past its last chunk, reading trailer lines: bytes and lines so far, the fields in
+    /// them, and whether the fields already ended (at an empty line inside a line: hyper reads no field past
+    /// it). Hyper reads the section at its end with one field per line at most.
+    Trailers {
+        bytes: usize,
+        lines: usize,
+        fields: usize,
+        ended: bool,
+    },
     /// The body has been read in full.
     Done,
     /// The body's framing was broken: the connection cannot carry another request.
     Failed,
+}
+
+/// Where a chunk-size line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SizeAt {
+    /// Before its first hex digit.
+    Start,
+    /// After a hex digit.
+    Digits,
+    /// In spaces or tabs after the digits.
+    Space,
+    /// In an extension (after `;`), whose bytes are dropped.
+    Extension,
+    /// After its CR, waiting for the LF.
+    Lf,
 }
 
 /// What one step of decoding found at the start of the bytes it was given.
@@ -53,7 +83,11 @@ impl Decoder {
 
     /// A chunked body.
     pub(crate) fn chunked() -> Decoder {
-        Decoder::ChunkSize
+        Decoder::ChunkSize {
+            at: SizeAt::Start,
+            size: 0,
+            extensions: 0,
+        }
     }
 
     /// Whether the body has been read in full.
@@ -76,12 +110,23 @@ impl Decoder {
             Decoder::Done => return Step::End,
             Decoder::Failed => return Step::Invalid,
             Decoder::Length(left) => self.data(left, input, Decoder::Done, Decoder::Length),
-            Decoder::ChunkData(left) => {
-                self.data(left, input, Decoder::ChunkEnd, Decoder::ChunkData)
+            Decoder::ChunkData { left, extensions } => {
+                self.data(left, input, Decoder::ChunkEnd { extensions }, |left| {
+                    Decoder::ChunkData { left, extensions }
+                })
             }
-            Decoder::ChunkSize => self.chunk_size(input),
-            Decoder::ChunkEnd => self.chunk_end(input),
-            Decoder::Trailers(seen) => self.trailer(seen, input),
+            Decoder::ChunkSize {
+                at,
+                size,
+                extensions,
+            } => self.chunk_size(at, size, extensions, input),
+            Decoder::ChunkEnd { extensions } => self.chunk_end(extensions, input),
+            Decoder::Trailers {
+                bytes,
+                lines,
+                fields,
+                ended,
+            } => self.trailer((bytes, lines, fields, ended), input),
         };
         if step == Step::Invalid {
             *self = Decoder::Failed;
@@ -94,7 +139,7 @@ impl Decoder {
         left: u64,
         input: &[u8],
         after: Decoder,
-        within: fn(u64) -> Decoder,
+        within: impl Fn(u64) -> Decoder,
     ) -> Step {
         if input.is_empty() {
             return Step::NeedMore;
@@ -105,93 +150,143 @@ impl Decoder {
         Step::Data(taken)
     }
 
-    fn chunk_size(&mut self, input: &[u8]) -> Step {
-        let Some(line) = line(input) else {
-            return Self::more_or_too_long(input);
-        };
-        let text = &input[..line];
-        let digits = text.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-        if digits == 0 || digits > 16 {
-            return Step::Invalid;
+    fn chunk_size(
+        &mut self,
+        mut at: SizeAt,
+        mut size: u64,
+        mut extensions: u32,
+        input: &[u8],
+    ) -> Step {
+        for (i, &byte) in input.iter().enumerate() {
+            at = match (at, byte) {
+                (SizeAt::Start | SizeAt::Digits, b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F') => {
+                    let digit = (byte as char).to_digit(16).map_or(0, u64::from);
+                    match size.checked_mul(16).and_then(|s| s.checked_add(digit)) {
+                        Some(more) => size = more,
+                        None => return Step::Invalid,
+                    }
+                    SizeAt::Digits
+                }
+                (SizeAt::Digits | SizeAt::Space, b' ' | b'\t') => SizeAt::Space,
+                (SizeAt::Digits | SizeAt::Space, b';') => SizeAt::Extension,
+                (SizeAt::Digits | SizeAt::Space | SizeAt::Extension, b'\r') => SizeAt::Lf,
+                (SizeAt::Extension, b'\n') => return Step::Invalid,
+                (SizeAt::Extension, _) => {
+                    extensions += 1;
+                    if extensions >= MAX_EXTENSION_BYTES {
+                        return Step::Invalid;
+                    }
+                    SizeAt::Extension
+                }
+                (SizeAt::Lf, b'\n') => {
+                    *self = if size == 0 {
+                        Decoder::Trailers {
+                            bytes: 0,
+                            lines: 0,
+                            fields: 0,
+                            ended: false,
+                        }
+                    } else {
+                        Decoder::ChunkData {
+                            left: size,
+                            extensions,
+                        }
+                    };
+                    return Step::Skip(i + 1);
+                }
+                _ => return Step::Invalid,
+            };
         }
-        let Some(size) = std::str::from_utf8(&text[..digits])
-            .ok()
-            .and_then(|d| u64::from_str_radix(d, 16).ok())
-        else {
-            return Step::Invalid;
-        };
-        if !valid_extension(&text[digits..]) {
-            return Step::Invalid;
+        if input.is_empty() {
+            return Step::NeedMore;
         }
-        *self = if size == 0 {
-            Decoder::Trailers(0)
-        } else {
-            Decoder::ChunkData(size)
+        *self = Decoder::ChunkSize {
+            at,
+            size,
+            extensions,
         };
-        Step::Skip(line + 2)
+        Step::Skip(input.len())
     }
 
-    fn chunk_end(&mut self, input: &[u8]) -> Step {
+    fn chunk_end(&mut self, extensions: u32, input: &[u8]) -> Step {
         match input {
             [] | [b'\r'] => Step::NeedMore,
             [b'\r', b'\n', ..] => {
-                *self = Decoder::ChunkSize;
+                *self = Decoder::ChunkSize {
+                    at: SizeAt::Start,
+                    size: 0,
+                    extensions,
+                };
                 Step::Skip(2)
             }
             _ => Step::Invalid,
         }
     }
 
-    fn trailer(&mut self, seen: usize, input: &[u8]) -> Step {
-        let Some(line) = line(input) else {
-            return Self::more_or_too_long(input);
+    /// One trailer line, once it is whole: a CR must be followed by its LF (a bare LF inside a line is hyper's
+    /// to read as a line end), and its fields must be what hyper takes.
+    fn trailer(&mut self, seen: (usize, usize, usize, bool), input: &[u8]) -> Step {
+        let (bytes, lines, fields, ended) = seen;
+        let Some(cr) = input.iter().position(|b| *b == b'\r') else {
+            return if bytes + input.len() >= MAX_TRAILER_BYTES {
+                Step::Invalid
+            } else {
+                Step::NeedMore
+            };
         };
-        if line == 0 {
+        match input.get(cr + 1) {
+            None => return Step::NeedMore,
+            Some(b'\n') => {}
+            Some(_) => return Step::Invalid,
+        }
+        if cr == 0 {
+            if lines > 0 && bytes + 2 >= MAX_TRAILER_BYTES || fields > lines {
+                return Step::Invalid;
+            }
             *self = Decoder::Done;
             return Step::Skip(2);
         }
-        let seen = seen + line + 2;
-        if seen > MAX_TRAILER_BYTES
-            || input[..line]
-                .iter()
-                .any(|b| b.is_ascii_control() && *b != b'\t')
-        {
+        let bytes = bytes + cr + 2;
+        if bytes >= MAX_TRAILER_BYTES || lines >= MAX_TRAILER_LINES {
             return Step::Invalid;
         }
-        *self = Decoder::Trailers(seen);
-        Step::Skip(line + 2)
-    }
-
-    fn more_or_too_long(input: &[u8]) -> Step {
-        // A bare LF ends no line here: it can only make the line invalid.
-        if input.len() >= MAX_LINE_BYTES + 2 || input.contains(&b'\n') {
-            Step::Invalid
+        let (more, ended) = if ended {
+            (0, true)
         } else {
-            Step::NeedMore
-        }
+            match read_fields(&input[..cr]) {
+                Some(read) => read,
+                None => return Step::Invalid,
+            }
+        };
+        *self = Decoder::Trailers {
+            bytes,
+            lines: lines + 1,
+            fields: fields + more,
+            ended,
+        };
+        Step::Skip(cr + 2)
     }
 }
 
-/// Length of the line at the start of `input` when its CRLF has arrived within the line limit.
-fn line(input: &[u8]) -> Option<usize> {
-    let window = &input[..input.len().min(MAX_LINE_BYTES + 2)];
-    let end = window.iter().position(|b| *b == b'\n')?;
-    // A line that is a bare LF has no byte before it.
-    let before = end.checked_sub(1)?;
-    (window[before] == b'\r').then_some(before)
-}
-
-/// Whatever follows a chunk size: nothing, or `;` extensions (and the whitespace before them) of visible text.
-fn valid_extension(rest: &[u8]) -> bool {
-    let trimmed = rest
-        .iter()
-        .position(|b| *b != b' ' && *b != b'\t')
-        .map_or(&[][..], |i| &rest[i..]);
-    match trimmed.first() {
-        None => true,
-        Some(b';') => trimmed.iter().all(|b| !b.is_ascii_control() || *b == b'\t'),
-        Some(_) => false,
+/// Reads one trailer line as hyper reads the trailer section (httparse, names and values `http` takes):
+/// `None` when hyper would refuse it, else the fields in it and whether the fields end inside it (at an empty
+/// line made by a bare LF).
+fn read_fields(line: &[u8]) -> Option<(usize, bool)> {
+    let mut section = Vec::with_capacity(line.len() + 4);
+    section.extend_from_slice(line);
+    section.extend_from_slice(b"\r\n\r\n");
+    // More fields than lines is refused at the end anyway.
+    let mut fields = [httparse::EMPTY_HEADER; MAX_TRAILER_LINES + 1];
+    let httparse::Status::Complete((read, fields)) =
+        httparse::parse_headers(&section, &mut fields).ok()?
+    else {
+        return None;
+    };
+    for field in fields.iter() {
+        http::HeaderName::from_bytes(field.name.as_bytes()).ok()?;
+        http::HeaderValue::from_bytes(field.value).ok()?;
     }
+    Some((fields.len(), read < section.len()))
 }
 
 #[cfg(test)]
@@ -240,16 +335,43 @@ mod tests {
             b"5\r\nhelloXX0\r\n\r\n",
             b"11111111111111111\r\n",
             b"5 x\r\nhello\r\n",
-            b"5;\x01\r\nhello\r\n",
             b"0\r\nbad\x00trailer\r\n\r\n",
+            b"0\r\nno colon\r\n\r\n",
+            b"0\r\n\rX",
+            b"5\rX",
+            b"0\r\n: no name\r\n\r\n",
             b"\n",
-            b"5\r\nhello\r\n0\r\n\n",
+            b"5\r\nhello\r\n0\r\na: b\nc: d\r\n\r\n",
+            b"0\r\na: b\r\nc: d\ne: f\r\n\r\n",
         ] {
             let (_, ended, invalid) = decode(Decoder::chunked(), wire, 64);
             assert!(invalid && !ended, "{:?}", String::from_utf8_lossy(wire));
         }
-        let long = format!("{}\r\n", "0".repeat(MAX_LINE_BYTES + 8));
-        assert!(decode(Decoder::chunked(), long.as_bytes(), 4096).2);
+        // As hyper reads them: any byte but LF in an extension, a bare LF inside a trailer line (an empty line
+        // there ends the fields).
+        for wire in [
+            &b"5;\x01\xff\r\nhello\r\n0\r\n\r\n"[..],
+            b"5\r\nhello\r\n0\r\nX: y\n\nanything\r\n\r\n",
+            b"5\r\nhello\r\n0\r\na: b\nc: d\r\n\nx\r\n\r\n",
+        ] {
+            let (body, ended, invalid) = decode(Decoder::chunked(), wire, 3);
+            assert!(
+                ended && !invalid && body == b"hello",
+                "{:?}",
+                String::from_utf8_lossy(wire)
+            );
+        }
+        // Leading zeros are no limit; a size past 64 bits is, and so are 16 KiB of extensions.
+        let zeros = format!("{}5\r\nhello\r\n0\r\n\r\n", "0".repeat(40));
+        assert_eq!(
+            decode(Decoder::chunked(), zeros.as_bytes(), 7),
+            (b"hello".to_vec(), true, false)
+        );
+        assert!(decode(Decoder::chunked(), b"10000000000000000\r\n", 4096).2);
+        let extended = format!("1;{}\r\na\r\n0\r\n\r\n", "e".repeat(16_000));
+        assert!(decode(Decoder::chunked(), extended.as_bytes(), 4096).1);
+        let over = format!("1;{}\r\na\r\n0\r\n\r\n", "e".repeat(16_384));
+        assert!(decode(Decoder::chunked(), over.as_bytes(), 4096).2);
     }
 
     #[test]

@@ -56,10 +56,19 @@ pub(crate) fn parse(bytes: &[u8], max_bytes: usize) -> Result<Head, HeadError> {
         _ => return Err(HeadError::Malformed),
     };
     let mut headers = HeaderMap::with_capacity(parsed.headers.len());
+    let mut declared = None;
     for line in parsed.headers.iter() {
         let name =
             HeaderName::from_bytes(line.name.as_bytes()).map_err(|_| HeadError::Malformed)?;
         let value = HeaderValue::from_bytes(line.value).map_err(|_| HeadError::Malformed)?;
+        if name == CONTENT_LENGTH {
+            // A repeated length equal to the first is dropped, as hyper drops it: the application sees one.
+            let this = plain_length(value.as_bytes());
+            if this.is_some() && declared.is_some() && this == declared {
+                continue;
+            }
+            declared = declared.or(this);
+        }
         headers.append(name, value);
     }
     let body = framing(&headers, version)?;
@@ -70,9 +79,12 @@ pub(crate) fn parse(bytes: &[u8], max_bytes: usize) -> Result<Head, HeadError> {
                 && !has_token(&headers, &CONNECTION, "close")
         }
     };
+    // The last `Expect` line decides, as in hyper.
     let expects_continue = version == Version::HTTP_11
         && headers
-            .get(EXPECT)
+            .get_all(EXPECT)
+            .iter()
+            .last()
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
     let mut request = Request::new(());
     *request.method_mut() = method;

@@ -25,6 +25,15 @@ use head::HeadError;
 use response::Asked;
 use wire::{Link, RequestBody};
 
+/// What an HTTP/2 client sends first (RFC 9113 §3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Whether `bytes` hold HTTP/2's whole connection preface, after any CR and LF bytes.
+fn is_h2_preface(bytes: &[u8]) -> bool {
+    let start = bytes.iter().position(|b| !matches!(b, b'\r' | b'\n'));
+    start.is_some_and(|start| bytes[start..].starts_with(H2_PREFACE))
+}
+
 /// What a connection does after a request.
 enum Next {
     KeepAlive,
@@ -171,6 +180,9 @@ where
                 Err(HeadError::TooLarge) => {
                     return Err(Some(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE))
                 }
+                // HTTP/2's connection preface (prior knowledge) is closed without a word, as hyper's HTTP/1
+                // connection does when the whole preface is in (after any empty lines).
+                Err(HeadError::Malformed) if is_h2_preface(buffer.filled()) => return Err(None),
                 Err(HeadError::Malformed) => return Err(Some(StatusCode::BAD_REQUEST)),
             }
         }

@@ -277,8 +277,8 @@ impl<Io: AsyncRead + AsyncWrite + Unpin> Wire<Io> {
                     return Poll::Ready(Some(Err(broken)));
                 }
                 Step::NeedMore => {
-                    // A line of framing needs at most this much room; data needs any room at all.
-                    let limit = super::framing::MAX_LINE_BYTES * 2;
+                    // A trailer line needs at most this much room; anything else any room at all.
+                    let limit = super::framing::MAX_TRAILER_BYTES + 2;
                     let filled = self.poll_fill(cx, limit);
                     if filled.is_pending() {
                         self.body_waker = Some(cx.waker().clone());
