@@ -156,14 +156,35 @@ async fn exchange(driver: Driver, data: &[u8]) -> Seen {
     }
 }
 
-/// `HTTP/1.x NNN` at the start of the output or of a line, `100 Continue` aside: a server may leave it out once
-/// the body has arrived (RFC 9110 §10.1.1), which the pooled driver does and hyper does not. Answer bodies here
-/// are fixed words or JSON and hold no status line.
+/// The status line of every answer in `output` (`HTTP/1.1 200`), read with httparse and skipped by its
+/// `Content-Length` (every answer here has one, or no body), `100 Continue` aside: a server may leave it out
+/// once the body has arrived (RFC 9110 §10.1.1), which the pooled driver does and hyper does not. An answer to
+/// `HEAD` has a length and no body, so the reading may go astray after one; it goes astray the same way for
+/// both drivers, whose answers frame alike.
 fn status_lines(output: &[u8]) -> Vec<String> {
-    let text = String::from_utf8_lossy(output);
-    text.match_indices("HTTP/1.")
-        .filter(|&(at, _)| at == 0 || text[..at].ends_with('\n'))
-        .filter_map(|(at, _)| text.get(at..at + 12).map(str::to_owned))
-        .filter(|line| !line.ends_with(" 100"))
-        .collect()
+    let mut lines = Vec::new();
+    let mut rest = output;
+    loop {
+        let mut fields = [httparse::EMPTY_HEADER; 64];
+        let mut answer = httparse::Response::new(&mut fields);
+        let Ok(httparse::Status::Complete(head)) = answer.parse(rest) else {
+            break;
+        };
+        let code = answer.code.unwrap_or(0);
+        let length = answer
+            .headers
+            .iter()
+            .find(|field| field.name.eq_ignore_ascii_case("content-length"))
+            .and_then(|field| std::str::from_utf8(field.value).ok()?.trim().parse().ok())
+            .unwrap_or(0usize);
+        if code != 100 {
+            lines.push(format!("HTTP/1.{} {code}", answer.version.unwrap_or(1)));
+        }
+        let end = head + if code < 200 { 0 } else { length };
+        if end > rest.len() {
+            break;
+        }
+        rest = &rest[end..];
+    }
+    lines
 }
