@@ -84,7 +84,7 @@ pub(crate) fn parse(bytes: &[u8], max_bytes: usize) -> Result<Head, HeadError> {
         && headers
             .get_all(EXPECT)
             .iter()
-            .last()
+            .next_back()
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
     let mut request = Request::new(());
     *request.method_mut() = method;
