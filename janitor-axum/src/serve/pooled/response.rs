@@ -52,15 +52,22 @@ pub(super) async fn write<Io: AsyncRead + AsyncWrite + Unpin>(
         .headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    let framing = framing_of(status, asked, declared.or(body.size_hint().exact()));
+    let length = declared.or(body.size_hint().exact());
+    let framing = framing_of(status, asked, length);
     let keep_alive = asked.keep_alive && !says_close && framing != Framing::UntilClose;
     let mut out = Vec::with_capacity(1024);
+    // An answer to HEAD says the length the body would have had when it is known, as hyper's does.
+    let bodiless_status = status.is_informational() || status == 204 || status == 304;
+    let framing_said = match length {
+        Some(length) if asked.head && !bodiless_status => Framing::Length(length),
+        _ => framing,
+    };
     write_head(
         &mut out,
         status,
         &parts.headers,
         asked,
-        framing,
+        framing_said,
         keep_alive,
         declared.is_some(),
     );
