@@ -184,10 +184,12 @@ impl<Io: AsyncRead + AsyncWrite + Unpin> Wire<Io> {
         done
     }
 
-    /// Reads past what is left of an unread body as hyper does before it lets a connection carry the next
-    /// request: its framing, and one piece of data at most, which must end the body (the rest of a length;
-    /// a chunk's data never does, its CRLF follows). Otherwise the connection closes after the answer.
+    /// Reads past what is left of an unread body, as hyper does before it lets a connection carry the next
+    /// request: all of it that has arrived; but when the client still waits for `100 Continue`, its framing
+    /// and one piece of data at most, which must end the body (the rest of a length; a chunk's data never
+    /// does, its CRLF follows). Otherwise the connection closes after the answer.
     fn drain_buffered(&mut self) -> bool {
+        let once = self.continue_left == Some(CONTINUE.len());
         loop {
             let Some(buffer) = self.buffer.as_mut() else {
                 return self.body.is_done();
@@ -195,7 +197,9 @@ impl<Io: AsyncRead + AsyncWrite + Unpin> Wire<Io> {
             match self.body.step(buffer.filled()) {
                 Step::Data(n) => {
                     buffer.consume(n);
-                    return self.body.is_done();
+                    if once {
+                        return self.body.is_done();
+                    }
                 }
                 Step::Skip(n) => buffer.consume(n),
                 Step::End => return true,
