@@ -134,13 +134,22 @@ fn plain_length(value: &[u8]) -> Option<u64> {
 }
 
 /// Whether a request with `Transfer-Encoding` must be refused whatever the driver: beside `Content-Length`, or
-/// its codings (every line, comma-separated) not ending in the one `chunked`.
+/// its codings (every line, comma-separated) not ending in the one `chunked`, nor its last line.
 pub(crate) fn transfer_refused(headers: &HeaderMap) -> bool {
     let codings: Vec<String> = tokens(headers, &TRANSFER_ENCODING).collect();
     let chunked = codings.iter().filter(|c| c.as_str() == "chunked").count();
     headers.contains_key(CONTENT_LENGTH)
         || chunked != 1
         || codings.last().is_none_or(|c| c != "chunked")
+        || !last_line_ends_chunked(headers)
+}
+
+/// Whether the last `Transfer-Encoding` line's last element is `chunked`, empty elements counted (hyper's
+/// test: `chunked,` is refused).
+fn last_line_ends_chunked(headers: &HeaderMap) -> bool {
+    let last = headers.get_all(TRANSFER_ENCODING).iter().next_back();
+    last.and_then(|value| value.to_str().ok()?.rsplit(',').next())
+        .is_some_and(|coding| coding.trim().eq_ignore_ascii_case("chunked"))
 }
 
 /// The comma-separated tokens of every `name` header, trimmed and lowercased; a value that is not text gives
@@ -201,6 +210,9 @@ mod tests {
             "POST / HTTP/1.1\r\nTransfer-Encoding: ,\r\nContent-Length: 5\r\n\r\nhello",
             "POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: \t\r\n\r\nhello",
             "POST / HTTP/1.1\r\nTransfer-Encoding: ,\r\n\r\n",
+            // hyper looks at the last element of the last line, empty or not.
+            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked,\r\n\r\n",
+            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: ,\r\n\r\n",
             // A list of lengths on one line, even of one value (issue 28, 2).
             "POST / HTTP/1.1\r\nContent-Length: 676, 676\r\n\r\n",
             "POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5, 5\r\n\r\n",
