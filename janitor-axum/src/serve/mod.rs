@@ -300,13 +300,7 @@ fn framing_refused() -> axum::response::Response {
 /// HTTP/1.1 request without `Host`, two `Host` headers, or an absolute-form target naming another host than
 /// `Host`. Both drivers answer through here, so they agree.
 async fn answer(app: Router, request: http::Request<axum::body::Body>) -> axum::response::Response {
-    match crate::origin::request_host(request.uri(), request.headers()) {
-        Err(refusal) => return refusal.into_response(),
-        Ok(None) if request.version() == http::Version::HTTP_11 => {
-            return Refusal::AmbiguousHost.into_response()
-        }
-        Ok(_) => {}
-    }
+    // The framing first, as the pooled driver refuses it while reading the head, before any other check.
     if request
         .headers()
         .contains_key(http::header::TRANSFER_ENCODING)
@@ -315,6 +309,13 @@ async fn answer(app: Router, request: http::Request<axum::body::Body>) -> axum::
         // hyper serves codings such as `chunked, chunked` (it looks only at the last one); the pooled driver
         // refuses them before reading the body. Refused here too, so the drivers agree.
         return framing_refused();
+    }
+    match crate::origin::request_host(request.uri(), request.headers()) {
+        Err(refusal) => return refusal.into_response(),
+        Ok(None) if request.version() == http::Version::HTTP_11 => {
+            return Refusal::AmbiguousHost.into_response()
+        }
+        Ok(_) => {}
     }
     match app.oneshot(request).await {
         Ok(response) => response,
