@@ -120,17 +120,22 @@ fn framing(headers: &HeaderMap, version: Version) -> Result<Decoder, HeadError> 
         }
         length = Some(parsed);
     }
+    // hyper keeps the two top values for its own markers and refuses them as too large (431).
+    if length.is_some_and(|length| length > u64::MAX - 2) {
+        return Err(HeadError::TooLarge);
+    }
     Ok(Decoder::length(length.unwrap_or(0)))
 }
 
-/// A `Content-Length` value as hyper reads one: ASCII digits only, at most 19 of them.
+/// A `Content-Length` value as hyper reads one: ASCII digits only (leading zeros too), within 64 bits.
 fn plain_length(value: &[u8]) -> Option<u64> {
-    let valid = !value.is_empty() && value.len() <= 19 && value.iter().all(u8::is_ascii_digit);
-    std::str::from_utf8(value)
-        .ok()?
-        .parse()
-        .ok()
-        .filter(|_| valid)
+    if value.is_empty() {
+        return None;
+    }
+    value.iter().try_fold(0u64, |length, &byte| {
+        let digit = byte.is_ascii_digit().then(|| u64::from(byte - b'0'))?;
+        length.checked_mul(10)?.checked_add(digit)
+    })
 }
 
 /// Whether a request with `Transfer-Encoding` must be refused whatever the driver: beside `Content-Length`, or
@@ -223,6 +228,21 @@ mod tests {
         let same =
             head("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n").unwrap();
         assert_eq!(same.body, Decoder::length(5));
+        assert_eq!(
+            same.request
+                .headers()
+                .get_all("content-length")
+                .iter()
+                .count(),
+            1
+        );
+        // Leading zeros are digits; the two top values of 64 bits are too large, as for hyper.
+        let zeros = head("POST / HTTP/1.1\r\nContent-Length: 000000000000000000005\r\n\r\n");
+        assert_eq!(zeros.unwrap().body, Decoder::length(5));
+        let top = head("POST / HTTP/1.1\r\nContent-Length: 18446744073709551614\r\n\r\n");
+        assert_eq!(top.unwrap_err(), HeadError::TooLarge);
+        let below = head("POST / HTTP/1.1\r\nContent-Length: 18446744073709551613\r\n\r\n");
+        assert_eq!(below.unwrap().body, Decoder::length(u64::MAX - 2));
         let gzip = head("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n").unwrap();
         assert_eq!(gzip.body, Decoder::chunked());
     }
