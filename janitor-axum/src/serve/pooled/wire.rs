@@ -184,12 +184,17 @@ impl<Io: AsyncRead + AsyncWrite + Unpin> Wire<Io> {
         done
     }
 
-    /// Reads past what is left of an unread body, as hyper does before it lets a connection carry the next
-    /// request: all of it that has arrived; but when the client still waits for `100 Continue`, its framing
-    /// and one piece of data at most, which must end the body (the rest of a length; a chunk's data never
-    /// does, its CRLF follows). Otherwise the connection closes after the answer.
+    /// Reads past what is left of an unread body as far as hyper does before it lets a connection carry the
+    /// next request: the framing, and the data of one chunk, or of two when the client does not wait for
+    /// `100 Continue` (hyper has read one ahead by then); the rest of a length ends with its data. A body
+    /// longer than that closes the connection after the answer.
     fn drain_buffered(&mut self) -> bool {
-        let once = self.continue_left == Some(CONTINUE.len());
+        let pieces_allowed = if self.continue_left == Some(CONTINUE.len()) {
+            1
+        } else {
+            2
+        };
+        let mut pieces = 0;
         loop {
             let Some(buffer) = self.buffer.as_mut() else {
                 return self.body.is_done();
@@ -197,8 +202,12 @@ impl<Io: AsyncRead + AsyncWrite + Unpin> Wire<Io> {
             match self.body.step(buffer.filled()) {
                 Step::Data(n) => {
                     buffer.consume(n);
-                    if once {
-                        return self.body.is_done();
+                    pieces += 1;
+                    if self.body.is_done() {
+                        return true;
+                    }
+                    if pieces == pieces_allowed {
+                        return false;
                     }
                 }
                 Step::Skip(n) => buffer.consume(n),
