@@ -227,7 +227,8 @@ async fn serve_connection<Io>(
             done = std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)) => {
                 if done.is_ok() {
                     let socket = connection.into_parts().io.into_inner();
-                    linger(socket, &mut signals, config.idle_at_capacity()).await;
+                    // Boxed: its buffer exists only while a connection closes, not in every connection.
+                    Box::pin(linger(socket, &mut signals, config.idle_at_capacity())).await;
                 }
                 return;
             }

@@ -27,7 +27,7 @@ pub(super) fn channel() -> (watch::Sender<Signal>, watch::Receiver<Signal>) {
 /// A connection's end of the channel.
 pub(super) type Signals = watch::Receiver<Signal>;
 
-/// Whether the server is stopping (or its accept loop is gone).
+/// Whether the server is stopping.
 pub(super) fn stopping(signals: &Signals) -> bool {
     *signals.borrow() == Signal::Stopping
 }

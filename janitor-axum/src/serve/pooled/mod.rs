@@ -69,7 +69,8 @@ pub(super) async fn serve_connection<Io>(
         match next {
             Next::KeepAlive => link.lock().release_if_empty(),
             Next::Linger => {
-                link.linger(&mut signals, config.idle_at_capacity()).await;
+                // Boxed, like an exchange: a waiting connection does not carry a closing one's state.
+                Box::pin(link.linger(&mut signals, config.idle_at_capacity())).await;
                 break;
             }
             Next::Close => break,
