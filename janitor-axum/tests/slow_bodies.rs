@@ -60,7 +60,7 @@ async fn attack(janitor: &Janitor<MemoryStores>, slots: usize, honest: usize) ->
         }
         slow
     });
-    // Past the default grace (250 ms) every trickler has lent its slot back.
+    // By now every trickler has lent its slot back (at once with no grace, as by default).
     tokio::time::sleep(Duration::from_millis(400)).await;
     let (mut served, mut busy) = (0, 0);
     for _ in 0..honest {
