@@ -46,6 +46,24 @@ async fn tricklers(address: SocketAddr, count: usize) -> Vec<Connection> {
     open
 }
 
+/// `count` honest identifications, one per connection: (answered 200, refused busy).
+async fn honest_requests(address: SocketAddr, count: usize) -> (usize, usize) {
+    let (mut served, mut busy) = (0, 0);
+    for _ in 0..count {
+        let mut connection = within("connect", Connection::open(address)).await.unwrap();
+        let request = post_with_length("/api/visitor", BODY.len(), BODY);
+        let reply = within("an honest request", connection.exchange(&request))
+            .await
+            .unwrap();
+        match reply.head.status {
+            200 => served += 1,
+            503 => busy += 1,
+            other => panic!("unexpected {other}: {}", reply.text()),
+        }
+    }
+    (served, busy)
+}
+
 /// Honest identifications, one per connection, while `slots` tricklers send a byte every 100 ms for 3 s:
 /// (answered 200, refused busy).
 async fn attack(janitor: &Janitor<MemoryStores>, slots: usize, honest: usize) -> (usize, usize) {
@@ -62,19 +80,7 @@ async fn attack(janitor: &Janitor<MemoryStores>, slots: usize, honest: usize) ->
     });
     // By now every trickler has lent its slot back (at once with no grace, as by default).
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let (mut served, mut busy) = (0, 0);
-    for _ in 0..honest {
-        let mut connection = within("connect", Connection::open(address)).await.unwrap();
-        let request = post_with_length("/api/visitor", BODY.len(), BODY);
-        let reply = within("an honest request", connection.exchange(&request))
-            .await
-            .unwrap();
-        match reply.head.status {
-            200 => served += 1,
-            503 => busy += 1,
-            other => panic!("unexpected {other}: {}", reply.text()),
-        }
-    }
+    let (served, busy) = honest_requests(address, honest).await;
     // The tricklers end as the request timeout says (408), or when dropped.
     drop(trickle.await.unwrap());
     wait_until_free(janitor.admission()).await;
@@ -170,19 +176,7 @@ async fn churn(
         }));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let (mut served, mut busy) = (0, 0);
-    for _ in 0..honest {
-        let mut connection = within("connect", Connection::open(address)).await.unwrap();
-        let request = post_with_length("/api/visitor", BODY.len(), BODY);
-        let reply = within("an honest request", connection.exchange(&request))
-            .await
-            .unwrap();
-        match reply.head.status {
-            200 => served += 1,
-            503 => busy += 1,
-            other => panic!("unexpected {other}: {}", reply.text()),
-        }
-    }
+    let (served, busy) = honest_requests(address, honest).await;
     running.store(false, Ordering::Relaxed);
     for attacker in attackers {
         attacker.await.unwrap();
