@@ -319,6 +319,43 @@ async fn an_idle_flood_at_the_connection_limit_keeps_no_one_out_on_either_driver
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closing_connection_lingers_while_its_client_sends_but_not_past_a_shutdown() {
+    for driver in [Driver::Pooled, Driver::Hyper] {
+        let config = ServeConfig::builder().driver(driver).build().unwrap();
+        let served = Served::on_driver(config, app()).await;
+        let mut client = served.open().await;
+        // A refused head: the server answers, ends its sending side and reads what still comes.
+        client.write(b"GET\r\n\r\n").await.unwrap();
+        let reply = within("the refusal", client.read_reply()).await.unwrap();
+        assert_eq!(reply.head.status, 400, "{}", driver.name());
+        assert!(
+            client.closed_within(Duration::from_secs(2)).await,
+            "{}: no end of stream",
+            driver.name()
+        );
+        // The client keeps sending, so the linger would last its 30 s; a shutdown ends it at once.
+        let sender = tokio::spawn(async move {
+            for _ in 0..60 {
+                if client.write(b"x").await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let started = tokio::time::Instant::now();
+        served.stop().await;
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{}: the shutdown waited {:?} for a lingering connection",
+            driver.name(),
+            started.elapsed()
+        );
+        sender.abort();
+    }
+}
+
 #[tokio::test]
 async fn two_host_headers_are_400_and_the_peer_address_is_known() {
     let served = Served::start(ServeConfig::default()).await;

@@ -115,16 +115,14 @@ impl AdmissionSlot {
 /// `wait`'s output if it is ready now or after one yield of the task. The yield lets a connection that serves
 /// its requests in the same task (hyper's) hand over a body it has already read.
 async fn ready_within_a_turn<F: Future>(mut wait: Pin<&mut F>) -> Option<F::Output> {
-    for turn in 0..2 {
-        let polled = poll_fn(|cx| Poll::Ready(wait.as_mut().poll(cx))).await;
-        if let Poll::Ready(done) = polled {
-            return Some(done);
-        }
-        if turn == 0 {
-            tokio::task::yield_now().await;
-        }
+    if let Poll::Ready(done) = poll_fn(|cx| Poll::Ready(wait.as_mut().poll(cx))).await {
+        return Some(done);
     }
-    None
+    tokio::task::yield_now().await;
+    match poll_fn(|cx| Poll::Ready(wait.as_mut().poll(cx))).await {
+        Poll::Ready(done) => Some(done),
+        Poll::Pending => None,
+    }
 }
 
 impl std::fmt::Debug for AdmissionSlot {

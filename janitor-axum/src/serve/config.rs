@@ -88,8 +88,8 @@ impl ServeConfig {
     ];
 
     /// The limits the process's `JANITOR_HEADER_READ_TIMEOUT_MS`, `JANITOR_KEEP_ALIVE_TIMEOUT_MS`,
-    /// `JANITOR_IDLE_AT_CAPACITY_MS`, `JANITOR_MAX_HEADER_BYTES` and `JANITOR_MAX_CONNECTIONS` set, the driver `JANITOR_SERVE_DRIVER` names
-    /// (`pooled` or `hyper`), the defaults for the others.
+    /// `JANITOR_IDLE_AT_CAPACITY_MS`, `JANITOR_MAX_HEADER_BYTES` and `JANITOR_MAX_CONNECTIONS` set, the driver
+    /// `JANITOR_SERVE_DRIVER` names (`pooled` or `hyper`), the defaults for the others.
     pub fn from_env(env: &EnvSource) -> Result<ServeConfig, ServeConfigError> {
         let mut builder = ServeConfig::builder();
         if let Some(name) = env.choice("JANITOR_SERVE_DRIVER", "pooled or hyper")? {

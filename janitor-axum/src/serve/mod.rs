@@ -46,6 +46,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::extract::ConnectInfo;
@@ -54,7 +55,7 @@ use axum::serve::{Listener, ListenerExt};
 use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
@@ -67,7 +68,7 @@ use connection::{Clock, GuardedBody, Watched};
 pub use pool::{BufferPool, BUFFERS_KEPT, BUFFER_BYTES};
 #[doc(hidden)]
 pub use pooled::parse_request_bytes;
-use signal::{Linger, Signal, Signals, CAPACITY_TICK};
+use signal::{Signal, Signals, CAPACITY_TICK};
 
 use crate::refusal::Refusal;
 
@@ -108,11 +109,12 @@ where
 {
     let slots = Arc::new(Semaphore::new(config.max_connections()));
     let (signal, signals) = signal::channel();
+    let mut said_at_capacity = None;
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {
             () = &mut shutdown => break,
-            slot = free_slot(&slots, &signal) => slot,
+            slot = free_slot(&slots, &signal, &mut said_at_capacity) => slot,
         };
         // The listener retries failed accepts itself (after a pause, so the loop does not spin on them).
         let (stream, peer) = tokio::select! {
@@ -159,23 +161,30 @@ where
     }
 }
 
-/// A free connection slot. While there is none, the connections are told every [`CAPACITY_TICK`] that the
-/// server is at capacity, so those idle past `idle_at_capacity` close and make room.
+/// A free connection slot. While there is none, the connections are told that the server is at capacity, at
+/// most once every [`CAPACITY_TICK`] (`said_at` keeps when it was last said), so those idle past
+/// `idle_at_capacity` close and make room. Each word wakes every waiting connection: a server hovering at its
+/// limit must not say it on every accept.
 async fn free_slot(
     slots: &Arc<Semaphore>,
     signal: &tokio::sync::watch::Sender<Signal>,
+    said_at: &mut Option<tokio::time::Instant>,
 ) -> OwnedSemaphorePermit {
     if let Ok(slot) = Arc::clone(slots).try_acquire_owned() {
         return slot;
     }
     loop {
-        signal.send_replace(Signal::AtCapacity);
+        let now = tokio::time::Instant::now();
+        if said_at.is_none_or(|at| now >= at + CAPACITY_TICK) {
+            signal.send_replace(Signal::AtCapacity);
+            *said_at = Some(now);
+        }
+        let next = said_at.map_or(now, |at| at + CAPACITY_TICK);
         tokio::select! {
             slot = Arc::clone(slots).acquire_owned() => {
-                signal.send_replace(Signal::Serving);
                 return slot.expect("the semaphore is never closed");
             }
-            () = tokio::time::sleep(CAPACITY_TICK) => {}
+            () = tokio::time::sleep_until(next) => {}
         }
     }
 }
@@ -258,32 +267,21 @@ async fn serve_connection<Io>(
     }
 }
 
-/// Ends the sending side of a connection hyper is done with, then reads and drops what the client still sends
-/// for as long as a [`Linger`] says, as the pooled driver does: closing while the client sends would reset the
-/// connection and throw away the answers it has not read yet.
+/// Ends the sending side of a connection hyper is done with, then reads and drops what the client still sends,
+/// as the pooled driver does: closing while the client sends would reset the connection and throw away the
+/// answers it has not read yet.
 async fn linger<Io>(mut socket: Io, signals: &mut Signals, idle_at_capacity: std::time::Duration)
 where
     Io: AsyncRead + AsyncWrite + Unpin,
 {
-    if signal::stopping(signals) {
-        return;
-    }
     let _ = socket.shutdown().await;
     let mut sink = [0u8; 1024];
-    let linger = Linger::start();
-    loop {
-        tokio::select! {
-            read = tokio::time::timeout_at(linger.deadline(), socket.read(&mut sink)) => match read {
-                Ok(Ok(n)) if n > 0 => {}
-                _ => return,
-            },
-            changed = signals.changed() => {
-                if linger.ends(changed, signals, idle_at_capacity) {
-                    return;
-                }
-            }
-        }
-    }
+    let read_some = |cx: &mut std::task::Context<'_>| {
+        let mut into = tokio::io::ReadBuf::new(&mut sink);
+        let read = std::task::ready!(Pin::new(&mut socket).poll_read(cx, &mut into));
+        std::task::Poll::Ready(read.is_ok() && !into.filled().is_empty())
+    };
+    signal::linger(read_some, signals, idle_at_capacity).await;
 }
 
 /// 400 with `Connection: close`, as the pooled driver answers a head whose framing it refuses.

@@ -2,6 +2,7 @@
 //! [`CAPACITY_TICK`] while it stays there), or that it is stopping. One watch channel carries both, so a
 //! connection waiting for a request listens to one thing whatever it is told.
 
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -10,11 +11,14 @@ use tokio::time::Instant;
 /// How often the accept loop repeats that it is at capacity while no slot frees.
 pub(super) const CAPACITY_TICK: Duration = Duration::from_millis(100);
 
-/// The latest word of the accept loop. Every send wakes the connections waiting on it, equal or not.
+/// The latest word of the accept loop. Every send wakes the connections waiting on it, equal or not; a
+/// connection reads the word only when woken, so `AtCapacity` is not taken back once a slot frees (that would
+/// wake them all once more).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Signal {
+    /// Nothing said yet.
     Serving,
-    /// No connection slot is free: connections idle past `idle_at_capacity` should close.
+    /// No connection slot was free when said: connections idle past `idle_at_capacity` should close.
     AtCapacity,
     Stopping,
 }
@@ -59,31 +63,32 @@ const LINGER_IDLE: Duration = Duration::from_secs(5);
 /// `lingering_time`.
 const LINGER_MOST: Duration = Duration::from_secs(30);
 
-/// A closing connection's read-and-drop: until the client has sent nothing for [`LINGER_IDLE`], for
-/// [`LINGER_MOST`] at most, and no longer than an idle connection lasts at capacity or once the server stops.
-pub(super) struct Linger {
-    since: Instant,
-}
-
-impl Linger {
-    pub(super) fn start() -> Linger {
-        Linger {
-            since: Instant::now(),
+/// A closing connection's read-and-drop, whatever the driver: `read_some` polls for what the client sends and
+/// drops it (`true` while bytes come), until the client has sent nothing for [`LINGER_IDLE`], for
+/// [`LINGER_MOST`] at most, and no longer than an idle connection lasts at capacity. Nothing is read once the
+/// server stops.
+pub(super) async fn linger(
+    mut read_some: impl FnMut(&mut Context<'_>) -> Poll<bool>,
+    signals: &mut Signals,
+    idle_at_capacity: Duration,
+) {
+    if stopping(signals) {
+        return;
+    }
+    let since = Instant::now();
+    loop {
+        let deadline = (Instant::now() + LINGER_IDLE).min(since + LINGER_MOST);
+        tokio::select! {
+            more = tokio::time::timeout_at(deadline, std::future::poll_fn(&mut read_some)) => {
+                if !more.unwrap_or(false) {
+                    return;
+                }
+            }
+            changed = signals.changed() => {
+                if idle_should_close(changed, signals, since, idle_at_capacity) {
+                    return;
+                }
+            }
         }
-    }
-
-    /// When to stop if the client sends nothing before.
-    pub(super) fn deadline(&self) -> Instant {
-        (Instant::now() + LINGER_IDLE).min(self.since + LINGER_MOST)
-    }
-
-    /// Whether a word of the accept loop ends the lingering.
-    pub(super) fn ends(
-        &self,
-        changed: Result<(), watch::error::RecvError>,
-        signals: &Signals,
-        idle_at_capacity: Duration,
-    ) -> bool {
-        idle_should_close(changed, signals, self.since, idle_at_capacity)
     }
 }

@@ -13,7 +13,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::framing::{Decoder, Step};
 use crate::serve::pool::{Buffer, BufferPool};
-use crate::serve::signal::{Linger, Signals};
+use crate::serve::signal::{self, Signals};
 
 /// What an interim `100 Continue` answer is, on the wire.
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
@@ -115,29 +115,22 @@ impl<Io: AsyncRead + AsyncWrite + Unpin> Link<Io> {
         std::future::poll_fn(|cx| Pin::new(&mut self.lock().io).poll_flush(cx)).await
     }
 
-    /// Ends the sending side, then reads and drops what the client still sends for as long as `linger`
-    /// says, so that closing with unread bytes does not reset the connection before the client has read the
-    /// answers.
+    /// Ends the sending side, then reads and drops what the client still sends for as long as
+    /// [`signal::linger`] says, so that closing with unread bytes does not reset the connection before the
+    /// client has read the answers.
     pub(super) async fn linger(&self, signals: &mut Signals, idle_at_capacity: Duration) {
-        if crate::serve::signal::stopping(signals) {
-            return;
-        }
         let _ = std::future::poll_fn(|cx| Pin::new(&mut self.lock().io).poll_shutdown(cx)).await;
         self.drop_buffered();
-        let linger = Linger::start();
-        loop {
-            tokio::select! {
-                read = tokio::time::timeout_at(linger.deadline(), self.fill(0)) => match read {
-                    Ok(Ok(n)) if n > 0 => self.drop_buffered(),
-                    _ => return,
-                },
-                changed = signals.changed() => {
-                    if linger.ends(changed, signals, idle_at_capacity) {
-                        return;
-                    }
-                }
+        let read_some = |cx: &mut Context<'_>| {
+            let mut wire = self.lock();
+            let read = ready!(wire.poll_fill(cx, 0));
+            if let Some(buffer) = wire.buffer.as_mut() {
+                let all = buffer.filled().len();
+                buffer.consume(all);
             }
-        }
+            Poll::Ready(matches!(read, Ok(n) if n > 0))
+        };
+        signal::linger(read_some, signals, idle_at_capacity).await;
     }
 
     fn drop_buffered(&self) {
