@@ -98,11 +98,11 @@ fn the_throughput_report_reads_back_and_charts() {
     }
 }
 
-/// The run that measured grouped event inserts beside the reference's insert statement (docs/CAPACITY.md,
-/// "Grouped event inserts").
+/// The full run's security report measures grouped event inserts beside the reference's insert statement
+/// (docs/CAPACITY.md, "Grouped event inserts").
 #[test]
 fn the_grouped_insert_report_reads_back_with_its_comparison() {
-    let report: SecurityReport = round_trip("security-grouped.json");
+    let report: SecurityReport = round_trip("security-current.json");
     assert!(report.passed && report.problems.is_empty());
     let statements = report.statements.expect("statements");
     let inserts: Vec<_> = statements

@@ -115,12 +115,11 @@ pub fn build_harness(root: &Path) -> Result<PathBuf, String> {
 
 /// Builds benchmark binary `name` as [`build_harness`] builds the harness, and returns its path.
 pub fn build_benchmark(root: &Path, name: &str) -> Result<PathBuf, String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
     status(
-        Command::new(cargo)
+        crate::cargo::command()
             .args([
                 "build",
                 "--release",

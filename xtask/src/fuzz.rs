@@ -185,21 +185,20 @@ impl Outcome {
 pub fn run(seconds: u64) -> Result<(), String> {
     let started = Instant::now();
     let root = workspace_root();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    install_cargo_fuzz(&cargo, &root)?;
+    install_cargo_fuzz(&root)?;
     let targets = targets(&root)?;
 
     println!("\n==> cargo fuzz build ({})", targets.join(", "));
     let build_started = Instant::now();
     status(
-        fuzz_command(&cargo, &root).args(["fuzz", "build"]),
+        fuzz_command(&root).args(["fuzz", "build"]),
         "cargo fuzz build",
     )?;
     let build_took = build_started.elapsed();
     println!("==> cargo fuzz build: done in {}", human(build_took));
 
     let scratch = std::env::temp_dir().join(format!("janitor-fuzz-{}", std::process::id()));
-    let outcomes = run_all(&cargo, &root, &scratch, &targets, seconds);
+    let outcomes = run_all(&root, &scratch, &targets, seconds);
     let _ = std::fs::remove_dir_all(&scratch);
     let outcomes = outcomes?;
 
@@ -238,7 +237,6 @@ pub fn run(seconds: u64) -> Result<(), String> {
 }
 
 fn run_all(
-    cargo: &str,
     root: &Path,
     scratch: &Path,
     targets: &[String],
@@ -251,7 +249,7 @@ fn run_all(
         println!("\n==> fuzz {target} for {seconds} s");
         let start = Instant::now();
         let (status, output) = capture(
-            fuzz_command(cargo, root).args(run_args(target, &corpus, seconds)),
+            fuzz_command(root).args(run_args(target, &corpus, seconds)),
             target,
         )?;
         let outcome = Outcome {
@@ -270,8 +268,8 @@ fn run_all(
 }
 
 /// `cargo` in the repository root, allowed the nightly flags cargo-fuzz passes.
-fn fuzz_command(cargo: &str, root: &Path) -> Command {
-    let mut command = Command::new(cargo);
+fn fuzz_command(root: &Path) -> Command {
+    let mut command = xtask::cargo::command();
     command.current_dir(root).env("RUSTC_BOOTSTRAP", "1");
     command
 }
@@ -316,8 +314,8 @@ fn print_failure(output: &str) {
 }
 
 /// Installs cargo-fuzz with `cargo install --locked` unless `cargo fuzz --version` already works.
-fn install_cargo_fuzz(cargo: &str, root: &Path) -> Result<(), String> {
-    let present = Command::new(cargo)
+fn install_cargo_fuzz(root: &Path) -> Result<(), String> {
+    let present = xtask::cargo::command()
         .args(["fuzz", "--version"])
         .current_dir(root)
         .stdout(Stdio::null())
@@ -329,7 +327,7 @@ fn install_cargo_fuzz(cargo: &str, root: &Path) -> Result<(), String> {
     }
     println!("\n==> cargo install cargo-fuzz --locked (cargo fuzz is missing)");
     status(
-        Command::new(cargo)
+        xtask::cargo::command()
             .args(["install", "cargo-fuzz", "--locked"])
             .current_dir(root),
         "cargo install cargo-fuzz",

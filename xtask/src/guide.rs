@@ -15,6 +15,9 @@ use crate::provision::DEFAULT_URL;
 pub const GUIDE: &str = "janitor-axum/src/guide.md";
 /// The dependency line the guide's Cargo.toml has, which the scratch crate points at this checkout.
 const DEPENDENCY: &str = "janitor-axum = \"0.1\"";
+
+/// The `[profile.dev] debug` of the workspace's `.cargo/config.toml`, given to the guide's crate.
+pub const DEV_DEBUG: &str = "line-tables-only";
 /// How long the application may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The account quota the walk-through runs with: dave's five failures and his locked sign-in fit, the next one
@@ -167,10 +170,13 @@ impl Scratch {
     /// `cargo <command> --quiet` in the crate, failing on an error or on any warning; the dependencies' build
     /// is shared with the workspace's target directory.
     fn cargo(&self, command: &str, target: &Path) -> Result<(), String> {
-        let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        let output = crate::cargo::command()
             .args([command, "--quiet"])
             .current_dir(&self.dir)
             .env("CARGO_TARGET_DIR", target)
+            // The workspace's debug setting (.cargo/config.toml), which a crate outside it does not read:
+            // with it the guide reuses the dependencies the tests built instead of building them again.
+            .env("CARGO_PROFILE_DEV_DEBUG", DEV_DEBUG)
             .output()
             .map_err(|e| format!("cargo {command}: {e}"))?;
         let stderr = String::from_utf8_lossy(&output.stderr);

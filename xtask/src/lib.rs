@@ -9,6 +9,7 @@ struct IdentityGuide;
 
 pub mod accuracy;
 pub mod capacity;
+pub mod cargo;
 pub mod conformance;
 pub mod docker;
 pub mod guide;

@@ -3,7 +3,6 @@
 //! order and stops at the first that fails; each step's name and time are printed as it ends, and all of them
 //! again at the end.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::capacity::{status, workspace_root};
@@ -76,11 +75,13 @@ fn steps(outcomes: &mut Vec<Outcome>) -> Result<(), String> {
         provision::postgres(installed.contains(&provision::POSTGRESQL))
     })?;
     let root = workspace_root();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     for args in CARGO_STEPS {
         let name = next();
         timed(name, outcomes, || {
-            status(Command::new(&cargo).args(*args).current_dir(&root), "cargo")
+            status(
+                crate::cargo::command().args(*args).current_dir(&root),
+                "cargo",
+            )
         })?;
     }
     timed(next(), outcomes, || crate::guide::run(&root))?;

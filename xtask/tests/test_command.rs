@@ -19,3 +19,17 @@ fn arguments_are_refused_with_the_usage() {
         assert!(out.stdout.is_empty(), "{args:?}: nothing ran");
     }
 }
+
+/// The tests' debug setting is one value in three places: the workspace's config, what the guide's crate is
+/// given, and what CI gives the packaged crates. Were one to differ, that build would compile every dependency
+/// a second time instead of reusing the tests' builds.
+#[test]
+fn the_debug_setting_is_the_same_wherever_the_tests_build() {
+    let root = xtask::capacity::workspace_root();
+    let config = std::fs::read_to_string(root.join(".cargo/config.toml")).unwrap();
+    let wanted = format!("[profile.dev]\ndebug = \"{}\"", xtask::guide::DEV_DEBUG);
+    assert!(config.contains(&wanted), "{config}");
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    let passed = format!("CARGO_PROFILE_DEV_DEBUG={}", xtask::guide::DEV_DEBUG);
+    assert!(ci.contains(&passed), "{passed} missing from .ci/run");
+}

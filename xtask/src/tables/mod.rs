@@ -15,22 +15,42 @@ pub const PAGE: &str = "docs/CAPACITY.md";
 /// The throughput run's report, relative to the workspace root.
 pub const THROUGHPUT: &str = "docs/benchmarks/throughput-current.json";
 
-/// The report of the security run that measured grouped event inserts.
-pub const GROUPED_INSERTS: &str = "docs/benchmarks/security-grouped.json";
+/// The security SQL run's report (grouped event inserts among its points).
+pub const SECURITY: &str = "docs/benchmarks/security-current.json";
+
+/// The connection run's report (both drivers' summaries) and the hyper driver's own.
+pub const CONNECTIONS: &str = "docs/benchmarks/connections-current.json";
+
+/// The hyper driver's report of the connection run.
+pub const CONNECTIONS_HYPER: &str = "docs/benchmarks/connections-hyper.json";
 
 /// The missing-cookie lookup run's report.
 pub const LOOKUP: &str = "docs/benchmarks/lookup-current.json";
 
-/// Draws one table from its report.
-type Draw = fn(&Value) -> Result<String, String>;
+mod connections;
+mod security;
 
-/// The tables, by name, with the report each is drawn from and how.
-const TABLES: &[(&str, &str, Draw)] = &[
-    ("rate-sweep", THROUGHPUT, rate_sweep),
-    ("database-limits", THROUGHPUT, database_limits),
-    ("admission-rounds", THROUGHPUT, admission_rounds),
-    ("grouped-inserts", GROUPED_INSERTS, grouped_inserts),
-    ("lookup", LOOKUP, lookup),
+/// Draws one table from its reports, given in the order the table names them.
+type Draw = fn(&[Value]) -> Result<String, String>;
+
+/// The tables, by name, with the reports each is drawn from and how.
+const TABLES: &[(&str, &[&str], Draw)] = &[
+    ("security-points", &[SECURITY], |r| security::points(&r[0])),
+    ("security-statements", &[SECURITY], |r| {
+        security::statements(&r[0])
+    }),
+    ("grouped-inserts", &[SECURITY], |r| {
+        security::grouped_inserts(&r[0])
+    }),
+    ("connections", &[CONNECTIONS, CONNECTIONS_HYPER], |r| {
+        connections::table(&r[0], &r[1])
+    }),
+    ("rate-sweep", &[THROUGHPUT], |r| rate_sweep(&r[0])),
+    ("database-limits", &[THROUGHPUT], |r| database_limits(&r[0])),
+    ("admission-rounds", &[THROUGHPUT], |r| {
+        admission_rounds(&r[0])
+    }),
+    ("lookup", &[LOOKUP], |r| lookup(&r[0])),
 ];
 
 /// Rewrites the tables of the page under `root` from its reports; with `check`, only compares and fails on
@@ -71,7 +91,7 @@ pub fn fill(
 ) -> Result<(String, Vec<String>), String> {
     let mut out = page.to_owned();
     let mut changed = Vec::new();
-    for (name, source, draw) in TABLES {
+    for (name, sources, draw) in TABLES {
         let open = format!("<!-- table: {name} -->\n");
         let close = "<!-- /table -->";
         let start = match out.matches(&open).count() {
@@ -86,7 +106,11 @@ pub fn fill(
             + out[start..]
                 .find(close)
                 .ok_or_else(|| format!("table {name} on {PAGE} has no closing marker"))?;
-        let table = draw(&report(source)?).map_err(|e| format!("table {name}: {e}"))?;
+        let reports = sources
+            .iter()
+            .map(|source| report(source))
+            .collect::<Result<Vec<Value>, String>>()?;
+        let table = draw(&reports).map_err(|e| format!("table {name}: {e}"))?;
         if out[start..end] != table {
             changed.push((*name).to_owned());
             out.replace_range(start..end, &table);
@@ -96,7 +120,7 @@ pub fn fill(
 }
 
 /// A number at `path` (keys separated by `.`) of `value`.
-fn number(value: &Value, path: &str) -> Result<f64, String> {
+pub(crate) fn number(value: &Value, path: &str) -> Result<f64, String> {
     path.split('.')
         .try_fold(value, |v, key| v.get(key))
         .and_then(Value::as_f64)
@@ -104,7 +128,7 @@ fn number(value: &Value, path: &str) -> Result<f64, String> {
 }
 
 /// A count with thousands separators: 30000 → "30,000".
-fn count(n: f64) -> String {
+pub(crate) fn count(n: f64) -> String {
     let digits = format!("{:.0}", n.round());
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -325,32 +349,6 @@ fn admission_rounds(report: &Value) -> Result<String, String> {
     Ok(table)
 }
 
-/// The insert at each concurrency: the library alone and grouped, and pgbench on the reference's statement.
-fn grouped_inserts(report: &Value) -> Result<String, String> {
-    let comparisons = report["statements"]["comparisons"]
-        .as_array()
-        .ok_or("the report has no statements.comparisons")?;
-    let mut table = "| c | library | library, inserts grouped | pgbench, the reference's insert | library ÷ reference | \
-                     grouped ÷ reference |\n|---|---|---|---|---|---|\n"
-        .to_owned();
-    for c in comparisons
-        .iter()
-        .filter(|c| c["workload"] == "event-insert")
-    {
-        let _ = writeln!(
-            table,
-            "| {} | {}/s | {}/s | {}/s | {:.2} | **{:.2}** |",
-            number(c, "concurrency")?,
-            count(number(c, "ours")?),
-            count(number(c, "grouped")?),
-            count(number(c, "pgbench_reference.tps")?),
-            number(c, "library_ratio")?,
-            number(c, "grouped_ratio")?
-        );
-    }
-    Ok(table)
-}
-
 /// The lookup's latencies, each way warm and cold, then the whole identifications.
 fn lookup(report: &Value) -> Result<String, String> {
     let figures = &report["figures"];
@@ -446,8 +444,8 @@ mod tests {
     fn a_missing_or_repeated_marker_is_refused() {
         let report = |_: &str| Ok(serde_json::json!({}));
         let err = fill("no markers here", report).unwrap_err();
-        assert!(err.contains("rate-sweep 0 times"), "{err}");
-        let twice = "<!-- table: rate-sweep -->\n<!-- /table -->\n".repeat(2);
+        assert!(err.contains("security-points 0 times"), "{err}");
+        let twice = "<!-- table: security-points -->\n<!-- /table -->\n".repeat(2);
         let err = fill(&twice, report).unwrap_err();
         assert!(err.contains("2 times"), "{err}");
     }
