@@ -6,16 +6,18 @@
 //! and sets every server session's `search_path` to a schema that does not exist, so a statement that leans on
 //! `search_path` instead of naming its schema fails instead of passing by luck. When this process is root the
 //! bouncer switches to the postgres user, since PgBouncer refuses to run as root. [`PgBouncer`] stops it and removes its
-//! directory when dropped.
+//! directory when dropped; it runs under a shell that also stops it when this process is interrupted or killed
+//! (`testing/tied.rs`).
 
 use std::fs;
 use std::net::{Ipv4Addr, TcpStream};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use super::tied::{self, Stop, Tied};
 use crate::PoolMode;
 
 /// Where Debian's package puts the program.
@@ -27,7 +29,7 @@ pub const NOWHERE: &str = "janitor_nowhere";
 /// A running PgBouncer.
 #[derive(Debug)]
 pub struct PgBouncer {
-    child: Child,
+    child: Tied,
     port: u16,
     dir: PathBuf,
 }
@@ -74,12 +76,9 @@ impl PgBouncer {
         fs::write(dir.join("users.txt"), "\"postgres\" \"\"\n")
             .and_then(|()| fs::write(dir.join("pgbouncer.ini"), config))
             .map_err(|e| format!("writing the configuration in {}: {e}", dir.display()))?;
-        let child = program(&dir)?
-            .arg(dir.join("pgbouncer.ini"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("starting {PROGRAM}: {e}"))?;
+        let mut command = program(&dir)?;
+        command.arg(dir.join("pgbouncer.ini"));
+        let child = tied::spawn(command).map_err(|e| format!("starting {PROGRAM}: {e}"))?;
         let bouncer = PgBouncer {
             child,
             port: listen,
@@ -112,8 +111,7 @@ impl PgBouncer {
 
 impl Drop for PgBouncer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.child.end();
         let _ = fs::remove_dir_all(&self.dir);
     }
 }
@@ -129,10 +127,15 @@ fn server_of(url: &str) -> Result<(String, u16), String> {
     Ok((host, config.get_ports().first().copied().unwrap_or(5432)))
 }
 
-/// PgBouncer, switching to the postgres user itself (who is then given the directory) when this process is
-/// root: the child is then PgBouncer, and killing it stops it.
+/// PgBouncer under the tying shell (its output to `pgbouncer.out`), switching to the postgres user itself (who
+/// is then given the directory) when this process is root.
 fn program(dir: &Path) -> Result<Command, String> {
-    let mut command = Command::new(PROGRAM);
+    let mut command = tied::command(
+        &[],
+        &dir.join("pgbouncer.out"),
+        Stop::Terminate,
+        Path::new(PROGRAM),
+    );
     let root = fs::metadata("/proc/self")
         .map(|m| m.uid() == 0)
         .unwrap_or(false);

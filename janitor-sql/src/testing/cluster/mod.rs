@@ -12,9 +12,11 @@
 //! and removes the directory, or, with reuse, leaves it stopped for the next run. A reused directory is never
 //! removed: the run did not create it.
 //!
-//! A process that is killed does not get to clean up: the directory stays behind, possibly with the server still
-//! running, and the next start refuses. Its message gives the two commands that clean up:
-//! `pg_ctl stop -D <dir>/data -m fast` (as the postgres user when root) and `rm -rf <dir>`.
+//! The server runs as a child of this process under a shell that stops it when this process ends, however it
+//! ends (see `testing/tied.rs`): an interrupted or killed test leaves no server behind. It does leave the
+//! directory, and the next start refuses; its message gives the commands that clean up:
+//! `pg_ctl stop -D <dir>/data -m fast` (as the postgres user when root, for a server still stopping) and
+//! `rm -rf <dir>`.
 //!
 //! initdb and postgres refuse to run as root; when this process is root, they run as the `postgres` user
 //! through `runuser`, and the directory is handed to that user.
@@ -26,6 +28,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+use super::tied::{self, Stop, Tied};
 
 /// How long the server may take to start or stop.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -95,8 +99,10 @@ pub struct Cluster {
     bin: PathBuf,
     /// Run the server programs as the postgres user (this process is root).
     as_postgres: bool,
-    /// A server may be running (pg_ctl start was called).
+    /// A server may be running (it was started).
     started: bool,
+    /// The running server's shell, which stops it when this process ends.
+    server: Option<Tied>,
     /// Leave the directory in place when dropped.
     keep: bool,
 }
@@ -140,6 +146,7 @@ impl Cluster {
             bin,
             as_postgres,
             started: false,
+            server: None,
             keep: reusing,
         };
         if !reusing {
@@ -253,7 +260,7 @@ impl Cluster {
     /// (a fault test's outage). Blocks until it is down.
     ///
     /// [`resume`]: Cluster::resume
-    pub fn pause(&self) -> Result<(), String> {
+    pub fn pause(&mut self) -> Result<(), String> {
         self.stop()
     }
 
@@ -262,26 +269,32 @@ impl Cluster {
         self.run_server()
     }
 
+    /// Starts `postgres` as a child under the tying shell (not `pg_ctl start`, which detaches it).
     fn run_server(&mut self) -> Result<(), String> {
         self.started = true;
-        let output = self
-            .server_program("pg_ctl")
-            .arg("start")
+        let prefix: &[&str] = if self.as_postgres {
+            &["runuser", "-u", "postgres", "--"]
+        } else {
+            &[]
+        };
+        let mut command = tied::command(
+            prefix,
+            &self.log(),
+            Stop::Interrupt,
+            &self.bin.join("postgres"),
+        );
+        // The postgres user may not be allowed into the caller's working directory.
+        command
             .arg("-D")
             .arg(self.data())
-            .arg("-l")
-            .arg(self.log())
-            .args(["-w", "-s", "-t", &DEADLINE.as_secs().to_string()])
-            .output()
-            .map_err(|e| format!("starting pg_ctl: {e}"))?;
-        if let Err(problem) = checked(&output, "pg_ctl start") {
-            return Err(format!("{problem}\n{}", self.log_tail()));
-        }
+            .current_dir(&self.spec.dir);
+        let server = tied::spawn(command).map_err(|e| format!("starting postgres: {e}"))?;
+        self.server = Some(server);
         self.wait_until_ready()
     }
 
     /// pg_isready against the TCP address until the server accepts connections or the deadline passes.
-    fn wait_until_ready(&self) -> Result<(), String> {
+    fn wait_until_ready(&mut self) -> Result<(), String> {
         let begin = Instant::now();
         loop {
             let status = Command::new(self.bin.join("pg_isready"))
@@ -291,6 +304,13 @@ impl Cluster {
                 .map_err(|e| format!("starting pg_isready: {e}"))?;
             if status.success() {
                 return Ok(());
+            }
+            if let Some(ended) = self.server.as_mut().and_then(Tied::exited) {
+                return Err(format!(
+                    "the server in {} ended before accepting connections ({ended})\n{}",
+                    self.spec.dir.display(),
+                    self.log_tail()
+                ));
             }
             if begin.elapsed() > DEADLINE {
                 return Err(format!(
@@ -305,7 +325,7 @@ impl Cluster {
         }
     }
 
-    fn stop(&self) -> Result<(), String> {
+    fn stop(&mut self) -> Result<(), String> {
         let output = self
             .server_program("pg_ctl")
             .arg("stop")
@@ -322,6 +342,10 @@ impl Cluster {
             .output()
             .map_err(|e| format!("starting pg_ctl: {e}"))?;
         if output.status.success() || !self.data().join("postmaster.pid").exists() {
+            // The server is down: let its shell end too.
+            if let Some(mut server) = self.server.take() {
+                server.end();
+            }
             return Ok(());
         }
         checked(&output, "pg_ctl stop")
