@@ -123,3 +123,18 @@ pub fn table(pooled: &Value, hyper: &Value) -> Result<String, String> {
     }
     Ok(table)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_driver_without_a_summary_in_the_run_is_named() {
+        let pooled = serde_json::json!({"driver": "pooled", "drivers": [{"driver": "pooled"}]});
+        let hyper = serde_json::json!({"driver": "hyper"});
+        let err = column(&hyper, &pooled["drivers"]).unwrap_err();
+        assert_eq!(err, "the run's report has no summary of the hyper driver");
+        let err = column(&serde_json::json!({}), &pooled["drivers"]).unwrap_err();
+        assert_eq!(err, "the report names no driver");
+    }
+}

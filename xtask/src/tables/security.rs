@@ -76,27 +76,42 @@ fn at<'a>(list: &'a [Value], key: &str, workload: &str, c: f64) -> Result<&'a Va
         .ok_or_else(|| format!("the report has no {workload} at c = {c}"))
 }
 
+/// The header of a table with one column per concurrency.
+const HEADER: &str = "| workload | c = 1 | c = 16 | c = 64 | c = 256 |\n|---|---|---|---|---|\n";
+
+/// Writes the row `label` of `workload` to `table`: one cell per concurrency, drawn by `cell` from the entry
+/// of `list` (matched on `key`) at that concurrency.
+fn row(
+    table: &mut String,
+    label: &str,
+    (list, key, workload): (&[Value], &str, &str),
+    cell: impl Fn(&Value) -> Result<String, String>,
+) -> Result<(), String> {
+    let _ = write!(table, "| {label} |");
+    for c in CONCURRENCIES {
+        let _ = write!(table, " {} |", cell(at(list, key, workload, c)?)?);
+    }
+    table.push('\n');
+    Ok(())
+}
+
 /// Operations per second (p95 ms) of each workload at each concurrency, with the published row below it.
 pub fn points(report: &Value) -> Result<String, String> {
     let points = report["points"]
         .as_array()
         .ok_or("the report has no points")?;
-    let mut table =
-        "| workload | c = 1 | c = 16 | c = 64 | c = 256 |\n|---|---|---|---|---|\n".to_owned();
+    let mut table = HEADER.to_owned();
     for (workload, published) in PUBLISHED {
-        let _ = write!(table, "| {workload} |");
-        for c in CONCURRENCIES {
-            let point = at(points, "name", workload, c)?;
-            let _ = write!(
-                table,
-                " {} ({}) |",
-                count(number(point, "requests_per_second")?),
-                ms3(number(point, "p95_ms")?)
-            );
-        }
+        row(&mut table, workload, (points, "name", workload), |p| {
+            Ok(format!(
+                "{} ({})",
+                count(number(p, "requests_per_second")?),
+                ms3(number(p, "p95_ms")?)
+            ))
+        })?;
         let _ = writeln!(
             table,
-            "\n| reference (published) | {} |",
+            "| reference (published) | {} |",
             published.join(" | ")
         );
     }
@@ -108,26 +123,26 @@ pub fn statements(report: &Value) -> Result<String, String> {
     let comparisons = report["statements"]["comparisons"]
         .as_array()
         .ok_or("the report has no statements.comparisons")?;
-    let mut table =
-        "| workload | c = 1 | c = 16 | c = 64 | c = 256 |\n|---|---|---|---|---|\n".to_owned();
+    let mut table = HEADER.to_owned();
     for (i, workload) in COMPARED.into_iter().enumerate() {
         let label = if i == 0 {
             format!("{workload}: ours / theirs")
         } else {
             workload.to_owned()
         };
-        let _ = write!(table, "| {label} |");
-        for c in CONCURRENCIES {
-            let comparison = at(comparisons, "workload", workload, c)?;
-            let _ = write!(
-                table,
-                " {} / {}: **{:.2}** |",
-                count(number(comparison, "pgbench_ours.tps")?),
-                count(number(comparison, "pgbench_reference.tps")?),
-                number(comparison, "statements_ratio")?
-            );
-        }
-        table.push('\n');
+        row(
+            &mut table,
+            &label,
+            (comparisons, "workload", workload),
+            |c| {
+                Ok(format!(
+                    "{} / {}: **{:.2}**",
+                    count(number(c, "pgbench_ours.tps")?),
+                    count(number(c, "pgbench_reference.tps")?),
+                    number(c, "statements_ratio")?
+                ))
+            },
+        )?;
     }
     Ok(table)
 }
