@@ -42,4 +42,4 @@ pub use learning_store::PgLearningStore;
 pub use migrate::{migrate, MigrateError, MigrationReport};
 pub use quota_store::PgQuotaStore;
 pub use stores::PgStores;
-pub use visitor_store::{LookupRead, PgVisitorStore};
+pub use visitor_store::{LookupRead, PgVisitorStore, COVERING_LOOKUP_INDEXES};

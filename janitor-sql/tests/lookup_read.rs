@@ -1,5 +1,6 @@
 //! Every way the PostgreSQL store can read candidate rows ranks exactly as the whole observations do: the
-//! store suite's case, run for the ways that are not the default (the suites run the default).
+//! store suite's case, run for the ways that are not the default (the suites run the default); the covering
+//! way on a schema with its indexes built.
 
 use janitor_core::testing::visitor_store::lookup_rows_rank_as_observations;
 use janitor_sql::testing::{with_schemas, Schemas};
@@ -8,7 +9,11 @@ use janitor_sql::{LookupRead, PgVisitorStore};
 async fn ranks_as_observations(read: LookupRead) {
     with_schemas(move |schemas: Schemas| async move {
         lookup_rows_rank_as_observations(|retention| async move {
-            PgVisitorStore::new(schemas.fresh().await, retention).with_lookup_read(read)
+            let database = schemas.fresh().await;
+            if read == LookupRead::CoveringIndexes {
+                database.create_covering_lookup_indexes().await.unwrap();
+            }
+            PgVisitorStore::new(database, retention).with_lookup_read(read)
         })
         .await;
     })
@@ -23,4 +28,9 @@ async fn computed_features_rank_as_observations() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signals_json_ranks_as_observations() {
     ranks_as_observations(LookupRead::SignalsJson).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn covering_indexes_rank_as_observations() {
+    ranks_as_observations(LookupRead::CoveringIndexes).await;
 }

@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 
 use janitor_core::identification::candidates::{probes_for, ProbeFamily};
 use janitor_core::Retention;
-use janitor_sql::testing::statements::{candidate_lookup, statement};
+use janitor_sql::testing::statements::{candidate_lookup, candidate_lookup_reading, statement};
 use janitor_sql::testing::{population, with_schemas};
+use janitor_sql::{LookupRead, COVERING_LOOKUP_INDEXES};
 use serde_json::Value;
 use tokio_postgres::types::{Json, ToSql};
 
@@ -212,6 +213,72 @@ async fn lookup_history_and_writes_are_index_scans() {
                 "expire",
                 &["idx_observation_seen", "observations_pkey"],
             );
+        }
+    })
+    .await;
+}
+
+/// With the opt-in covering indexes built and the table vacuumed, each probe of
+/// [`LookupRead::CoveringIndexes`] is an index-only scan of its family's covering index that visits no heap
+/// page, whichever plan the server picks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_covering_lookup_reads_its_indexes_alone() {
+    with_schemas(|schemas| async move {
+        let database = schemas.fresh().await;
+        population::seed(&database, VISITORS, 2, NOW).await;
+        let all: Vec<&str> = COVERING_LOOKUP_INDEXES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            database.missing_covering_lookup_indexes().await.unwrap(),
+            all
+        );
+        database.create_covering_lookup_indexes().await.unwrap();
+        assert!(database
+            .missing_covering_lookup_indexes()
+            .await
+            .unwrap()
+            .is_empty());
+        // A second call finds them built and changes nothing.
+        database.create_covering_lookup_indexes().await.unwrap();
+        let client = database.pool().get().await.unwrap();
+        client.batch_execute("VACUUM observations").await.unwrap();
+
+        let cutoff = Retention::default().cutoff(NOW);
+        let probes = probes_for(&population::observation(42));
+        assert_eq!(probes.len(), 6, "the population has every key");
+        let lookup = candidate_lookup_reading(&probes, LookupRead::CoveringIndexes).unwrap();
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&cutoff];
+        for probe in &probes {
+            params.extend(probe.keys.iter().map(|k| k as &(dyn ToSql + Sync)));
+        }
+        for mode in ["auto", "force_generic_plan"] {
+            client
+                .batch_execute(&format!("SET plan_cache_mode = {mode}"))
+                .await
+                .unwrap();
+            let row = client
+                .query_one(&format!("EXPLAIN (ANALYZE, FORMAT JSON) {lookup}"), &params)
+                .await
+                .unwrap();
+            let Json(document): Json<Value> = row.get(0);
+            let mut all_nodes = Vec::new();
+            nodes(&document[0]["Plan"], &mut all_nodes);
+            let reads: Vec<&Value> = all_nodes
+                .iter()
+                .filter(|n| n["Relation Name"] == "observations")
+                .collect();
+            let used: Vec<&str> = reads
+                .iter()
+                .filter_map(|n| n["Index Name"].as_str())
+                .collect();
+            let text = serde_json::to_string_pretty(&document).unwrap();
+            assert_eq!(
+                used, all,
+                "each probe reads its family's covering index ({mode})\n{text}"
+            );
+            for read in reads {
+                assert_eq!(read["Node Type"], "Index Only Scan", "({mode})\n{text}");
+                assert_eq!(read["Heap Fetches"], 0, "({mode})\n{text}");
+            }
         }
     })
     .await;

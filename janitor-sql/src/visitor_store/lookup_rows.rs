@@ -24,6 +24,12 @@ pub enum LookupRead {
     ComputedFeatures,
     /// The whole `signals_json`, as text, parsed by the client: the design before the compact rows.
     SignalsJson,
+    /// The stored features, read from the opt-in covering indexes alone (no heap page, once vacuum has marked
+    /// the table's pages visible). **Only with those indexes**: build them first with
+    /// [`Database::create_covering_lookup_indexes`](crate::Database::create_covering_lookup_indexes) and check
+    /// [`missing_covering_lookup_indexes`](crate::Database::missing_covering_lookup_indexes); without them the
+    /// screen probes find no index and read the table.
+    CoveringIndexes,
 }
 
 /// The JSON paths of the compared features, in the order of the `lookup_features` array.
@@ -57,7 +63,9 @@ impl LookupRead {
     /// The select-list item of the row's observation.
     pub(crate) fn column(self) -> String {
         match self {
-            LookupRead::StoredFeatures => "lookup_features".to_owned(),
+            LookupRead::StoredFeatures | LookupRead::CoveringIndexes => {
+                "lookup_features".to_owned()
+            }
             LookupRead::ComputedFeatures => features_expression(),
             LookupRead::SignalsJson => "signals_json".to_owned(),
         }
@@ -74,7 +82,9 @@ impl LookupRead {
                 .try_get::<_, Json<Observation>>(column)
                 .map(|Json(o)| Arc::new(o))
                 .map_err(|e| unreadable("an observation", e)),
-            LookupRead::StoredFeatures | LookupRead::ComputedFeatures => {
+            LookupRead::StoredFeatures
+            | LookupRead::ComputedFeatures
+            | LookupRead::CoveringIndexes => {
                 let fields: Vec<Option<&str>> = row
                     .try_get(column)
                     .map_err(|e| unreadable("the compared features", e))?;

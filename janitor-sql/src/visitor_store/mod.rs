@@ -25,9 +25,11 @@ use crate::database::{Connection, Database};
 use crate::error::unreadable;
 use crate::params::Param;
 
+mod covering;
 mod lookup_rows;
 pub(crate) mod statements;
 
+pub use covering::COVERING_LOOKUP_INDEXES;
 pub use lookup_rows::LookupRead;
 
 /// Visitors and observations in PostgreSQL, in the tables of `migrations/0001_visitors.sql` (shared with

@@ -108,8 +108,12 @@ pub(crate) const REMOVE_EMPTY_STALE: &str = "DELETE FROM visitors v \
        AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.visitor_id = v.id)";
 
 /// The `WHERE` terms of a family, in the order of [`ProbeFamily::keys`]. Each family has an index whose
-/// leading columns are exactly these terms followed by `seen_at DESC` (see `migrations/0001_visitors.sql`).
-fn terms(family: ProbeFamily) -> &'static [&'static str] {
+/// leading columns are exactly these terms followed by `seen_at DESC` (see `migrations/0001_visitors.sql`;
+/// for [`LookupRead::CoveringIndexes`], [`COVERING_LOOKUP_INDEXES`](super::covering::COVERING_LOOKUP_INDEXES)).
+fn terms(family: ProbeFamily, read: LookupRead) -> &'static [&'static str] {
+    if read == LookupRead::CoveringIndexes {
+        return covering_terms(family);
+    }
     const PLATFORM: &str = "platform";
     const BROWSER: &str = "browser";
     const TIMEZONE: &str = "timezone";
@@ -117,6 +121,26 @@ fn terms(family: ProbeFamily) -> &'static [&'static str] {
     const WIDTH: &str = "(signals_json #>> '{screen,width}')";
     const HEIGHT: &str = "(signals_json #>> '{screen,height}')";
     const CORES: &str = "(signals_json #>> '{hardware,hardwareConcurrency}')";
+    match family {
+        ProbeFamily::ScreenHardware => &[PLATFORM, BROWSER, WIDTH, HEIGHT, CORES],
+        ProbeFamily::ScreenTimezone => &[PLATFORM, BROWSER, WIDTH, HEIGHT, TIMEZONE],
+        ProbeFamily::RendererTimezone => &[PLATFORM, BROWSER, RENDERER, TIMEZONE],
+        ProbeFamily::PlatformBrowser => &[PLATFORM, BROWSER],
+        ProbeFamily::Renderer => &[RENDERER],
+        ProbeFamily::TimezoneBrowser => &[TIMEZONE, BROWSER],
+    }
+}
+
+/// The terms of the covering indexes: the same values, with the screen and hardware keys read from the
+/// generated `lookup_features` (which PostgreSQL computes from the same `signals_json` paths).
+fn covering_terms(family: ProbeFamily) -> &'static [&'static str] {
+    const PLATFORM: &str = "platform";
+    const BROWSER: &str = "browser";
+    const TIMEZONE: &str = "timezone";
+    const RENDERER: &str = "webgl_renderer";
+    const WIDTH: &str = "(lookup_features[5])";
+    const HEIGHT: &str = "(lookup_features[6])";
+    const CORES: &str = "(lookup_features[9])";
     match family {
         ProbeFamily::ScreenHardware => &[PLATFORM, BROWSER, WIDTH, HEIGHT, CORES],
         ProbeFamily::ScreenTimezone => &[PLATFORM, BROWSER, WIDTH, HEIGHT, TIMEZONE],
@@ -135,7 +159,7 @@ pub(crate) fn lookup(probes: &[Probe], read: LookupRead) -> Option<String> {
     let mut sql = String::with_capacity((250 + column.len()) * probes.len());
     let mut parameter = 1;
     for (position, probe) in probes.iter().enumerate() {
-        let terms = terms(probe.family);
+        let terms = terms(probe.family, read);
         if terms.len() != probe.keys.len() {
             return None;
         }
@@ -159,7 +183,33 @@ pub(crate) fn lookup(probes: &[Probe], read: LookupRead) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::covering::COVERING_LOOKUP_INDEXES;
+    use super::super::lookup_rows::FEATURE_PATHS;
     use super::*;
+
+    #[test]
+    fn covering_terms_read_the_same_paths_and_lead_their_indexes() {
+        for (family, (_, key)) in ProbeFamily::ALL.iter().zip(COVERING_LOOKUP_INDEXES) {
+            let mut expected = String::new();
+            for (plain, covering) in terms(*family, LookupRead::StoredFeatures)
+                .iter()
+                .zip(covering_terms(*family))
+            {
+                if plain != covering {
+                    // `(signals_json #>> '{screen,width}')` becomes `(lookup_features[n])`, n counted from 1.
+                    let path = plain
+                        .trim_start_matches("(signals_json #>> '")
+                        .trim_end_matches("')");
+                    let at = FEATURE_PATHS.iter().position(|p| *p == path).unwrap() + 1;
+                    assert_eq!(*covering, format!("(lookup_features[{at}])"));
+                }
+                expected.push_str(covering);
+                expected.push_str(", ");
+            }
+            expected.push_str("seen_at DESC");
+            assert_eq!(key, expected, "{family:?}");
+        }
+    }
 
     #[test]
     fn lookup_numbers_parameters_over_the_probes_used() {
@@ -187,6 +237,11 @@ mod tests {
         let computed = lookup(&probes, LookupRead::ComputedFeatures).unwrap();
         assert!(computed
             .starts_with("(SELECT visitor_id, seen_at, ARRAY[signals_json #>> '{platform}', "));
+        let covering = lookup(&probes, LookupRead::CoveringIndexes).unwrap();
+        assert!(covering.starts_with(
+            "(SELECT visitor_id, seen_at, lookup_features, 0::int4 AS probe FROM observations \
+             WHERE platform = $2 AND browser = $3 AND seen_at"
+        ));
         let wrong = [Probe {
             family: ProbeFamily::Renderer,
             keys: vec![],
