@@ -323,12 +323,20 @@ async fn the_lookup_scale_test_measures_and_cleans_up() {
         );
         assert!(p50 > Some(0.0) && p50 <= p99, "{part}: {report}");
     }
-    for way in ["computed_design", "previous_design"] {
+    for way in ["computed_design", "previous_design", "covering_design"] {
         assert_eq!(
             report[way]["cold_candidate_lookup"]["samples"], 100,
             "{report}"
         );
     }
+    let covering = &report["covering_indexes"];
+    for bytes in ["covering_index_bytes", "probe_index_bytes", "table_bytes"] {
+        assert!(covering[bytes].as_i64() > Some(0), "{bytes}: {report}");
+    }
+    assert!(
+        report["covering_cold_p95_speedup"].as_f64() > Some(0.0),
+        "{report}"
+    );
     assert_eq!(report["kept_with_cookie"], 100, "{report}");
     assert!(
         report["restored_without_cookie"].as_u64() > Some(0),

@@ -75,7 +75,91 @@ pub struct LookupFigures {
     /// Seconds that adding the `lookup_features` column (migration 0006) took on the seeded table, after the
     /// measurements: the rewrite an existing installation's migration does, to two decimals.
     pub add_column_seconds: f64,
+    /// The same measurements through the opt-in covering indexes (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covering_design: Option<DesignFigures>,
+    /// What the covering indexes cost on the seeded table (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covering_indexes: Option<CoveringCost>,
+    /// The default way's cold lookup p95 over the covering way's, to two decimals (0 in older reports).
+    #[serde(default)]
+    pub covering_cold_p95_speedup: f64,
 }
+
+/// What building the covering lookup indexes on the seeded table cost, and what they occupy beside the table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoveringCost {
+    /// Seconds `Database::create_covering_lookup_indexes` took, to two decimals.
+    pub build_seconds: f64,
+    /// Seconds the `VACUUM` after it took (what marks the pages all-visible, as autovacuum does), two decimals.
+    pub vacuum_seconds: f64,
+    /// Bytes of the six covering indexes together.
+    pub covering_index_bytes: i64,
+    /// Bytes of the six probe indexes of migration 0001 together.
+    pub probe_index_bytes: i64,
+    /// Bytes of the `observations` table itself (heap only).
+    pub table_bytes: i64,
+}
+
+/// Builds the covering indexes on the seeded table, vacuums it, and measures what they occupy.
+async fn build_covering(
+    database: &janitor_sql::Database,
+    lookup: &Target,
+) -> Result<CoveringCost, String> {
+    let seconds = |started: Instant| (started.elapsed().as_secs_f64() * 100.0).round() / 100.0;
+    let started = Instant::now();
+    database
+        .create_covering_lookup_indexes()
+        .await
+        .map_err(|e| format!("building the covering lookup indexes: {e}"))?;
+    let build_seconds = seconds(started);
+    let client = connect(&lookup.url, &lookup.schema, SEED_DEADLINE).await?;
+    let started = Instant::now();
+    client
+        .batch_execute("VACUUM observations")
+        .await
+        .map_err(|e| format!("vacuuming the lookup table: {}", pg(&e)))?;
+    let vacuum_seconds = seconds(started);
+    let covering: Vec<&str> = janitor_sql::COVERING_LOOKUP_INDEXES
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    let sizes = client
+        .query_one(
+            "SELECT \
+               (SELECT sum(pg_relation_size(c.oid))::int8 FROM pg_class c \
+                  WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY($1)), \
+               (SELECT sum(pg_relation_size(c.oid))::int8 FROM pg_class c \
+                  WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY($2)), \
+               pg_relation_size('observations')::int8",
+            &[&covering, &PROBE_INDEXES.as_slice()],
+        )
+        .await
+        .map_err(|e| format!("measuring the covering indexes: {}", pg(&e)))?;
+    let cost = CoveringCost {
+        build_seconds,
+        vacuum_seconds,
+        covering_index_bytes: sizes.get(0),
+        probe_index_bytes: sizes.get(1),
+        table_bytes: sizes.get(2),
+    };
+    println!(
+        "lookup: covering indexes built in {build_seconds} s (vacuum {vacuum_seconds} s): {} bytes, against {} \
+         for the probe indexes and {} for the table",
+        cost.covering_index_bytes, cost.probe_index_bytes, cost.table_bytes
+    );
+    Ok(cost)
+}
+
+/// The probe indexes of migration 0001.
+const PROBE_INDEXES: [&str; 6] = [
+    "idx_observation_screen_hardware",
+    "idx_observation_screen_timezone",
+    "idx_observation_graphics_timezone",
+    "idx_observation_platform_browser",
+    "idx_observation_webgl_renderer",
+    "idx_observation_timezone_browser",
+];
 
 /// The migration that adds `lookup_features`, whose cost on a big table is measured.
 const FEATURES_MIGRATION: &str = "0006_lookup_features.sql";
@@ -117,10 +201,11 @@ pub struct DesignFigures {
 }
 
 /// The ways measured, the default first.
-const DESIGNS: [LookupRead; 3] = [
+const DESIGNS: [LookupRead; 4] = [
     LookupRead::StoredFeatures,
     LookupRead::ComputedFeatures,
     LookupRead::SignalsJson,
+    LookupRead::CoveringIndexes,
 ];
 
 fn design_name(read: LookupRead) -> &'static str {
@@ -128,6 +213,20 @@ fn design_name(read: LookupRead) -> &'static str {
         LookupRead::StoredFeatures => "stored-features",
         LookupRead::ComputedFeatures => "computed-features",
         LookupRead::SignalsJson => "signals-json",
+        LookupRead::CoveringIndexes => "covering-indexes",
+    }
+}
+
+/// `url` with index-only scans turned off for its sessions: the pool of the ways that are not the covering
+/// one, so that the covering indexes (whose keys partly equal the probe indexes') serve none of their reads
+/// from the index alone and they read the heap as they do where the covering indexes do not exist.
+fn without_index_only_scans(url: &str) -> String {
+    const OPTION: &str = "-c enable_indexonlyscan=off";
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let separator = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{separator}options=-c%20enable_indexonlyscan%3Doff")
+    } else {
+        format!("{url} options='{OPTION}'")
     }
 }
 
@@ -254,17 +353,27 @@ async fn measure(lookup: &Target, env: &CapacityEnv) -> Result<LookupFigures, St
         "lookup: {visitors} visitors seeded in {seed_seconds:.1} s in schema {}",
         lookup.schema
     );
-    let sampled = sample(&database, env).await?;
+    let covering = build_covering(&database, lookup).await?;
+    let plain = Target {
+        url: without_index_only_scans(&lookup.url),
+        schema: lookup.schema.clone(),
+    }
+    .database(2)?;
+    let sampled = sample(&database, &plain, env).await?;
     let add_column_seconds = add_column_seconds(lookup).await?;
     println!("lookup: adding lookup_features to the seeded table took {add_column_seconds} s");
-    let report = sampled.figures(env, seed_seconds, add_column_seconds)?;
+    let report = sampled.figures(env, seed_seconds, add_column_seconds, covering)?;
     let p95 = |t: &Timed| t.latency.map_or(0.0, |l| l.p95_ms);
     let cold = |t: &Option<Timed>| t.as_ref().map_or(0.0, p95);
     println!(
-        "lookup: cold candidate lookup p95 {} ms (computed {} ms, signals_json {} ms)",
+        "lookup: cold candidate lookup p95 {} ms (computed {} ms, signals_json {} ms, covering indexes {} ms)",
         cold(&report.cold_candidate_lookup),
         cold(&report.computed_design.cold_candidate_lookup),
         cold(&report.previous_design.cold_candidate_lookup),
+        report
+            .covering_design
+            .as_ref()
+            .map_or(0.0, |d| cold(&d.cold_candidate_lookup)),
     );
     println!(
         "lookup: candidate lookup p95 {} ms (computed {} ms, signals_json {} ms), missing-cookie identify p95 \
@@ -305,13 +414,23 @@ struct Sampled {
 }
 
 /// Identifies `env.samples` browsers of the seeded population, each way in turn (a rotating order, so no
-/// way always runs first or right after another), then once with the cookie.
-async fn sample(database: &janitor_sql::Database, env: &CapacityEnv) -> Result<Sampled, String> {
+/// way always runs first or right after another), then once with the cookie. The covering way reads through
+/// `database`, the others through `plain` (no index-only scans).
+async fn sample(
+    database: &janitor_sql::Database,
+    plain: &janitor_sql::Database,
+    env: &CapacityEnv,
+) -> Result<Sampled, String> {
     let visitors = env.lookup_visitors;
     let engines: Vec<_> = DESIGNS
         .iter()
         .map(|&read| {
-            let store = PgVisitorStore::new(database.clone(), Retention::default());
+            let pool = if read == LookupRead::CoveringIndexes {
+                database
+            } else {
+                plain
+            };
+            let store = PgVisitorStore::new(pool.clone(), Retention::default());
             Engine::new(store.with_lookup_read(read), EngineConfig::default())
         })
         .collect();
@@ -385,6 +504,7 @@ impl Sampled {
         env: &CapacityEnv,
         seed_seconds: f64,
         add_column_seconds: f64,
+        covering_indexes: CoveringCost,
     ) -> Result<LookupFigures, String> {
         let samples = env.samples;
         let mut figures = self
@@ -392,12 +512,16 @@ impl Sampled {
             .into_iter()
             .zip(DESIGNS)
             .map(|(taken, read)| taken.figures(read));
-        let (Some(default), Some(computed), Some(previous)) =
-            (figures.next(), figures.next(), figures.next())
-        else {
+        let (Some(default), Some(computed), Some(previous), Some(covering)) = (
+            figures.next(),
+            figures.next(),
+            figures.next(),
+            figures.next(),
+        ) else {
             return Err("a way of reading candidate rows was not measured".to_owned());
         };
         let p95 = |t: &Timed| t.latency.map_or(0.0, |l| l.p95_ms);
+        let cold_p95 = |t: &Option<Timed>| t.as_ref().map_or(0.0, p95);
         Ok(LookupFigures {
             visitors: env.lookup_visitors,
             observations_per_visitor: OBSERVATIONS_PER_VISITOR,
@@ -424,9 +548,15 @@ impl Sampled {
                 p95(&previous.candidate_lookup),
                 p95(&default.candidate_lookup),
             ),
+            covering_cold_p95_speedup: ratio(
+                cold_p95(&default.cold_candidate_lookup),
+                cold_p95(&covering.cold_candidate_lookup),
+            ),
             previous_design: previous,
             computed_design: computed,
             add_column_seconds,
+            covering_design: Some(covering),
+            covering_indexes: Some(covering_indexes),
         })
     }
 }
@@ -434,6 +564,22 @@ impl Sampled {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_plain_pool_turns_index_only_scans_off_in_either_form() {
+        assert_eq!(
+            without_index_only_scans("postgres://u@h:1/db"),
+            "postgres://u@h:1/db?options=-c%20enable_indexonlyscan%3Doff"
+        );
+        assert_eq!(
+            without_index_only_scans("postgres://u@h:1/db?sslmode=disable"),
+            "postgres://u@h:1/db?sslmode=disable&options=-c%20enable_indexonlyscan%3Doff"
+        );
+        assert_eq!(
+            without_index_only_scans("host=h dbname=db"),
+            "host=h dbname=db options='-c enable_indexonlyscan=off'"
+        );
+    }
 
     #[test]
     fn cold_browsers_are_touched_by_nothing_else() {
