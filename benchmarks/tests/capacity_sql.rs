@@ -286,6 +286,7 @@ async fn the_lookup_scale_test_measures_and_cleans_up() {
     let settings = CapacityEnv {
         lookup_visitors: 20_000,
         samples: 100,
+        rate_seconds: 2,
         ..env(false)
     };
     let skipped = seed::lookup_scale(&target, &env(false)).await;

@@ -5,6 +5,7 @@
 //! [`SEED_DEADLINE`], never the pool's short statement timeout.
 
 mod cookies;
+mod covering;
 mod fixture;
 mod load;
 mod lookup;
@@ -24,6 +25,7 @@ use super::Target;
 pub use cookies::{
     known_visitors, read_cookies, record_visitors, write_cookies, CookieLine, VisitorFixture,
 };
+pub use covering::CoveringCost;
 pub use fixture::{
     action_of, offset_ms, owner_of, sparse_sign_ins, Owner, FIXTURE_API_EVENT, WINDOW_SPREAD_MS,
 };

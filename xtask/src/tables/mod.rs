@@ -27,7 +27,11 @@ pub const CONNECTIONS_HYPER: &str = "docs/benchmarks/connections-hyper.json";
 /// The missing-cookie lookup run's report.
 pub const LOOKUP: &str = "docs/benchmarks/lookup-current.json";
 
+/// The lookup run with the covering indexes among its ways.
+pub const LOOKUP_COVERING: &str = "docs/benchmarks/lookup-covering.json";
+
 mod connections;
+mod lookup;
 mod security;
 
 /// Draws one table from its reports, given in the order the table names them.
@@ -50,7 +54,13 @@ const TABLES: &[(&str, &[&str], Draw)] = &[
     ("admission-rounds", &[THROUGHPUT], |r| {
         admission_rounds(&r[0])
     }),
-    ("lookup", &[LOOKUP], |r| lookup(&r[0])),
+    ("lookup", &[LOOKUP], |r| lookup::latencies(&r[0])),
+    ("lookup-covering", &[LOOKUP_COVERING], |r| {
+        lookup::latencies(&r[0])
+    }),
+    ("lookup-covering-cost", &[LOOKUP_COVERING], |r| {
+        lookup::covering_cost(&r[0])
+    }),
 ];
 
 /// Rewrites the tables of the page under `root` from its reports; with `check`, only compares and fails on
@@ -346,55 +356,6 @@ fn admission_rounds(report: &Value) -> Result<String, String> {
         count(number(overhead, "admitted.requests_per_second")?),
         number(overhead, "throughput_ratio_admitted_to_plain")?
     );
-    Ok(table)
-}
-
-/// The lookup's latencies, each way warm and cold, then the whole identifications.
-fn lookup(report: &Value) -> Result<String, String> {
-    let figures = &report["figures"];
-    let ways = [
-        ("stored `lookup_features` (default)", figures),
-        (
-            "the same array computed per lookup",
-            &figures["computed_design"],
-        ),
-        (
-            "whole `signals_json` (the design before)",
-            &figures["previous_design"],
-        ),
-    ];
-    let mut table = "| what | p50 | p95 | p99 |\n|---|---|---|---|\n".to_owned();
-    let mut row = |what: String, latency: &Value| -> Result<(), String> {
-        let ms = |key| number(latency, key).map(|v| format!("{v} ms"));
-        let _ = writeln!(
-            table,
-            "| {what} | {} | {} | {} |",
-            ms("p50_ms")?,
-            ms("p95_ms")?,
-            ms("p99_ms")?
-        );
-        Ok(())
-    };
-    for (way, at) in ways {
-        row(
-            format!("candidate lookup, {way}, warm"),
-            &at["candidate_lookup"],
-        )?;
-        row(
-            format!("candidate lookup, {way}, **cold**"),
-            &at["cold_candidate_lookup"],
-        )?;
-    }
-    for (way, at) in ways {
-        row(
-            format!("whole identification without the cookie, {way}"),
-            &at["missing_cookie_identify"],
-        )?;
-    }
-    row(
-        "a whole identification with the cookie".to_owned(),
-        &figures["cookie_identify"],
-    )?;
     Ok(table)
 }
 

@@ -20,6 +20,7 @@ use janitor_sql::testing::population;
 use janitor_sql::{LookupRead, PgVisitorStore};
 use serde::{Deserialize, Serialize};
 
+use super::covering::{build_covering, insert_rates, without_index_only_scans, CoveringCost};
 use super::{connect, drop_named, guarded, now_ms, pg, schema_exists, SEED_DEADLINE};
 use crate::capacity::env::CapacityEnv;
 use crate::capacity::Target;
@@ -86,81 +87,6 @@ pub struct LookupFigures {
     pub covering_cold_p95_speedup: f64,
 }
 
-/// What building the covering lookup indexes on the seeded table cost, and what they occupy beside the table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CoveringCost {
-    /// Seconds `Database::create_covering_lookup_indexes` took, to two decimals.
-    pub build_seconds: f64,
-    /// Seconds the `VACUUM` after it took (what marks the pages all-visible, as autovacuum does), two decimals.
-    pub vacuum_seconds: f64,
-    /// Bytes of the six covering indexes together.
-    pub covering_index_bytes: i64,
-    /// Bytes of the six probe indexes of migration 0001 together.
-    pub probe_index_bytes: i64,
-    /// Bytes of the `observations` table itself (heap only).
-    pub table_bytes: i64,
-}
-
-/// Builds the covering indexes on the seeded table, vacuums it, and measures what they occupy.
-async fn build_covering(
-    database: &janitor_sql::Database,
-    lookup: &Target,
-) -> Result<CoveringCost, String> {
-    let seconds = |started: Instant| (started.elapsed().as_secs_f64() * 100.0).round() / 100.0;
-    let started = Instant::now();
-    database
-        .create_covering_lookup_indexes()
-        .await
-        .map_err(|e| format!("building the covering lookup indexes: {e}"))?;
-    let build_seconds = seconds(started);
-    let client = connect(&lookup.url, &lookup.schema, SEED_DEADLINE).await?;
-    let started = Instant::now();
-    client
-        .batch_execute("VACUUM observations")
-        .await
-        .map_err(|e| format!("vacuuming the lookup table: {}", pg(&e)))?;
-    let vacuum_seconds = seconds(started);
-    let covering: Vec<&str> = janitor_sql::COVERING_LOOKUP_INDEXES
-        .iter()
-        .map(|(n, _)| *n)
-        .collect();
-    let sizes = client
-        .query_one(
-            "SELECT \
-               (SELECT sum(pg_relation_size(c.oid))::int8 FROM pg_class c \
-                  WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY($1)), \
-               (SELECT sum(pg_relation_size(c.oid))::int8 FROM pg_class c \
-                  WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY($2)), \
-               pg_relation_size('observations')::int8",
-            &[&covering, &PROBE_INDEXES.as_slice()],
-        )
-        .await
-        .map_err(|e| format!("measuring the covering indexes: {}", pg(&e)))?;
-    let cost = CoveringCost {
-        build_seconds,
-        vacuum_seconds,
-        covering_index_bytes: sizes.get(0),
-        probe_index_bytes: sizes.get(1),
-        table_bytes: sizes.get(2),
-    };
-    println!(
-        "lookup: covering indexes built in {build_seconds} s (vacuum {vacuum_seconds} s): {} bytes, against {} \
-         for the probe indexes and {} for the table",
-        cost.covering_index_bytes, cost.probe_index_bytes, cost.table_bytes
-    );
-    Ok(cost)
-}
-
-/// The probe indexes of migration 0001.
-const PROBE_INDEXES: [&str; 6] = [
-    "idx_observation_screen_hardware",
-    "idx_observation_screen_timezone",
-    "idx_observation_graphics_timezone",
-    "idx_observation_platform_browser",
-    "idx_observation_webgl_renderer",
-    "idx_observation_timezone_browser",
-];
-
 /// The migration that adds `lookup_features`, whose cost on a big table is measured.
 const FEATURES_MIGRATION: &str = "0006_lookup_features.sql";
 
@@ -214,19 +140,6 @@ fn design_name(read: LookupRead) -> &'static str {
         LookupRead::ComputedFeatures => "computed-features",
         LookupRead::SignalsJson => "signals-json",
         LookupRead::CoveringIndexes => "covering-indexes",
-    }
-}
-
-/// `url` with index-only scans turned off for its sessions: the pool of the ways that are not the covering
-/// one, so that the covering indexes (whose keys partly equal the probe indexes') serve none of their reads
-/// from the index alone and they read the heap as they do where the covering indexes do not exist.
-fn without_index_only_scans(url: &str) -> String {
-    const OPTION: &str = "-c enable_indexonlyscan=off";
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let separator = if url.contains('?') { '&' } else { '?' };
-        format!("{url}{separator}options=-c%20enable_indexonlyscan%3Doff")
-    } else {
-        format!("{url} options='{OPTION}'")
     }
 }
 
@@ -360,6 +273,7 @@ async fn measure(lookup: &Target, env: &CapacityEnv) -> Result<LookupFigures, St
     }
     .database(2)?;
     let sampled = sample(&database, &plain, env).await?;
+    let covering = insert_rates(lookup, covering, env.rate_seconds).await?;
     let add_column_seconds = add_column_seconds(lookup).await?;
     println!("lookup: adding lookup_features to the seeded table took {add_column_seconds} s");
     let report = sampled.figures(env, seed_seconds, add_column_seconds, covering)?;
@@ -564,22 +478,6 @@ impl Sampled {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_plain_pool_turns_index_only_scans_off_in_either_form() {
-        assert_eq!(
-            without_index_only_scans("postgres://u@h:1/db"),
-            "postgres://u@h:1/db?options=-c%20enable_indexonlyscan%3Doff"
-        );
-        assert_eq!(
-            without_index_only_scans("postgres://u@h:1/db?sslmode=disable"),
-            "postgres://u@h:1/db?sslmode=disable&options=-c%20enable_indexonlyscan%3Doff"
-        );
-        assert_eq!(
-            without_index_only_scans("host=h dbname=db"),
-            "host=h dbname=db options='-c enable_indexonlyscan=off'"
-        );
-    }
 
     #[test]
     fn cold_browsers_are_touched_by_nothing_else() {
