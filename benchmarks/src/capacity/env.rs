@@ -24,6 +24,7 @@ pub const VARIABLES: &[&str] = &[
     "JANITOR_BENCHMARK_SLOTS",
     "JANITOR_BENCHMARK_VISITORS",
     "JANITOR_BENCHMARK_LOOKUP_VISITORS",
+    "JANITOR_BENCHMARK_LOOKUP_EVICT",
     "JANITOR_BENCHMARK_EXTERNAL_SERVERS",
     "JANITOR_BENCHMARK_OUT",
 ];
@@ -74,6 +75,9 @@ pub struct CapacityEnv {
     /// Visitors of the missing-cookie lookup scale test; 0 skips it (0 or 100,000–3,000,000; 0, the reference
     /// used 2,000,000).
     pub lookup_visitors: u64,
+    /// Drop the operating system's page cache before each sample's cold lookups (Linux, as root), so that
+    /// "cold" also means "not in the OS cache": the lookup of a table larger than memory (0 or 1; 0).
+    pub lookup_evict: bool,
     /// Admission slots of each server process of the rate sweep (1–1024; 8, as in the reference).
     pub slots: u64,
     /// The run's fleets are started by a fleet host (`janitor-capacity serve-fleet`, as in the Docker setup)
@@ -160,6 +164,10 @@ impl CapacityEnv {
             search: flag("JANITOR_BENCHMARK_SEARCH", get("JANITOR_BENCHMARK_SEARCH"))?,
             visitors: number("JANITOR_BENCHMARK_VISITORS", 10_000, 100, 100_000)?,
             lookup_visitors,
+            lookup_evict: flag(
+                "JANITOR_BENCHMARK_LOOKUP_EVICT",
+                get("JANITOR_BENCHMARK_LOOKUP_EVICT"),
+            )?,
             slots: number("JANITOR_BENCHMARK_SLOTS", 8, 1, 1024)?,
             external_servers: flag(
                 "JANITOR_BENCHMARK_EXTERNAL_SERVERS",
@@ -332,6 +340,11 @@ mod tests {
                 .lookup_visitors,
             2_000_000
         );
+        assert!(env(&[("LOOKUP_EVICT", "1")]).unwrap().lookup_evict);
+        assert!(!env(&[]).unwrap().lookup_evict);
+        assert!(env(&[("LOOKUP_EVICT", "2")])
+            .unwrap_err()
+            .contains("JANITOR_BENCHMARK_LOOKUP_EVICT must be 0 or 1"));
         assert!(env(&[("LOOKUP_VISITORS", "99999")]).is_err());
         assert!(env(&[("LOOKUP_VISITORS", "3000001")]).is_err());
         assert!(env(&[("UNKNOWN", "1")])

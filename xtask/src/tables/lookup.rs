@@ -1,5 +1,5 @@
-//! The missing-cookie lookup's tables: each way's latencies (`lookup-current.json`, and `lookup-covering.json`
-//! with the covering indexes among the ways), and what the covering indexes occupy.
+//! The missing-cookie lookup's tables (`lookup-current.json`): each way's latencies, and what the covering
+//! indexes occupy and cost.
 
 use std::fmt::Write as _;
 
@@ -25,6 +25,11 @@ pub fn latencies(report: &Value) -> Result<String, String> {
     if figures.get("covering_design").is_some() {
         ways.push(("covering indexes (opt-in)", &figures["covering_design"]));
     }
+    let cold = if figures["page_cache_evicted"] == true {
+        "**cold**, OS page cache dropped"
+    } else {
+        "**cold**"
+    };
     let mut table = "| what | p50 | p95 | p99 |\n|---|---|---|---|\n".to_owned();
     let mut row = |what: String, latency: &Value| -> Result<(), String> {
         let ms = |key| number(latency, key).map(|v| format!("{v} ms"));
@@ -43,7 +48,7 @@ pub fn latencies(report: &Value) -> Result<String, String> {
             &at["candidate_lookup"],
         )?;
         row(
-            format!("candidate lookup, {way}, **cold**"),
+            format!("candidate lookup, {way}, {cold}"),
             &at["cold_candidate_lookup"],
         )?;
     }

@@ -27,9 +27,6 @@ pub const CONNECTIONS_HYPER: &str = "docs/benchmarks/connections-hyper.json";
 /// The missing-cookie lookup run's report.
 pub const LOOKUP: &str = "docs/benchmarks/lookup-current.json";
 
-/// The lookup run with the covering indexes among its ways.
-pub const LOOKUP_COVERING: &str = "docs/benchmarks/lookup-covering.json";
-
 mod connections;
 mod lookup;
 mod security;
@@ -55,10 +52,7 @@ const TABLES: &[(&str, &[&str], Draw)] = &[
         admission_rounds(&r[0])
     }),
     ("lookup", &[LOOKUP], |r| lookup::latencies(&r[0])),
-    ("lookup-covering", &[LOOKUP_COVERING], |r| {
-        lookup::latencies(&r[0])
-    }),
-    ("lookup-covering-cost", &[LOOKUP_COVERING], |r| {
+    ("lookup-covering-cost", &[LOOKUP], |r| {
         lookup::covering_cost(&r[0])
     }),
 ];

@@ -61,6 +61,10 @@ pub struct LookupFigures {
     pub restored_without_cookie: u64,
     /// Browsers identified as themselves with their cookie.
     pub kept_with_cookie: u64,
+    /// Whether the operating system's page cache was dropped before each sample's cold lookups
+    /// (`JANITOR_BENCHMARK_LOOKUP_EVICT`); false in older reports.
+    #[serde(default)]
+    pub page_cache_evicted: bool,
     /// How the figures above read candidate rows (the store's default).
     pub lookup_read: String,
     /// Missing-cookie identifications per second of one sequential client, the default way.
@@ -318,6 +322,23 @@ async fn timed_lookup(store: &PgVisitorStore, n: u64) -> Result<Duration, String
     Ok(began.elapsed())
 }
 
+/// Writes back and drops the operating system's page cache (`/proc/sys/vm/drop_caches`, page cache only),
+/// so that the next table and index pages PostgreSQL does not hold in its own buffers come from the disk.
+fn evict_page_cache() -> Result<(), String> {
+    let synced = std::process::Command::new("sync")
+        .status()
+        .map_err(|e| format!("running sync: {e}"))?;
+    if !synced.success() {
+        return Err(format!("sync failed ({synced})"));
+    }
+    std::fs::write("/proc/sys/vm/drop_caches", "1").map_err(|e| {
+        format!(
+            "JANITOR_BENCHMARK_LOOKUP_EVICT=1 drops the page cache through /proc/sys/vm/drop_caches, \
+             which needs root on the machine itself (not in a container): {e}"
+        )
+    })
+}
+
 /// What the samples of every way measured.
 struct Sampled {
     designs: Vec<Samples>,
@@ -376,6 +397,9 @@ async fn sample(
         kept: 0,
     };
     for i in 0..env.samples {
+        if env.lookup_evict {
+            evict_page_cache()?;
+        }
         // First the cold lookups, each of its own untouched browser, in the rotating order.
         for turn in 0..DESIGNS.len() {
             let design = (turn + i as usize) % DESIGNS.len();
@@ -451,6 +475,7 @@ impl Sampled {
             candidate_rows_per_lookup: (self.candidates as f64 / samples as f64 * 100.0).round()
                 / 100.0,
             restored_without_cookie: self.restored,
+            page_cache_evicted: env.lookup_evict,
             kept_with_cookie: self.kept,
             lookup_read: default.lookup_read.clone(),
             missing_cookie_per_second: default.missing_cookie_per_second,
