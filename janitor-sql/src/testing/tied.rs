@@ -15,23 +15,26 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 
 /// `bash -c SCRIPT bash LOG SIGNAL PROGRAM ARGS…`: runs the program in the background with its output appended
-/// to LOG and a reader of standard input beside it; when either ends, or the shell is told to stop, the program
-/// is sent SIGNAL, and the shell exits with the program's status. (The reader gets the pipe explicitly: a
-/// background job's standard input is otherwise /dev/null. `wait -n` is bash's, hence bash.)
+/// to LOG, and beside it a reader of standard input that sends the program SIGNAL when the pipe closes; the
+/// shell forwards SIGNAL when it is told to stop, and exits with the program's status once it has ended. (The
+/// reader gets the pipe explicitly: a background job's standard input is otherwise /dev/null.) The shell waits
+/// on the program's pid alone: `wait PID` returns a status bash already collected, where `wait -n` would miss a
+/// program that ended before it was called and wait for the reader instead.
 const SCRIPT: &str = r#"log=$1; signal=$2; shift 2
 exec 3<&0
 "$@" >>"$log" 2>&1 </dev/null &
 server=$!
-cat <&3 >/dev/null &
+{ cat <&3 >/dev/null; kill -s "$signal" "$server" 2>/dev/null; } &
 reader=$!
 exec 3<&-
-stop() {
-  kill -s "$signal" "$server" 2>/dev/null; kill "$reader" 2>/dev/null
-  wait "$server"; status=$?; wait "$reader" 2>/dev/null; exit "$status"
-}
-trap stop HUP INT TERM
-wait -n "$server" "$reader"
-stop"#;
+trap 'kill -s "$signal" "$server" 2>/dev/null' HUP INT TERM
+while :; do
+  wait "$server"; status=$?
+  # A trapped signal ends the wait early; go on waiting while the program stops.
+  kill -0 "$server" 2>/dev/null || break
+done
+kill "$reader" 2>/dev/null
+exit "$status""#;
 
 /// The signal that stops a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
