@@ -255,6 +255,11 @@ impl Connection<'_> {
         self.client.as_ref().expect("present until drop")
     }
 
+    /// Keeps this connection out of the pool once dropped: a caller changed its session settings.
+    pub(crate) fn discard(&mut self) {
+        self.broken = true;
+    }
+
     pub(crate) fn client_mut(&mut self) -> &mut Object {
         self.client.as_mut().expect("present until drop")
     }

@@ -9,7 +9,6 @@
 use janitor_core::StoreError;
 
 use crate::database::Database;
-use crate::error::from_postgres;
 
 /// Name and key of each covering index, in the order of [`ProbeFamily::ALL`]. The screen and hardware keys read
 /// the generated `lookup_features` array (positions 5, 6 and 9 are `{screen,width}`, `{screen,height}` and
@@ -62,12 +61,11 @@ impl Database {
     /// A build that failed half-way leaves an invalid index, which `IF NOT EXISTS` would keep: this call then
     /// fails and names it, to be dropped (`DROP INDEX CONCURRENTLY`) and built again.
     pub async fn create_covering_lookup_indexes(&self) -> Result<(), StoreError> {
-        let client = self
-            .pool()
-            .get()
-            .await
-            .map_err(|e| StoreError::Unavailable(format!("no connection: {e}")))?;
+        let mut connection = self.connection().await?;
+        // The session's timeout changes below: it does not go back to the pool.
+        connection.discard();
         let schema = self.schema().map(|s| s.as_str().to_owned());
+        let client = connection.client_mut();
         // An index over a large table outlasts any statement timeout; each runs alone, outside a transaction.
         let built = async {
             client.batch_execute("SET statement_timeout = 0").await?;
@@ -79,9 +77,10 @@ impl Database {
             Ok::<_, tokio_postgres::Error>(())
         }
         .await;
-        // The session's timeout was changed: it does not go back to the pool.
-        drop(deadpool_postgres::Object::take(client));
-        built.map_err(|e| from_postgres(&e))?;
+        if let Err(e) = built {
+            return Err(connection.fail(&e));
+        }
+        drop(connection);
         match self.missing_covering_lookup_indexes().await?.as_slice() {
             [] => Ok(()),
             missing => Err(StoreError::Data(format!(
@@ -95,13 +94,10 @@ impl Database {
     /// The covering lookup indexes that are absent or not valid on the observations table (empty when a
     /// store may read with [`LookupRead::CoveringIndexes`](crate::LookupRead::CoveringIndexes)).
     pub async fn missing_covering_lookup_indexes(&self) -> Result<Vec<&'static str>, StoreError> {
-        let client = self
-            .pool()
-            .get()
-            .await
-            .map_err(|e| StoreError::Unavailable(format!("no connection: {e}")))?;
+        let mut connection = self.connection().await?;
         let schema = self.schema().map(|s| s.as_str().to_owned());
-        let valid = client
+        let valid = connection
+            .client_mut()
             .query(
                 "SELECT i.relname FROM pg_index x \
                  JOIN pg_class i ON i.oid = x.indexrelid \
@@ -111,8 +107,8 @@ impl Database {
                    AND n.nspname = coalesce($1, current_schema())",
                 &[&schema],
             )
-            .await
-            .map_err(|e| from_postgres(&e))?;
+            .await;
+        let valid = valid.map_err(|e| connection.fail(&e))?;
         let valid: Vec<String> = valid.iter().map(|row| row.get(0)).collect();
         Ok(COVERING_LOOKUP_INDEXES
             .iter()

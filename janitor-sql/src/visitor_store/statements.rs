@@ -109,46 +109,45 @@ pub(crate) const REMOVE_EMPTY_STALE: &str = "DELETE FROM visitors v \
 
 /// The `WHERE` terms of a family, in the order of [`ProbeFamily::keys`]. Each family has an index whose
 /// leading columns are exactly these terms followed by `seen_at DESC` (see `migrations/0001_visitors.sql`;
-/// for [`LookupRead::CoveringIndexes`], [`COVERING_LOOKUP_INDEXES`](super::covering::COVERING_LOOKUP_INDEXES)).
-fn terms(family: ProbeFamily, read: LookupRead) -> &'static [&'static str] {
-    if read == LookupRead::CoveringIndexes {
-        return covering_terms(family);
-    }
+/// for [`LookupRead::CoveringIndexes`], [`COVERING_LOOKUP_INDEXES`](super::covering::COVERING_LOOKUP_INDEXES),
+/// whose screen and hardware keys read the generated `lookup_features`, computed from the same paths).
+fn terms(family: ProbeFamily, read: LookupRead) -> [&'static str; 5] {
     const PLATFORM: &str = "platform";
     const BROWSER: &str = "browser";
     const TIMEZONE: &str = "timezone";
     const RENDERER: &str = "webgl_renderer";
-    const WIDTH: &str = "(signals_json #>> '{screen,width}')";
-    const HEIGHT: &str = "(signals_json #>> '{screen,height}')";
-    const CORES: &str = "(signals_json #>> '{hardware,hardwareConcurrency}')";
+    let [width, height, cores] = if read == LookupRead::CoveringIndexes {
+        [
+            "(lookup_features[5])",
+            "(lookup_features[6])",
+            "(lookup_features[9])",
+        ]
+    } else {
+        [
+            "(signals_json #>> '{screen,width}')",
+            "(signals_json #>> '{screen,height}')",
+            "(signals_json #>> '{hardware,hardwareConcurrency}')",
+        ]
+    };
+    // Unused places are empty; a family has as many terms as keys.
     match family {
-        ProbeFamily::ScreenHardware => &[PLATFORM, BROWSER, WIDTH, HEIGHT, CORES],
-        ProbeFamily::ScreenTimezone => &[PLATFORM, BROWSER, WIDTH, HEIGHT, TIMEZONE],
-        ProbeFamily::RendererTimezone => &[PLATFORM, BROWSER, RENDERER, TIMEZONE],
-        ProbeFamily::PlatformBrowser => &[PLATFORM, BROWSER],
-        ProbeFamily::Renderer => &[RENDERER],
-        ProbeFamily::TimezoneBrowser => &[TIMEZONE, BROWSER],
+        ProbeFamily::ScreenHardware => [PLATFORM, BROWSER, width, height, cores],
+        ProbeFamily::ScreenTimezone => [PLATFORM, BROWSER, width, height, TIMEZONE],
+        ProbeFamily::RendererTimezone => [PLATFORM, BROWSER, RENDERER, TIMEZONE, ""],
+        ProbeFamily::PlatformBrowser => [PLATFORM, BROWSER, "", "", ""],
+        ProbeFamily::Renderer => [RENDERER, "", "", "", ""],
+        ProbeFamily::TimezoneBrowser => [TIMEZONE, BROWSER, "", "", ""],
     }
 }
 
-/// The terms of the covering indexes: the same values, with the screen and hardware keys read from the
-/// generated `lookup_features` (which PostgreSQL computes from the same `signals_json` paths).
-fn covering_terms(family: ProbeFamily) -> &'static [&'static str] {
-    const PLATFORM: &str = "platform";
-    const BROWSER: &str = "browser";
-    const TIMEZONE: &str = "timezone";
-    const RENDERER: &str = "webgl_renderer";
-    const WIDTH: &str = "(lookup_features[5])";
-    const HEIGHT: &str = "(lookup_features[6])";
-    const CORES: &str = "(lookup_features[9])";
-    match family {
-        ProbeFamily::ScreenHardware => &[PLATFORM, BROWSER, WIDTH, HEIGHT, CORES],
-        ProbeFamily::ScreenTimezone => &[PLATFORM, BROWSER, WIDTH, HEIGHT, TIMEZONE],
-        ProbeFamily::RendererTimezone => &[PLATFORM, BROWSER, RENDERER, TIMEZONE],
-        ProbeFamily::PlatformBrowser => &[PLATFORM, BROWSER],
-        ProbeFamily::Renderer => &[RENDERER],
-        ProbeFamily::TimezoneBrowser => &[TIMEZONE, BROWSER],
-    }
+/// The terms of `family` for `read`, without the unused places.
+fn family_terms(
+    family: ProbeFamily,
+    read: LookupRead,
+) -> impl Iterator<Item = &'static str> + Clone {
+    terms(family, read)
+        .into_iter()
+        .take_while(|t| !t.is_empty())
 }
 
 /// The candidate lookup for `probes` as one statement: a `UNION ALL` of one bounded index read per probe,
@@ -159,8 +158,8 @@ pub(crate) fn lookup(probes: &[Probe], read: LookupRead) -> Option<String> {
     let mut sql = String::with_capacity((250 + column.len()) * probes.len());
     let mut parameter = 1;
     for (position, probe) in probes.iter().enumerate() {
-        let terms = terms(probe.family, read);
-        if terms.len() != probe.keys.len() {
+        let terms = family_terms(probe.family, read);
+        if terms.clone().count() != probe.keys.len() {
             return None;
         }
         if position > 0 {
@@ -191,9 +190,8 @@ mod tests {
     fn covering_terms_read_the_same_paths_and_lead_their_indexes() {
         for (family, (_, key)) in ProbeFamily::ALL.iter().zip(COVERING_LOOKUP_INDEXES) {
             let mut expected = String::new();
-            for (plain, covering) in terms(*family, LookupRead::StoredFeatures)
-                .iter()
-                .zip(covering_terms(*family))
+            for (plain, covering) in family_terms(*family, LookupRead::StoredFeatures)
+                .zip(family_terms(*family, LookupRead::CoveringIndexes))
             {
                 if plain != covering {
                     // `(signals_json #>> '{screen,width}')` becomes `(lookup_features[n])`, n counted from 1.
@@ -201,7 +199,7 @@ mod tests {
                         .trim_start_matches("(signals_json #>> '")
                         .trim_end_matches("')");
                     let at = FEATURE_PATHS.iter().position(|p| *p == path).unwrap() + 1;
-                    assert_eq!(*covering, format!("(lookup_features[{at}])"));
+                    assert_eq!(covering, format!("(lookup_features[{at}])"));
                 }
                 expected.push_str(covering);
                 expected.push_str(", ");

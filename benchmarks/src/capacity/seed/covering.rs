@@ -128,6 +128,40 @@ pub async fn insert_rates(
     seconds: u64,
 ) -> Result<CoveringCost, String> {
     let client = connect(&lookup.url, &lookup.schema, SEED_DEADLINE).await?;
+    let scratch =
+        std::env::temp_dir().join(format!("janitor-lookup-inserts-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)
+        .map_err(|e| format!("creating {}: {e}", scratch.display()))?;
+    let rates = rates(&client, &scratch, lookup, seconds).await;
+    // Removed however the runs ended.
+    let _ = std::fs::remove_dir_all(&scratch);
+    let rates = rates?;
+    let ratio = if rates[1] > 0.0 {
+        (rates[0] / rates[1] * 100.0).round() / 100.0
+    } else {
+        0.0
+    };
+    println!(
+        "lookup: observation inserts {} /s with the covering indexes, {} /s without ({ratio})",
+        rates[0], rates[1]
+    );
+    cost.inserts = Some(InsertRates {
+        with_covering: rates[0],
+        without_covering: rates[1],
+        ratio,
+        clients: INSERT_CLIENTS,
+        seconds,
+    });
+    Ok(cost)
+}
+
+/// The insert rates with the covering indexes, then without (the second run drops them first).
+async fn rates(
+    client: &tokio_postgres::Client,
+    scratch: &std::path::Path,
+    lookup: &Target,
+    seconds: u64,
+) -> Result<Vec<f64>, String> {
     let count = || async {
         client
             .query_one("SELECT count(*), max(id) FROM observations", &[])
@@ -135,10 +169,6 @@ pub async fn insert_rates(
             .map(|row| (row.get::<_, i64>(0), row.get::<_, i64>(1)))
             .map_err(|e| format!("counting observations: {}", pg(&e)))
     };
-    let scratch =
-        std::env::temp_dir().join(format!("janitor-lookup-inserts-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)
-        .map_err(|e| format!("creating {}: {e}", scratch.display()))?;
     let (_, last_id) = count().await?;
     let script = scratch.join("insert.pgbench");
     std::fs::write(&script, insert_script(last_id))
@@ -186,24 +216,7 @@ pub async fn insert_rates(
         }
         rates.push(round.output.tps.round());
     }
-    let _ = std::fs::remove_dir_all(&scratch);
-    let ratio = if rates[1] > 0.0 {
-        (rates[0] / rates[1] * 100.0).round() / 100.0
-    } else {
-        0.0
-    };
-    println!(
-        "lookup: observation inserts {} /s with the covering indexes, {} /s without ({ratio})",
-        rates[0], rates[1]
-    );
-    cost.inserts = Some(InsertRates {
-        with_covering: rates[0],
-        without_covering: rates[1],
-        ratio,
-        clients: INSERT_CLIENTS,
-        seconds,
-    });
-    Ok(cost)
+    Ok(rates)
 }
 
 /// `url` with index-only scans turned off for its sessions: the pool of the ways that are not the covering
