@@ -62,8 +62,9 @@ pub struct LookupFigures {
     /// Browsers identified as themselves with their cookie.
     pub kept_with_cookie: u64,
     /// Whether the operating system's page cache was dropped before each sample's cold lookups
-    /// (`JANITOR_BENCHMARK_LOOKUP_EVICT`); false in older reports.
-    #[serde(default)]
+    /// (`JANITOR_BENCHMARK_LOOKUP_EVICT`). Written only when true, so a report without it (every report
+    /// before the setting existed, too) was timed on whatever the page cache held.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub page_cache_evicted: bool,
     /// How the figures above read candidate rows (the store's default).
     pub lookup_read: String,
@@ -86,9 +87,9 @@ pub struct LookupFigures {
     /// What the covering indexes cost on the seeded table (absent in older reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covering_indexes: Option<CoveringCost>,
-    /// The default way's cold lookup p95 over the covering way's, to two decimals (0 in older reports).
-    #[serde(default)]
-    pub covering_cold_p95_speedup: f64,
+    /// The default way's cold lookup p95 over the covering way's, to two decimals (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covering_cold_p95_speedup: Option<f64>,
 }
 
 /// The migration that adds `lookup_features`, whose cost on a big table is measured.
@@ -487,10 +488,10 @@ impl Sampled {
                 p95(&previous.candidate_lookup),
                 p95(&default.candidate_lookup),
             ),
-            covering_cold_p95_speedup: ratio(
+            covering_cold_p95_speedup: Some(ratio(
                 cold_p95(&default.cold_candidate_lookup),
                 cold_p95(&covering.cold_candidate_lookup),
-            ),
+            )),
             previous_design: previous,
             computed_design: computed,
             add_column_seconds,
