@@ -324,10 +324,18 @@ async fn the_lookup_scale_test_measures_and_cleans_up() {
         );
         assert!(p50 > Some(0.0) && p50 <= p99, "{part}: {report}");
     }
+    assert!(
+        report["missing_cookie_cpu_ms"].as_f64() > Some(0.0),
+        "{report}"
+    );
     for way in ["computed_design", "previous_design", "covering_design"] {
         assert_eq!(
             report[way]["cold_candidate_lookup"]["samples"], 100,
             "{report}"
+        );
+        assert!(
+            report[way]["missing_cookie_cpu_ms"].as_f64() > Some(0.0),
+            "{way}: {report}"
         );
     }
     let covering = &report["covering_indexes"];

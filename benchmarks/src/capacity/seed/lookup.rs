@@ -70,6 +70,10 @@ pub struct LookupFigures {
     pub lookup_read: String,
     /// Missing-cookie identifications per second of one sequential client, the default way.
     pub missing_cookie_per_second: f64,
+    /// This process's CPU time per missing-cookie identification in ms, the default way (absent in older
+    /// reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing_cookie_cpu_ms: Option<f64>,
     /// The same measurements with the whole `signals_json` read, as before the compact rows.
     pub previous_design: DesignFigures,
     /// The same measurements with the compact features computed by each lookup instead of stored.
@@ -129,6 +133,10 @@ pub struct DesignFigures {
     pub missing_cookie_identify: Timed,
     /// Missing-cookie identifications per second of one sequential client, to one decimal.
     pub missing_cookie_per_second: f64,
+    /// This process's CPU time per missing-cookie identification in ms, to three decimals: the engine, the
+    /// driver's encoding and decoding and the runtime, without HTTP (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing_cookie_cpu_ms: Option<f64>,
 }
 
 /// The ways measured, the default first.
@@ -154,6 +162,8 @@ struct Samples {
     lookups: Vec<Duration>,
     cold: Vec<Duration>,
     missing: Vec<Duration>,
+    /// This process's CPU time over the way's batch of missing-cookie identifications, and their count.
+    cpu: Option<(Duration, u64)>,
 }
 
 impl Samples {
@@ -179,6 +189,9 @@ impl Samples {
                 &mut self.missing,
             ),
             missing_cookie_per_second: (per_second * 10.0).round() / 10.0,
+            missing_cookie_cpu_ms: self.cpu.filter(|&(_, n)| n > 0).map(|(cpu, n)| {
+                (cpu.as_secs_f64() * 1000.0 / n as f64 * 1000.0).round() / 1000.0
+            }),
         }
     }
 }
@@ -309,6 +322,15 @@ async fn measure(lookup: &Target, env: &CapacityEnv) -> Result<LookupFigures, St
         report.restored_without_cookie,
         report.samples
     );
+    let cpu = |d: &DesignFigures| d.missing_cookie_cpu_ms.unwrap_or(0.0);
+    println!(
+        "lookup: CPU per missing-cookie identification {} ms (computed {} ms, signals_json {} ms, covering \
+         indexes {} ms)",
+        report.missing_cookie_cpu_ms.unwrap_or(0.0),
+        cpu(&report.computed_design),
+        cpu(&report.previous_design),
+        report.covering_design.as_ref().map_or(0.0, cpu),
+    );
     Ok(report)
 }
 
@@ -434,7 +456,34 @@ async fn sample(
         sampled.kept += u64::from(identify(n, true, 0).await?);
         sampled.cookies.push(began.elapsed());
     }
+    // CPU per identification: one batch per way, the sampled browsers again without their cookie, timed by
+    // this process's CPU clock over the whole batch (its tick is 10 ms, so single calls are too short).
+    for design in 0..DESIGNS.len() {
+        let before = process_cpu()?;
+        for i in 0..env.samples {
+            identify(browser(i, visitors), false, design).await?;
+        }
+        let used = process_cpu()?.saturating_sub(before);
+        sampled.designs[design].cpu = Some((used, env.samples));
+    }
     Ok(sampled)
+}
+
+/// This process's user and system CPU time so far (`/proc/self/stat`, whose clock ticks are USER_HZ, 100 per
+/// second on Linux).
+fn process_cpu() -> Result<Duration, String> {
+    let stat = std::fs::read_to_string("/proc/self/stat")
+        .map_err(|e| format!("reading /proc/self/stat: {e}"))?;
+    cpu_of_stat(&stat).ok_or_else(|| format!("/proc/self/stat has no CPU times: {stat}"))
+}
+
+/// utime and stime, the 14th and 15th fields; counted after the command name, which may hold spaces.
+fn cpu_of_stat(stat: &str) -> Option<Duration> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((user + system) * 10))
 }
 
 impl Sampled {
@@ -480,6 +529,7 @@ impl Sampled {
             kept_with_cookie: self.kept,
             lookup_read: default.lookup_read.clone(),
             missing_cookie_per_second: default.missing_cookie_per_second,
+            missing_cookie_cpu_ms: default.missing_cookie_cpu_ms,
             throughput_ratio_to_previous: ratio(
                 default.missing_cookie_per_second,
                 previous.missing_cookie_per_second,
@@ -504,6 +554,14 @@ impl Sampled {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpu_times_are_read_after_the_command_name() {
+        let stat = "4242 (janitor (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 37 0 0 20 0 3 0";
+        assert_eq!(cpu_of_stat(stat), Some(Duration::from_millis(2_870)));
+        assert_eq!(cpu_of_stat("4242 (short) S 1"), None);
+        assert!(process_cpu().is_ok());
+    }
 
     #[test]
     fn cold_browsers_are_touched_by_nothing_else() {
