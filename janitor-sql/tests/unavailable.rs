@@ -55,6 +55,45 @@ async fn a_killed_connection_is_unavailable_and_the_pool_recovers() {
     .await;
 }
 
+/// A session that refuses writes, as one left on a demoted primary or a standby after a failover: the write is
+/// unavailable (25006), not a data error, and the session leaves the pool so that the next call reconnects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_session_is_unavailable_and_leaves_the_pool() {
+    with_schemas(|schemas| async move {
+        let database = schemas.fresh_with(|b| b.max_connections(1)).await;
+        let store = PgVisitorStore::new(database.clone(), Retention::default());
+        let pid = {
+            let client = database.pool().get().await.unwrap();
+            client
+                .batch_execute("SET default_transaction_read_only = on")
+                .await
+                .unwrap();
+            client
+                .query_one("SELECT pg_backend_pid()", &[])
+                .await
+                .unwrap()
+                .get::<_, i32>(0)
+        };
+        let refused = store.create_visitor(&visitor(1), T0).await;
+        match &refused {
+            Err(StoreError::Unavailable(message)) => {
+                assert!(message.contains("SQLSTATE 25006"), "{message}")
+            }
+            other => panic!("a read-only session is unavailable, got {other:?}"),
+        }
+        store
+            .create_visitor(&visitor(1), T0)
+            .await
+            .expect("the next call writes on a new session");
+        assert_ne!(
+            backend_pid(&database).await,
+            pid,
+            "the read-only session left the pool"
+        );
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_statement_timeout_is_unavailable() {
     with_schemas(|schemas| async move {

@@ -44,7 +44,8 @@ pub enum SetupError {
 /// Whether a failed statement means the database cannot answer now, as opposed to refusing what was asked.
 ///
 /// Unavailable: connection lost or refused, server shutting down or out of resources, statement cancelled by
-/// its timeout, lock or serialization conflicts that a retry can win. Invalid: a data exception (class 22),
+/// its timeout, lock or serialization conflicts that a retry can win, a write refused by a read-only server
+/// (25006: the connection is on a standby, as after a failover, and another connection can reach the primary). Invalid: a data exception (class 22),
 /// a value the database cannot take. Everything else — constraints, a missing table (migrations not
 /// applied, see [`not_migrated`], whose text says to run them) — is a data error. Messages carry PostgreSQL's
 /// message and SQLSTATE, never its DETAIL line, which can quote row values.
@@ -102,6 +103,7 @@ fn is_transient(code: &SqlState) -> bool {
         | "58" // system error (I/O)
         | "40" // serialization failure, deadlock: a retry can succeed
     ) || *code == SqlState::LOCK_NOT_AVAILABLE
+        || *code == SqlState::READ_ONLY_SQL_TRANSACTION
 }
 
 /// Whether the session is gone after `error`: the socket closed, or the server ended it (terminated backend,
@@ -118,6 +120,9 @@ pub(crate) fn ends_session(error: &tokio_postgres::Error) -> bool {
                 || *code == SqlState::ADMIN_SHUTDOWN
                 || *code == SqlState::CRASH_SHUTDOWN
                 || *code == SqlState::CANNOT_CONNECT_NOW
+                // A write refused as read-only: the session is on a standby, or on a primary that was demoted
+                // (failover), and every later write on it would fail the same way.
+                || *code == SqlState::READ_ONLY_SQL_TRANSACTION
         }
     }
 }
