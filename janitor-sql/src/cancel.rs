@@ -3,6 +3,7 @@
 //! A pooler forwards a cancel request only while the connection that sent it stays open: PgBouncer drops a
 //! pending cancel when its sender hangs up first, and tokio-postgres hangs up as soon as the request is written.
 //! So the request goes over a socket of our own that is held open until the far end closes it.
+//! With a failover list of hosts it goes to each of them (see [`CancelTarget::Servers`]).
 
 use std::io;
 use std::pin::Pin;
@@ -12,18 +13,19 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::{CancelToken, Client, NoTls};
 
-/// Where cancel requests go: the pool's server, as this crate connects to it.
+/// Where cancel requests go: the pool's servers, as this crate connects to them.
 #[derive(Clone)]
 pub(crate) enum CancelTarget {
-    /// A pool handed in: its address is not known here, so the driver's own request is sent (a server honours
-    /// it; a pooler may not).
+    /// A pool handed in, or one on Unix sockets only: its address is not known here, so the driver's own
+    /// request is sent (a server honours it; a pooler may not).
     Driver,
-    /// The first host of the pool's configuration, plain or over the pool's TLS.
-    Server {
-        host: String,
-        port: u16,
+    /// Every TCP host of the pool's configuration, plain or over the pool's TLS. With several hosts (a
+    /// failover list) the connection may be on any of them, and the driver does not say which: the request
+    /// goes to each, and a server that does not hold the session ignores a key it did not issue.
+    Servers {
+        hosts: Vec<(String, u16)>,
         #[cfg(feature = "tls")]
         tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     },
@@ -35,32 +37,34 @@ impl CancelTarget {
         config: &tokio_postgres::Config,
         #[cfg(feature = "tls")] tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     ) -> CancelTarget {
-        match config.get_hosts().first() {
-            Some(tokio_postgres::config::Host::Tcp(host)) => CancelTarget::Server {
-                host: host.clone(),
-                port: config.get_ports().first().copied().unwrap_or(5432),
-                #[cfg(feature = "tls")]
-                tls,
-            },
-            _ => CancelTarget::Driver,
+        let hosts = tcp_hosts(config);
+        if hosts.is_empty() {
+            return CancelTarget::Driver;
+        }
+        CancelTarget::Servers {
+            hosts,
+            #[cfg(feature = "tls")]
+            tls,
         }
     }
 
     /// Asks the server to cancel `client`'s running statement, within `limit`.
     pub(crate) async fn cancel(&self, client: &Client, limit: Duration) -> Result<(), String> {
+        let token = client.cancel_token();
         let send = async {
             match self {
-                CancelTarget::Driver => client
-                    .cancel_token()
-                    .cancel_query(NoTls)
-                    .await
-                    .map_err(|e| e.to_string()),
+                CancelTarget::Driver => token.cancel_query(NoTls).await.map_err(|e| e.to_string()),
                 #[cfg(feature = "tls")]
-                CancelTarget::Server { host, port, tls } => {
-                    held_open(client, host, *port, tls.clone()).await
+                CancelTarget::Servers { hosts, tls } => {
+                    to_each(hosts, |host, port| {
+                        held_open(token.clone(), host, port, tls.clone())
+                    })
+                    .await
                 }
                 #[cfg(not(feature = "tls"))]
-                CancelTarget::Server { host, port } => held_open(client, host, *port).await,
+                CancelTarget::Servers { hosts } => {
+                    to_each(hosts, |host, port| held_open(token.clone(), host, port)).await
+                }
             }
         };
         tokio::time::timeout(limit, send)
@@ -69,14 +73,63 @@ impl CancelTarget {
     }
 }
 
+/// The TCP hosts of `config` with their ports, as the driver pairs them: one port for all, one per host, or
+/// PostgreSQL's 5432.
+fn tcp_hosts(config: &tokio_postgres::Config) -> Vec<(String, u16)> {
+    let ports = config.get_ports();
+    config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, host)| match host {
+            tokio_postgres::config::Host::Tcp(name) => {
+                let port = match ports {
+                    [] => 5432,
+                    [one] => *one,
+                    many => many.get(i).copied().unwrap_or(5432),
+                };
+                Some((name.clone(), port))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Sends to every host at once, so that a host that does not answer costs no other its time, and waits for
+/// all: every server closes the socket after a cancel request, the one that ignored it too, so the first to
+/// finish says nothing about the others. Succeeds when one of them took the request.
+async fn to_each<F, Fut>(hosts: &[(String, u16)], send: F) -> Result<(), String>
+where
+    F: Fn(String, u16) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
+{
+    let mut sends = tokio::task::JoinSet::new();
+    for (host, port) in hosts {
+        sends.spawn(send(host.clone(), *port));
+    }
+    let (mut taken, mut failures) = (false, Vec::new());
+    while let Some(sent) = sends.join_next().await {
+        match sent {
+            Ok(Ok(())) => taken = true,
+            Ok(Err(failure)) => failures.push(failure),
+            Err(panicked) => failures.push(panicked.to_string()),
+        }
+    }
+    if taken {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
+}
+
 /// Sends the request over a socket of our own, then waits for the far end to close it.
 async fn held_open(
-    client: &Client,
-    host: &str,
+    token: CancelToken,
+    host: String,
     port: u16,
     #[cfg(feature = "tls")] tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
 ) -> Result<(), String> {
-    let socket = TcpStream::connect((host, port))
+    let socket = TcpStream::connect((host.as_str(), port))
         .await
         .map_err(|e| format!("connecting to {host}:{port}: {e}"))?;
     let (give_back, given_back) = oneshot::channel();
@@ -84,12 +137,11 @@ async fn held_open(
         socket: Some(socket),
         give_back: Some(give_back),
     };
-    let token = client.cancel_token();
     #[cfg(feature = "tls")]
     let sent = match tls {
         Some(mut tls) => {
             let connect =
-                tokio_postgres::tls::MakeTlsConnect::<HeldOpen>::make_tls_connect(&mut tls, host)
+                tokio_postgres::tls::MakeTlsConnect::<HeldOpen>::make_tls_connect(&mut tls, &host)
                     .map_err(|e| e.to_string())?;
             token.cancel_query_raw(stream, connect).await
         }
@@ -151,5 +203,41 @@ impl AsyncWrite for HeldOpen {
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         // The far end closes once it has handled the request.
         Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use super::*;
+
+    fn hosts(connection: &str) -> Vec<(String, u16)> {
+        tcp_hosts(&tokio_postgres::Config::from_str(connection).unwrap())
+    }
+
+    fn pairs(expected: &[(&str, u16)]) -> Vec<(String, u16)> {
+        expected
+            .iter()
+            .map(|(h, p)| ((*h).to_owned(), *p))
+            .collect()
+    }
+
+    #[test]
+    fn every_tcp_host_of_a_failover_list_gets_its_port() {
+        assert_eq!(
+            hosts("postgres://u@a:5433,b:5434/db?target_session_attrs=read-write"),
+            pairs(&[("a", 5433), ("b", 5434)])
+        );
+        assert_eq!(
+            hosts("host=a,b port=6000 user=u"),
+            pairs(&[("a", 6000), ("b", 6000)])
+        );
+        assert_eq!(hosts("host=a,b user=u"), pairs(&[("a", 5432), ("b", 5432)]));
+        assert_eq!(
+            hosts("host=/run/postgresql,b port=5432,5433 user=u"),
+            pairs(&[("b", 5433)])
+        );
+        assert!(hosts("host=/run/postgresql user=u").is_empty());
     }
 }
