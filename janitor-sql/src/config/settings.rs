@@ -164,6 +164,37 @@ mod tests {
         ));
     }
 
+    /// libpq's failover lists, in both forms, from the environment and from a settings file: every host with
+    /// its port, and the session check that picks the primary.
+    #[test]
+    fn failover_lists_reach_the_driver_from_the_environment_and_a_settings_file() {
+        use tokio_postgres::config::{Host, TargetSessionAttrs};
+        for url in [
+            "postgres://app@db-a:5432,db-b:5433/app?target_session_attrs=read-write",
+            "host=db-a,db-b port=5432,5433 user=app dbname=app target_session_attrs=read-write",
+        ] {
+            let env = EnvSource::from_pairs([("DATABASE_URL", url)]);
+            let file: DatabaseSettings =
+                serde_json::from_value(serde_json::json!({ "url": url })).unwrap();
+            for config in [
+                DatabaseConfig::from_env_source(&env).unwrap(),
+                file.build().unwrap(),
+            ] {
+                assert_eq!(
+                    config.postgres.get_hosts(),
+                    [Host::Tcp("db-a".into()), Host::Tcp("db-b".into())],
+                    "{url}"
+                );
+                assert_eq!(config.postgres.get_ports(), [5432, 5433], "{url}");
+                assert_eq!(
+                    config.postgres.get_target_session_attrs(),
+                    TargetSessionAttrs::ReadWrite,
+                    "{url}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn env_variables_lists_every_name_from_env_reads() {
         let env = EnvSource::from_pairs([("DATABASE_URL", URL)]);

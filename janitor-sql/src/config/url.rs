@@ -94,7 +94,13 @@ fn driver_reason(error: &tokio_postgres::Error) -> String {
             .filter(|name| is_keyword(name))
     };
     if let Some(name) = option("invalid value for option `") {
-        format!("invalid value for option `{name}`")
+        let taken = if name == "target_session_attrs" {
+            // libpq 14 also takes primary, standby and prefer-*; the driver does not, so say what to write.
+            ": any, read-write (the primary of a failover list) or read-only (a standby)"
+        } else {
+            ""
+        };
+        format!("invalid value for option `{name}`{taken}")
     } else if let Some(name) = option("unknown option `") {
         format!("unknown option `{name}`")
     } else {
@@ -105,6 +111,22 @@ fn driver_reason(error: &tokio_postgres::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_check_the_driver_lacks_is_refused_with_the_ones_it_has() {
+        for attrs in ["prefer-standby", "primary", "standby"] {
+            let url = format!("postgres://u:pw@a,b/db?target_session_attrs={attrs}");
+            let error = parse(&url).unwrap_err().to_string();
+            assert!(
+                error.contains("`target_session_attrs`: any, read-write") && !error.contains("pw"),
+                "{error}"
+            );
+        }
+        for attrs in ["any", "read-write", "read-only"] {
+            let url = format!("postgres://u:pw@a,b/db?target_session_attrs={attrs}");
+            assert!(parse(&url).is_ok(), "{attrs}");
+        }
+    }
 
     #[test]
     fn forms() {
