@@ -31,6 +31,8 @@ use std::time::{Duration, Instant};
 
 use super::tied::{self, Stop, Tied};
 
+mod standby;
+
 /// How long the server may take to start or stop.
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -110,6 +112,13 @@ pub struct Cluster {
 impl Cluster {
     /// Starts the cluster of `spec`: a new one, or with reuse the one an earlier run of the same owner left.
     pub fn start(spec: ClusterSpec) -> Result<Cluster, String> {
+        Cluster::start_from(spec, None)
+    }
+
+    pub(super) fn start_from(
+        spec: ClusterSpec,
+        primary_port: Option<u16>,
+    ) -> Result<Cluster, String> {
         let (dir, reuse) = (spec.dir.as_path(), spec.reuse);
         let plain = dir
             .to_str()
@@ -149,8 +158,10 @@ impl Cluster {
             server: None,
             keep: reusing,
         };
-        if !reusing {
-            cluster.initialise()?;
+        match primary_port {
+            Some(port) => cluster.copy_primary(port)?,
+            None if !reusing => cluster.initialise()?,
+            None => {}
         }
         cluster.write_settings()?;
         cluster.run_server()?;
@@ -173,7 +184,7 @@ impl Cluster {
         self.spec.port
     }
 
-    fn data(&self) -> PathBuf {
+    pub(super) fn data(&self) -> PathBuf {
         self.spec.dir.join("data")
     }
 
@@ -183,9 +194,7 @@ impl Cluster {
 
     /// initdb into `<dir>/data`, the include line for our settings, then the marker.
     fn initialise(&mut self) -> Result<(), String> {
-        fs::set_permissions(&self.spec.dir, fs::Permissions::from_mode(0o700))
-            .map_err(|e| format!("securing {}: {e}", self.spec.dir.display()))?;
-        self.hand_over(&self.spec.dir)?;
+        self.secure_dir()?;
         let data = self.data();
         let output = self
             .server_program("initdb")
@@ -218,6 +227,18 @@ impl Cluster {
         for (name, contents) in &self.spec.files {
             self.write_private(&data.join(name), contents)?;
         }
+        self.write_marker()
+    }
+
+    /// The directory, readable by the server's user only.
+    pub(super) fn secure_dir(&self) -> Result<(), String> {
+        fs::set_permissions(&self.spec.dir, fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("securing {}: {e}", self.spec.dir.display()))?;
+        self.hand_over(&self.spec.dir)
+    }
+
+    /// The owner's marker, which tells a later run whose directory this is.
+    pub(super) fn write_marker(&self) -> Result<(), String> {
         fs::write(
             self.spec.dir.join(self.spec.marker()),
             format!(
@@ -267,6 +288,13 @@ impl Cluster {
     /// Starts the server again after [`pause`](Cluster::pause); blocks until it accepts connections.
     pub fn resume(&mut self) -> Result<(), String> {
         self.run_server()
+    }
+
+    /// Stops the server at once, as a crash or a lost machine would (`pg_ctl stop -m immediate`: no
+    /// checkpoint, every session cut). Blocks until it is down; [`resume`](Cluster::resume) starts it again,
+    /// with crash recovery.
+    pub fn crash(&mut self) -> Result<(), String> {
+        self.stop_in("immediate")
     }
 
     /// Starts `postgres` as a child under the tying shell (not `pg_ctl start`, which detaches it).
@@ -326,6 +354,11 @@ impl Cluster {
     }
 
     fn stop(&mut self) -> Result<(), String> {
+        self.stop_in("fast")
+    }
+
+    /// `pg_ctl stop` in `mode` (`fast` ends sessions and checkpoints; `immediate` does neither).
+    fn stop_in(&mut self, mode: &str) -> Result<(), String> {
         let output = self
             .server_program("pg_ctl")
             .arg("stop")
@@ -333,7 +366,7 @@ impl Cluster {
             .arg(self.data())
             .args([
                 "-m",
-                "fast",
+                mode,
                 "-w",
                 "-s",
                 "-t",
@@ -352,7 +385,7 @@ impl Cluster {
     }
 
     /// A PostgreSQL server program, run as the postgres user when this process is root.
-    fn server_program(&self, name: &str) -> Command {
+    pub(super) fn server_program(&self, name: &str) -> Command {
         let program = self.bin.join(name);
         let mut command = if self.as_postgres {
             let mut c = Command::new("runuser");

@@ -184,3 +184,53 @@ fn a_server_that_cannot_start_shows_its_log_and_leaves_nothing() {
     assert!(!dir.exists(), "the new directory is removed");
     assert!(port_is_bindable(port));
 }
+
+#[test]
+fn a_standby_replicates_synchronously_and_is_promoted_when_its_primary_crashes() {
+    let (primary_dir, standby_dir) = (test_dir("primary"), test_dir("standby"));
+    let mut primary_spec = spec(&primary_dir, free_port().unwrap(), false);
+    primary_spec
+        .settings
+        .push(("synchronous_standby_names".into(), "*".into()));
+    let mut primary = Cluster::start(primary_spec).unwrap();
+    let mut standby =
+        Cluster::start_standby(spec(&standby_dir, free_port().unwrap(), false), &primary).unwrap();
+    assert_eq!(
+        query(&standby.url(), "SELECT pg_is_in_recovery()").unwrap(),
+        ["t"]
+    );
+    // Acknowledged only once the standby has it: readable there right after the commit returns.
+    query(
+        &primary.url(),
+        "CREATE TABLE kept (n int); INSERT INTO kept VALUES (1)",
+    )
+    .unwrap();
+    assert_eq!(
+        query(&primary.url(), "SELECT sync_state FROM pg_stat_replication").unwrap(),
+        ["sync"]
+    );
+    primary.crash().unwrap();
+    assert!(
+        query(&primary.url(), "SELECT 1").is_err(),
+        "the primary is down"
+    );
+    standby.promote().unwrap();
+    assert_eq!(
+        query(
+            &standby.url(),
+            "INSERT INTO kept VALUES (2); SELECT count(*) FROM kept"
+        )
+        .unwrap(),
+        ["2"]
+    );
+    assert!(
+        Cluster::start_standby(
+            spec(&test_dir("reused"), free_port().unwrap(), true),
+            &standby
+        )
+        .is_err(),
+        "a standby is never reused"
+    );
+    drop((primary, standby));
+    assert!(!primary_dir.exists() && !standby_dir.exists());
+}
