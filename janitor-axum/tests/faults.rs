@@ -8,12 +8,11 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::wire::Connection;
+use common::load::{keep_asking, post};
 use janitor_axum::serve::{serve, ServeConfig};
 use janitor_axum::{Janitor, PgStores};
 use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
@@ -26,67 +25,14 @@ const CLIENTS: usize = 8;
 /// Longest any answer may take: the statement timeout (2 s), the pool's wait and connect timeouts, slack.
 const LONGEST_ANSWER: Duration = Duration::from_secs(5);
 
-/// One answer, as a client saw it.
-struct Answer {
-    status: u16,
-    sent: Instant,
-    answered: Instant,
-    visitor_id: Option<String>,
-}
-
 /// Client `n`'s identification number `round`: each client its own screen, each round its own timezone, so
 /// most identifications create a visitor.
-fn request(n: usize, round: usize) -> Vec<u8> {
+fn request(n: usize, round: usize) -> (String, Vec<u8>) {
     let body = format!(
         r#"{{"signals":{{"userAgent":"Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36","timezone":"Fault/{round}","screen":{{"width":{w},"height":900}}}}}}"#,
         w = 1000 + n
     );
-    format!(
-        "POST /api/visitor HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .into_bytes()
-}
-
-/// Identifies in a loop until `stop`, reconnecting whenever the server closes the connection.
-async fn client(
-    address: SocketAddr,
-    n: usize,
-    stop: Arc<AtomicBool>,
-    log: Arc<Mutex<Vec<Answer>>>,
-) {
-    let mut connection: Option<Connection> = None;
-    let mut round = 0;
-    while !stop.load(Ordering::SeqCst) {
-        round += 1;
-        if connection.is_none() {
-            connection = Some(Connection::open(address).await.expect("the server accepts"));
-        }
-        let open = connection.as_mut().unwrap();
-        let sent = Instant::now();
-        let reply = tokio::time::timeout(LONGEST_ANSWER * 2, open.exchange(&request(n, round)))
-            .await
-            .expect("an answer, not a hang");
-        let Ok(reply) = reply else {
-            // The server closed the keep-alive connection between requests: open another.
-            connection = None;
-            continue;
-        };
-        let visitor_id = serde_json::from_slice::<serde_json::Value>(&reply.body)
-            .ok()
-            .and_then(|v| v["visitorId"].as_str().map(str::to_owned));
-        if reply.head.header("connection") == Some("close") {
-            connection = None;
-        }
-        log.lock().unwrap().push(Answer {
-            status: reply.head.status,
-            sent,
-            answered: Instant::now(),
-            visitor_id,
-        });
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    ("identify".to_owned(), post("/api/visitor", &body))
 }
 
 /// A pool of one session on the cluster, outside the application's.
@@ -136,7 +82,15 @@ async fn no_500_no_hang_and_no_lost_visitor_through_database_faults() {
     let stop = Arc::new(AtomicBool::new(false));
     let log = Arc::new(Mutex::new(Vec::new()));
     let clients: Vec<_> = (0..CLIENTS)
-        .map(|n| tokio::spawn(client(address, n, Arc::clone(&stop), Arc::clone(&log))))
+        .map(|n| {
+            tokio::spawn(keep_asking(
+                address,
+                Arc::clone(&stop),
+                Arc::clone(&log),
+                LONGEST_ANSWER * 2,
+                move |round| request(n, round),
+            ))
+        })
         .collect();
     tokio::time::sleep(Duration::from_secs(1)).await;
 
@@ -201,6 +155,10 @@ async fn no_500_no_hang_and_no_lost_visitor_through_database_faults() {
             "answered {}",
             answer.status
         );
+        assert!(
+            answer.status != 503 || answer.retry_after.is_some(),
+            "a 503 without Retry-After"
+        );
         let took = answer.answered - answer.sent;
         assert!(took <= LONGEST_ANSWER, "an answer took {took:?}");
     }
@@ -224,7 +182,7 @@ async fn no_500_no_hang_and_no_lost_visitor_through_database_faults() {
     let acknowledged: BTreeSet<String> = answers
         .iter()
         .filter(|a| a.status == 200)
-        .map(|a| a.visitor_id.clone().expect("a 200 names its visitor"))
+        .map(|a| a.visitor_id().expect("a 200 names its visitor"))
         .collect();
     let ids: Vec<&str> = acknowledged.iter().map(String::as_str).collect();
     let stored: i64 = admin(&url)

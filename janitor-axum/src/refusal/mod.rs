@@ -43,7 +43,7 @@ pub enum Refusal {
     TimedOut,
     /// The body is not a valid payload (or the stream broke): 400.
     InvalidPayload,
-    /// A store could not answer (or the application's context is malformed): 503.
+    /// A store could not answer (or the application's context is malformed): 503 with `Retry-After: 1`.
     Unavailable,
     /// Every admission slot is taken: 503 with `Retry-After: 1`.
     Busy,
@@ -149,7 +149,9 @@ impl Refusal {
             Refusal::RateLimited { retry_after_secs } => {
                 headers.insert(RETRY_AFTER, HeaderValue::from(*retry_after_secs));
             }
-            Refusal::Busy => {
+            // Storage that cannot answer is usually back within seconds (a lost connection, a failover): the
+            // client is told when to try again, as for a full admission layer.
+            Refusal::Busy | Refusal::Unavailable => {
                 headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
             }
             _ => {}
@@ -235,7 +237,7 @@ mod tests {
             let retry = headers.get(RETRY_AFTER).map(|v| v.to_str().unwrap());
             match refusal {
                 Refusal::RateLimited { .. } => assert_eq!(retry, Some("1")),
-                Refusal::Busy => assert_eq!(retry, Some("1")),
+                Refusal::Busy | Refusal::Unavailable => assert_eq!(retry, Some("1")),
                 _ => assert_eq!(retry, None),
             }
             assert_eq!(

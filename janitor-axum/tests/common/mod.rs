@@ -3,6 +3,7 @@
 #![allow(dead_code, unused_imports, unused_macros)]
 
 pub mod browser;
+pub mod load;
 #[cfg(feature = "jev")]
 pub mod provider;
 pub mod stores;
