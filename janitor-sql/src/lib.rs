@@ -21,6 +21,7 @@ pub mod migrate;
 mod params;
 mod qualify;
 mod quota_store;
+mod replica;
 mod stores;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -41,5 +42,6 @@ pub use evidence_store::{GroupedInserts, PgEvidenceStore, GROUP_WRITERS, MAX_EVE
 pub use learning_store::PgLearningStore;
 pub use migrate::{migrate, MigrateError, MigrationReport};
 pub use quota_store::PgQuotaStore;
+pub use replica::{LookupReplica, ReplicaState, REPLICA_CHECK_INTERVAL_MS, REPLICA_MAX_LAG_MS};
 pub use stores::PgStores;
 pub use visitor_store::{LookupRead, PgVisitorStore, COVERING_LOOKUP_INDEXES};

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use crate::evidence_store::{EventGroups, GroupedInserts};
 use crate::{
-    Database, PgBudgetStore, PgEvidenceStore, PgIdentityStore, PgLearningStore, PgQuotaStore,
-    PgVisitorStore,
+    Database, LookupReplica, PgBudgetStore, PgEvidenceStore, PgIdentityStore, PgLearningStore,
+    PgQuotaStore, PgVisitorStore, SetupError,
 };
 
 /// Every store in PostgreSQL: the visitors, quota counters, inference budget, evidence and identity directory of every
@@ -20,6 +20,7 @@ use crate::{
 pub struct PgStores {
     database: Database,
     event_groups: Option<Arc<EventGroups>>,
+    replica: Option<LookupReplica>,
 }
 
 impl PgStores {
@@ -28,6 +29,7 @@ impl PgStores {
         PgStores {
             database,
             event_groups: None,
+            replica: None,
         }
     }
 
@@ -40,6 +42,16 @@ impl PgStores {
             event_groups,
             ..self
         }
+    }
+
+    /// The same stores with the cookieless lookup read on `replica` while its lag is within bound (see
+    /// [`PgVisitorStore::with_lookup_replica`]); everything else stays on the primary. Off by default.
+    pub fn lookup_replica(self, replica: LookupReplica) -> Result<Self, SetupError> {
+        replica.check_schema(&self.database)?;
+        Ok(PgStores {
+            replica: Some(replica),
+            ..self
+        })
     }
 
     /// The database handle (for its counters, migrations or the application's own statements).
@@ -57,7 +69,7 @@ impl Stores for PgStores {
     type Learning = PgLearningStore;
 
     fn visitors(&self, retention: Retention) -> Self::Visitors {
-        PgVisitorStore::new(self.database.clone(), retention)
+        PgVisitorStore::new(self.database.clone(), retention).reading_on(self.replica.clone())
     }
 
     fn quotas(&self) -> Self::Quotas {

@@ -22,8 +22,9 @@ use tokio_postgres::types::Json;
 use tokio_postgres::Row;
 
 use crate::database::{Connection, Database};
-use crate::error::unreadable;
+use crate::error::{unreadable, SetupError};
 use crate::params::Param;
+use crate::replica::LookupReplica;
 
 mod covering;
 mod lookup_rows;
@@ -39,6 +40,7 @@ pub struct PgVisitorStore {
     database: Database,
     retention: Retention,
     lookup_read: LookupRead,
+    replica: Option<LookupReplica>,
 }
 
 impl PgVisitorStore {
@@ -48,7 +50,22 @@ impl PgVisitorStore {
             database,
             retention,
             lookup_read: LookupRead::default(),
+            replica: None,
         }
+    }
+
+    /// The same store reading candidate rows on `replica` while its lag is within the replica's bound, and on
+    /// the primary otherwise or when a read there fails. Every other statement stays on the primary. The
+    /// replica's pool must work in the same schema as the primary's.
+    pub fn with_lookup_replica(self, replica: LookupReplica) -> Result<Self, SetupError> {
+        replica.check_schema(&self.database)?;
+        Ok(self.reading_on(Some(replica)))
+    }
+
+    /// The same store with `replica`, whose schema was checked.
+    pub(crate) fn reading_on(mut self, replica: Option<LookupReplica>) -> Self {
+        self.replica = replica;
+        self
     }
 
     /// The same store reading candidate rows the way `read` says (the default is the fastest measured; the
@@ -61,6 +78,25 @@ impl PgVisitorStore {
     /// How this store reads candidate rows.
     pub fn lookup_read(&self) -> LookupRead {
         self.lookup_read
+    }
+
+    /// The lookup's rows: on the replica when it may be read, on the primary otherwise, and on the primary
+    /// again when the replica fails as unavailable (a data error is the statement's, and is returned).
+    async fn lookup_rows(&self, sql: &str, params: &[&dyn Param]) -> Result<Vec<Row>, StoreError> {
+        if let Some(replica) = &self.replica {
+            if let Some(database) = replica.usable().await {
+                let rows = match database.connection().await {
+                    Ok(mut connection) => connection.query(sql, params).await,
+                    Err(error) => Err(error),
+                };
+                match rows {
+                    Err(StoreError::Unavailable(_)) => replica.failed(),
+                    done => return done,
+                }
+            }
+        }
+        let mut connection = self.database.connection().await?;
+        connection.query(sql, params).await
     }
 
     /// The database handle (for its counters, or the application's own statements).
@@ -167,8 +203,7 @@ impl VisitorStore for PgVisitorStore {
         for probe in probes {
             params.extend(probe.keys.iter().map(|k| k as &dyn Param));
         }
-        let mut connection = self.database.connection().await?;
-        let rows = connection.query(&statement, &params).await?;
+        let rows = self.lookup_rows(&statement, &params).await?;
         rows.iter()
             .map(|row| {
                 let probe: i32 = row.try_get(3).map_err(|e| unreadable("a probe tag", e))?;

@@ -1,0 +1,196 @@
+//! The cookieless lookup on a read replica: a primary and a hot standby this test starts (PostgreSQL's own
+//! streaming replication). Lookups read the standby while it keeps up; with its replay paused past the lag
+//! bound they read the primary, and find what was written since; with replay resumed they go back; with the
+//! standby down they read the primary without an error. Every other statement stays on the primary.
+
+use std::time::{Duration, Instant};
+
+use janitor_core::identification::candidates::probes_for;
+use janitor_core::testing::visitor;
+use janitor_core::testing::visitor_store::observation;
+use janitor_core::{Retention, VisitorId, VisitorStore};
+use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
+use janitor_sql::{
+    Database, DatabaseConfig, LookupReplica, PgVisitorStore, ReplicaState, SetupError,
+};
+
+use janitor_core::testing::T0;
+
+const MAX_LAG_MS: u64 = 200;
+const CHECK_MS: u64 = 50;
+
+fn spec(name: &str) -> ClusterSpec {
+    let dir = std::env::temp_dir().join(format!(
+        "janitor-replica-test-{}-{name}",
+        std::process::id()
+    ));
+    ClusterSpec::new("janitor-replica-test", dir, free_port().unwrap())
+}
+
+fn pool(url: &str, schema: Option<&str>) -> Database {
+    let mut builder = DatabaseConfig::builder(url)
+        .max_connections(2)
+        .connect_timeout_ms(1_000)
+        .wait_timeout_ms(1_000);
+    if let Some(schema) = schema {
+        builder = builder.schema(schema);
+    }
+    Database::new(builder.build().unwrap()).unwrap()
+}
+
+/// Runs `sql` on the server behind `database`, outside the stores.
+async fn run(database: &Database, sql: &str) {
+    database
+        .pool()
+        .get()
+        .await
+        .unwrap()
+        .batch_execute(sql)
+        .await
+        .unwrap();
+}
+
+/// Waits until the standby has replayed everything the primary wrote so far.
+async fn caught_up(primary: &Database, standby: &Database) {
+    let client = primary.pool().get().await.unwrap();
+    let lsn: String = client
+        .query_one("SELECT pg_current_wal_lsn()::text", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let standby = standby.pool().get().await.unwrap();
+    loop {
+        let replayed: bool = standby
+            .query_one(
+                "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn",
+                &[&lsn],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if replayed {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the standby did not catch up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Saves visitor `n` with observation `tag` on the primary.
+async fn save(store: &PgVisitorStore, n: u64, tag: &str) {
+    store.create_visitor(&visitor(n), T0).await.unwrap();
+    store
+        .save_observation(&visitor(n), &observation(tag), T0)
+        .await
+        .unwrap();
+}
+
+/// The visitors a lookup for observation `tag` finds, and how many statements each pool ran for it.
+async fn look_up(
+    store: &PgVisitorStore,
+    tag: &str,
+    pools: (&Database, &Database),
+) -> (Vec<VisitorId>, u64, u64) {
+    let before = (pools.0.statements_executed(), pools.1.statements_executed());
+    let rows = store
+        .find_candidate_rows(&probes_for(&observation(tag)), T0)
+        .await
+        .expect("a lookup never fails while the primary answers");
+    let mut found: Vec<VisitorId> = rows.into_iter().map(|row| row.visitor_id).collect();
+    found.sort();
+    found.dedup();
+    (
+        found,
+        pools.0.statements_executed() - before.0,
+        pools.1.statements_executed() - before.1,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lookup_reads_the_replica_within_its_lag_bound_and_the_primary_otherwise() {
+    let (primary_cluster, standby_cluster) = tokio::task::spawn_blocking(|| {
+        let primary = Cluster::start(spec("primary")).expect("a primary");
+        let standby = Cluster::start_standby(spec("standby"), &primary).expect("a standby");
+        (primary, standby)
+    })
+    .await
+    .unwrap();
+    let primary = pool(&primary_cluster.url(), None);
+    let standby = pool(&standby_cluster.url(), None);
+    primary.migrate().await.unwrap();
+    let replica = LookupReplica::new(standby.clone(), MAX_LAG_MS, CHECK_MS).unwrap();
+    let store = PgVisitorStore::new(primary.clone(), Retention::default())
+        .with_lookup_replica(replica.clone())
+        .unwrap();
+    let pools = (&primary, &standby);
+
+    // Caught up: the lookup reads the standby, and only the lookup.
+    save(&store, 1, "a").await;
+    caught_up(&primary, &standby).await;
+    let (found, on_primary, on_standby) = look_up(&store, "a", pools).await;
+    assert_eq!(found, [visitor(1)]);
+    assert_eq!(
+        (on_primary, on_standby),
+        (0, 2),
+        "a lag reading, then the lookup"
+    );
+    assert!(matches!(
+        replica.last_state(),
+        Some(ReplicaState::Replaying { .. })
+    ));
+
+    // Replay paused while the primary writes: past the bound, the primary answers, with the new visitor.
+    run(&standby, "SELECT pg_wal_replay_pause()").await;
+    tokio::time::sleep(Duration::from_millis(MAX_LAG_MS + CHECK_MS)).await;
+    save(&store, 2, "b").await;
+    tokio::time::sleep(Duration::from_millis(MAX_LAG_MS + CHECK_MS)).await;
+    let (found, on_primary, _) = look_up(&store, "b", pools).await;
+    assert!(found.contains(&visitor(2)), "{found:?}");
+    assert_eq!(on_primary, 1);
+    match replica.last_state() {
+        Some(ReplicaState::Replaying { lag }) => {
+            assert!(lag > Duration::from_millis(MAX_LAG_MS), "{lag:?}")
+        }
+        other => panic!("a lagging standby, got {other:?}"),
+    }
+
+    // Replay resumed: back on the standby once it has caught up and a new reading was taken.
+    run(&standby, "SELECT pg_wal_replay_resume()").await;
+    caught_up(&primary, &standby).await;
+    tokio::time::sleep(Duration::from_millis(CHECK_MS * 2)).await;
+    let (found, on_primary, on_standby) = look_up(&store, "b", pools).await;
+    assert!(found.contains(&visitor(2)), "{found:?}");
+    assert_eq!((on_primary, on_standby), (0, 2));
+
+    // The standby lost: the lookup answers from the primary, without an error.
+    let standby_cluster = tokio::task::spawn_blocking(move || {
+        let mut standby = standby_cluster;
+        standby.crash().expect("the standby stops");
+        standby
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(CHECK_MS * 2)).await;
+    for _ in 0..3 {
+        let (found, on_primary, _) = look_up(&store, "b", pools).await;
+        assert!(found.contains(&visitor(2)) && on_primary == 1, "{found:?}");
+    }
+    assert_eq!(replica.last_state(), Some(ReplicaState::Unreachable));
+
+    // A replica whose pool works in another schema is refused.
+    let elsewhere = LookupReplica::new(pool(&primary_cluster.url(), Some("elsewhere")), 1_000, 500);
+    let refused = PgVisitorStore::new(primary.clone(), Retention::default())
+        .with_lookup_replica(elsewhere.unwrap());
+    assert!(matches!(refused, Err(SetupError::Pool(message)) if message.contains("schema")));
+    for (lag, check) in [(0, 500), (600_001, 500), (1_000, 9), (1_000, 60_001)] {
+        assert!(
+            LookupReplica::new(standby.clone(), lag, check).is_err(),
+            "{lag} {check}"
+        );
+    }
+    drop((store, replica, primary, standby));
+    tokio::task::spawn_blocking(move || drop((primary_cluster, standby_cluster)))
+        .await
+        .unwrap();
+}
