@@ -42,6 +42,9 @@ pub use evidence_store::{GroupedInserts, PgEvidenceStore, GROUP_WRITERS, MAX_EVE
 pub use learning_store::PgLearningStore;
 pub use migrate::{migrate, MigrateError, MigrationReport};
 pub use quota_store::PgQuotaStore;
-pub use replica::{LookupReplica, ReplicaState, REPLICA_CHECK_INTERVAL_MS, REPLICA_MAX_LAG_MS};
+pub use replica::{
+    LookupReplica, ReplicaState, REPLICA_CHECK_INTERVAL_MS, REPLICA_ENV_VARIABLES,
+    REPLICA_MAX_LAG_MS,
+};
 pub use stores::PgStores;
 pub use visitor_store::{LookupRead, PgVisitorStore, COVERING_LOOKUP_INDEXES};

@@ -136,12 +136,18 @@ async fn serve_postgres(
     site: impl Site,
     addr: SocketAddr,
 ) -> Result<(), Box<dyn Error>> {
-    use janitor_axum::{Database, DatabaseConfig, PgStores};
+    use janitor_axum::postgres::LookupReplica;
+    use janitor_axum::{Database, DatabaseConfig, EnvSource, PgStores};
     let database = Database::new(DatabaseConfig::from_env()?)?;
     let report = database.migrate().await?;
     println!("PostgreSQL: migrations applied now {:?}", report.applied);
+    let mut stores = PgStores::new(database);
+    if let Some(replica) = LookupReplica::from_env(&EnvSource::process())? {
+        println!("PostgreSQL: the cookieless lookup reads the replica while it keeps up");
+        stores = stores.lookup_replica(replica)?;
+    }
     let development_secret = setup.development_secret;
-    let janitor = setup.handle(PgStores::new(database))?;
+    let janitor = setup.handle(stores)?;
     serve(janitor, development_secret, site, addr).await
 }
 

@@ -42,7 +42,7 @@ impl fmt::Display for UnknownEnvVariable {
 
 /// Every variable the library reads with the features it is built with: [`JanitorSettings::from_env`],
 /// `ServeConfig::from_env` (feature `serve`), `JevSettings::from_env` (feature `jev`) and janitor-sql's
-/// `DatabaseSettings::from_env` (feature `postgres`).
+/// `DatabaseSettings::from_env` and `LookupReplica::from_env` (feature `postgres`).
 pub fn known_env_variables() -> Vec<&'static str> {
     // Without the optional features nothing is added.
     #[allow(unused_mut)]
@@ -53,6 +53,8 @@ pub fn known_env_variables() -> Vec<&'static str> {
     names.extend_from_slice(crate::jev::JevSettings::ENV_VARIABLES);
     #[cfg(feature = "postgres")]
     names.extend_from_slice(janitor_sql::ENV_VARIABLES);
+    #[cfg(feature = "postgres")]
+    names.extend_from_slice(janitor_sql::REPLICA_ENV_VARIABLES);
     names
 }
 

@@ -5,6 +5,7 @@
 //! lag costs at most a match it could have made (a browser first seen less than the bound ago is not yet a
 //! candidate). Everything that writes, or reads what the same identification wrote, stays on the primary.
 
+mod env;
 mod lag;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +18,7 @@ use crate::config::SchemaName;
 use crate::database::Database;
 use crate::error::SetupError;
 
+pub use env::REPLICA_ENV_VARIABLES;
 pub use lag::ReplicaState;
 
 /// The most replay lag the lookup accepts before it reads the primary instead (milliseconds; default 1 s).
