@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use janitor_benchmarks::accuracy::Report as AccuracyReport;
 use janitor_benchmarks::capacity::connections::{self, report::ConnectionsReport};
+use janitor_benchmarks::capacity::replica::ReplicaReport;
 use janitor_benchmarks::capacity::run::LookupReport;
 use janitor_benchmarks::capacity::security::SecurityReport;
 use janitor_benchmarks::capacity::throughput::{self, report::ThroughputReport};
@@ -114,4 +115,11 @@ fn the_grouped_insert_report_reads_back_with_its_comparison() {
     for c in inserts {
         assert!(c.grouped.is_some() && c.grouped_ratio.is_some(), "{c:?}");
     }
+}
+
+#[test]
+fn the_replica_report_reads_back_unchanged() {
+    let report: ReplicaReport = round_trip("replica-current.json");
+    let sides: Vec<bool> = report.rounds.iter().map(|r| r.with_replica).collect();
+    assert_eq!(sides, [false, true, true, false]);
 }

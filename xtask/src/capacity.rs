@@ -13,6 +13,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("benchmark-connections", "connections"),
     ("benchmark-throughput", "throughput"),
     ("seed", "seed"),
+    ("benchmark-replica", "replica"),
 ];
 
 /// The compose file of the Docker path, relative to the workspace root.

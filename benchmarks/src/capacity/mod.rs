@@ -11,6 +11,7 @@ pub mod connections;
 pub mod env;
 pub mod load;
 pub mod pgbench;
+pub mod replica;
 pub mod report;
 pub mod run;
 pub mod security;

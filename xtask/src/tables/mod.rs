@@ -27,8 +27,12 @@ pub const CONNECTIONS_HYPER: &str = "docs/benchmarks/connections-hyper.json";
 /// The missing-cookie lookup run's report.
 pub const LOOKUP: &str = "docs/benchmarks/lookup-current.json";
 
+/// The lookup replica run's report (`cargo xtask benchmark-replica`).
+pub const REPLICA: &str = "docs/benchmarks/replica-current.json";
+
 mod connections;
 mod lookup;
+mod replica;
 mod security;
 
 /// Draws one table from its reports, given in the order the table names them.
@@ -55,6 +59,7 @@ const TABLES: &[(&str, &[&str], Draw)] = &[
     ("lookup-covering-cost", &[LOOKUP], |r| {
         lookup::covering_cost(&r[0])
     }),
+    ("lookup-replica", &[REPLICA], |r| replica::rounds(&r[0])),
 ];
 
 /// Rewrites the tables of the page under `root` from its reports; with `check`, only compares and fails on
