@@ -163,8 +163,9 @@ async fn a_promoted_standby_takes_over_with_only_200_and_503_and_nothing_acknowl
     }
     tokio::time::sleep(Duration::from_millis(1_500)).await;
 
-    on_cluster(&primary, Cluster::crash).await;
+    // The crash begins when pg_ctl is asked; requests fail from then on.
     let crashed = Instant::now();
+    on_cluster(&primary, Cluster::crash).await;
     tokio::time::sleep(DETECTION).await;
     on_cluster(&standby, Cluster::promote).await;
     let promoted = Instant::now();
@@ -217,8 +218,8 @@ fn check_answers(answers: &[Answer], crashed: Instant, promoted: Instant) {
         .expect("a 200 after the promotion");
     let last_refused = refused.iter().map(|a| a.answered).max().unwrap();
     println!(
-        "failover test: {} answers, {} × 200 and {} × 503; 503s from {:?} after the crash to {:?} after it; \
-         promotion {:?} after the crash; first 200 {:?} after the promotion",
+        "failover test: {} answers, {} × 200 and {} × 503; 503s from {:?} to {:?} after the crash began; \
+         promotion done {:?} after it; first 200 {:?} after the promotion",
         answers.len(),
         count(200),
         count(503),
