@@ -161,6 +161,19 @@ fn register_database_metrics() {
         describe_counter!(name, Unit::Count, help);
         metrics::counter!(name).increment(0);
     }
+    describe_counter!(
+        "janitor_db_lookups_total",
+        Unit::Count,
+        "Cookieless lookups of stores with a lookup replica, by the server that was to answer (on)"
+    );
+    for on in ["replica", "primary"] {
+        metrics::counter!("janitor_db_lookups_total", "on" => on).increment(0);
+    }
+    metrics::describe_gauge!(
+        "janitor_db_replica_lag_seconds",
+        Unit::Seconds,
+        "The lookup replica's replay lag at its last reading"
+    );
 }
 
 /// How an identification ended: by its cookie, by restoring an id without one, or with a new id.

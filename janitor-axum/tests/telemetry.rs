@@ -170,6 +170,7 @@ fn a_fresh_scrape_lists_every_metric_before_the_first_event() {
         ("janitor_db_pool_timeouts_total", "counter"),
         ("janitor_db_statement_timeouts_total", "counter"),
         ("janitor_db_unavailable_total", "counter"),
+        ("janitor_db_lookups_total", "counter"),
     ] {
         assert!(text.contains(&format!("# HELP {name} ")), "{name}: {text}");
         assert!(
@@ -186,6 +187,7 @@ fn a_fresh_scrape_lists_every_metric_before_the_first_event() {
         r#"janitor_budget_denials_total{reason="circuit-open"} 0"#,
         r#"janitor_maintenance_deleted_total{what="observations"} 0"#,
         "janitor_db_pool_timeouts_total 0",
+        r#"janitor_db_lookups_total{on="replica"} 0"#,
     ] {
         assert!(text.lines().any(|line| line == series), "{series}: {text}");
     }
