@@ -9,10 +9,16 @@ fn the_replica_rounds_read_the_standby_only_when_asked() {
     let sides: Vec<bool> = report.rounds.iter().map(|r| r.with_replica).collect();
     assert_eq!(sides, [false, true, true, false]);
     for round in &report.rounds {
-        assert!(round.identifications > 0 && round.primary_cpu_ms > 0.0, "{round:?}");
+        assert!(
+            round.identifications > 0 && round.primary_cpu_ms > 0.0,
+            "{round:?}"
+        );
         if round.with_replica {
             // Lookups that start while the first lag reading is being taken read the primary.
-            assert!(round.standby_statements * 2 > round.identifications, "{round:?}");
+            assert!(
+                round.standby_statements * 2 > round.identifications,
+                "{round:?}"
+            );
         } else {
             assert_eq!(round.standby_statements, 0, "{round:?}");
         }

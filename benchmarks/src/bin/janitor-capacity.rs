@@ -11,7 +11,8 @@ use std::process::ExitCode;
 
 use janitor_benchmarks::capacity::{self, load, server};
 
-const USAGE: &str = "usage: janitor-capacity capacity|security|lookup|connections|throughput|seed|replica \
+const USAGE: &str =
+    "usage: janitor-capacity capacity|security|lookup|connections|throughput|seed|replica \
                      | soak --minutes N --rate R \
                      (settings from JANITOR_BENCHMARK_* variables; see docs/CAPACITY.md)";
 

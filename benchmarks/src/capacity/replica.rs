@@ -150,7 +150,9 @@ async fn measure(
     let engines = [
         Arc::new(Engine::new(store.clone(), EngineConfig::default())),
         Arc::new(Engine::new(
-            store.with_lookup_replica(replica).map_err(|e| e.to_string())?,
+            store
+                .with_lookup_replica(replica)
+                .map_err(|e| e.to_string())?,
             EngineConfig::default(),
         )),
     ];
@@ -177,7 +179,11 @@ async fn measure(
         };
         println!(
             "replica: {} — {}/s, primary CPU {} ms and standby CPU {} ms per identification",
-            if with_replica { "lookup on the standby" } else { "all on the primary" },
+            if with_replica {
+                "lookup on the standby"
+            } else {
+                "all on the primary"
+            },
             round.per_second,
             round.primary_cpu_ms,
             round.standby_cpu_ms
@@ -234,7 +240,11 @@ async fn closed_loop(
         );
         tasks.spawn(async move {
             while !stop.load(Ordering::Relaxed) {
-                let n = next.fetch_add(1, Ordering::Relaxed).wrapping_mul(2_654_435_761) % visitors + 1;
+                let n = next
+                    .fetch_add(1, Ordering::Relaxed)
+                    .wrapping_mul(2_654_435_761)
+                    % visitors
+                    + 1;
                 engine
                     .identify_at(&population::payload(n), None, now_ms())
                     .await
@@ -266,7 +276,11 @@ fn cluster_cpu(dir: &Path) -> Result<Duration, String> {
     let mut ticks = 0;
     for entry in std::fs::read_dir("/proc").map_err(|e| format!("reading /proc: {e}"))? {
         let Ok(entry) = entry else { continue };
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u64>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
             continue;
         };
         // A process may end between the listing and the read.
