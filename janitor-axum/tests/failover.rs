@@ -18,15 +18,11 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use common::load::{keep_asking, post as post_request, Answer};
+use common::load::{keep_asking, post as post_request, serve_on_database, Answer};
 use janitor_axum::evidence::EvidenceError;
-use janitor_axum::serve::{serve, ServeConfig};
-use janitor_axum::{
-    Action, DynJanitor, EventInput, EventType, Janitor, PgStores, Refusal, StoreError,
-};
+use janitor_axum::{Action, DynJanitor, EventInput, EventType, Refusal, StoreError};
 use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
 use janitor_sql::{Database, DatabaseConfig};
-use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 /// Clients identifying at once, and clients recording events, each on its own keep-alive connection.
@@ -117,30 +113,12 @@ async fn a_promoted_standby_takes_over_with_only_200_and_503_and_nothing_acknowl
     );
     let standby_url = standby.url();
     let (primary, standby) = (Arc::new(Mutex::new(primary)), Arc::new(Mutex::new(standby)));
-    let config = DatabaseConfig::builder(&url)
-        .statement_timeout_ms(2_000)
-        .wait_timeout_ms(500)
-        .connect_timeout_ms(1_000)
-        .max_connections(8)
-        .build()
-        .expect("a multi-host connection string");
-    let database = Database::new(config).unwrap();
-    database.migrate().await.expect("migrations");
-    let janitor = Janitor::new(
-        common::config("failover").build().unwrap(),
-        PgStores::new(database.clone()),
-    );
-    let events = Router::new()
-        .route("/events/{id}", post(record))
-        .with_state(janitor.to_dyn());
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(serve(
-        listener,
-        janitor.router().merge(events),
-        ServeConfig::default(),
-        std::future::pending(),
-    ));
+    let (database, janitor, address) = serve_on_database(&url, "failover", |janitor| {
+        Router::new()
+            .route("/events/{id}", post(record))
+            .with_state(janitor.to_dyn())
+    })
+    .await;
 
     let stop = Arc::new(AtomicBool::new(false));
     let log = Arc::new(Mutex::new(Vec::new()));

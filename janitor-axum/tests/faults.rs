@@ -12,12 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::load::{keep_asking, post};
-use janitor_axum::serve::{serve, ServeConfig};
-use janitor_axum::{Janitor, PgStores};
+use common::load::{keep_asking, post, serve_on_database};
 use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
 use janitor_sql::{Database, DatabaseConfig};
-use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 /// Clients identifying at once, each on its own keep-alive connection.
@@ -57,27 +54,8 @@ async fn no_500_no_hang_and_no_lost_visitor_through_database_faults() {
             .expect("a disposable cluster"),
     ));
     let url = cluster.lock().unwrap().url();
-    let config = DatabaseConfig::builder(&url)
-        .statement_timeout_ms(2_000)
-        .wait_timeout_ms(500)
-        .connect_timeout_ms(1_000)
-        .max_connections(8)
-        .build()
-        .unwrap();
-    let database = Database::new(config).unwrap();
-    database.migrate().await.expect("migrations");
-    let janitor = Janitor::new(
-        common::config("faults").build().unwrap(),
-        PgStores::new(database.clone()),
-    );
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(serve(
-        listener,
-        janitor.router(),
-        ServeConfig::default(),
-        std::future::pending(),
-    ));
+    let (database, _janitor, address) =
+        serve_on_database(&url, "faults", |_| axum::Router::new()).await;
 
     let stop = Arc::new(AtomicBool::new(false));
     let log = Arc::new(Mutex::new(Vec::new()));

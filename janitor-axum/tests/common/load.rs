@@ -82,3 +82,43 @@ pub async fn keep_asking(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// The application of a database fault test: the library on `url` with bounds that keep every answer short
+/// (statement 2 s, pool wait 0.5 s, connect 1 s, 8 connections), migrated, and served on a socket of its own
+/// with the application's `routes` beside the endpoint.
+#[cfg(all(feature = "postgres", feature = "serve"))]
+pub async fn serve_on_database(
+    url: &str,
+    namespace: &str,
+    routes: impl FnOnce(&janitor_axum::Janitor<janitor_axum::PgStores>) -> axum::Router,
+) -> (
+    janitor_axum::Database,
+    janitor_axum::Janitor<janitor_axum::PgStores>,
+    SocketAddr,
+) {
+    use janitor_axum::serve::{serve, ServeConfig};
+    use janitor_axum::{Database, DatabaseConfig, Janitor, PgStores};
+
+    let config = DatabaseConfig::builder(url)
+        .statement_timeout_ms(2_000)
+        .wait_timeout_ms(500)
+        .connect_timeout_ms(1_000)
+        .max_connections(8)
+        .build()
+        .expect("a usable connection string");
+    let database = Database::new(config).unwrap();
+    database.migrate().await.expect("migrations");
+    let janitor = Janitor::new(
+        super::config(namespace).build().unwrap(),
+        PgStores::new(database.clone()),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(serve(
+        listener,
+        janitor.router().merge(routes(&janitor)),
+        ServeConfig::default(),
+        std::future::pending(),
+    ));
+    (database, janitor, address)
+}
