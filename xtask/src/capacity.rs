@@ -14,6 +14,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("benchmark-throughput", "throughput"),
     ("seed", "seed"),
     ("benchmark-replica", "replica"),
+    ("benchmark-growth", "growth"),
 ];
 
 /// The compose file of the Docker path, relative to the workspace root.

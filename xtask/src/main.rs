@@ -16,6 +16,7 @@ const USAGE: &str = "usage: cargo xtask test
        cargo xtask benchmark-accuracy LOG[.gz] [--policy reference|precise] [--scenario lost|partial] [--json OUT]
        cargo xtask benchmark-security | benchmark-lookup | benchmark-connections | benchmark-throughput | seed
        cargo xtask benchmark-replica   (the cookieless lookup on a hot standby against the primary alone)
+       cargo xtask benchmark-growth    (evidence at 10,000,000 events: bytes, cleanup, vacuum)
        cargo xtask soak --minutes N --rate R   (one server process, R requests/s for N minutes; 1-1440, 1-50000)
        cargo xtask capacity-tables [--check]   (docs/CAPACITY.md's result tables from the committed reports)
        (harness settings come from JANITOR_BENCHMARK_* variables; see docs/CAPACITY.md)";

@@ -2,7 +2,7 @@
 //! `benchmark-security`, `benchmark-lookup`, `benchmark-connections`, `benchmark-throughput`, `seed`); see
 //! docs/CAPACITY.md.
 //!
-//! `janitor-capacity capacity|security|lookup|connections|throughput|seed|replica` runs a workload, `janitor-capacity soak
+//! `janitor-capacity capacity|security|lookup|connections|throughput|seed|replica|growth` runs a workload, `janitor-capacity soak
 //! --minutes N --rate R` the soak (`cargo xtask soak`);
 //! `janitor-capacity serve …` and `janitor-capacity load …` are the server and load processes a run starts; the
 //! server also runs by hand for HTTP load tools (docs/benchmarks/http.md).
@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use janitor_benchmarks::capacity::{self, load, server};
 
 const USAGE: &str =
-    "usage: janitor-capacity capacity|security|lookup|connections|throughput|seed|replica \
+    "usage: janitor-capacity capacity|security|lookup|connections|throughput|seed|replica|growth \
                      | soak --minutes N --rate R \
                      (settings from JANITOR_BENCHMARK_* variables; see docs/CAPACITY.md)";
 
@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         "load" => load::main(rest),
         "soak" => capacity::soak::main(rest),
         "replica" => capacity::replica::main(),
+        "growth" => capacity::growth::main(),
         "capacity" | "security" | "lookup" | "connections" | "throughput" | "seed" => {
             capacity::run::main(&command)
         }

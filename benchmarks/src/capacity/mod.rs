@@ -9,6 +9,7 @@
 pub mod cluster;
 pub mod connections;
 pub mod env;
+pub mod growth;
 pub mod load;
 pub mod pgbench;
 pub mod replica;

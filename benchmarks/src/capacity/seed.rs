@@ -29,7 +29,7 @@ pub use covering::CoveringCost;
 pub use fixture::{
     action_of, offset_ms, owner_of, sparse_sign_ins, Owner, FIXTURE_API_EVENT, WINDOW_SPREAD_MS,
 };
-pub use load::{Dataset, LoadSeconds, TableBytes};
+pub use load::{table_bytes, Dataset, LoadSeconds, TableBytes};
 pub use lookup::{lookup_schema, LookupFigures, Timed};
 
 /// The account whose subject holds half the events.

@@ -192,6 +192,22 @@ async fn existing(
 
 /// The dataset's description: counts, the fixture's clock and the sizes of `application_events`.
 async fn describe(client: &Client, events: u64, fixture_now: i64) -> Result<Dataset, String> {
+    let bytes = table_bytes(client).await?;
+    Ok(Dataset {
+        events: events + 1,
+        events_through_api: 1,
+        subjects: SPARSE_SUBJECTS + 1,
+        hot_subject_events: events.div_ceil(2) + 1,
+        fixture_now_ms: fixture_now,
+        spread_ms: super::WINDOW_SPREAD_MS,
+        bytes,
+        reused: false,
+        seconds: None,
+    })
+}
+
+/// The bytes of `application_events`: in all, the table, its indexes.
+pub async fn table_bytes(client: &Client) -> Result<TableBytes, String> {
     let row = client
         .query_one(
             "SELECT pg_total_relation_size('application_events'), pg_table_size('application_events'), \
@@ -200,21 +216,10 @@ async fn describe(client: &Client, events: u64, fixture_now: i64) -> Result<Data
         )
         .await
         .map_err(|e| format!("sizing application_events: {}", pg(&e)))?;
-    let (total, table, indexes): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
-    Ok(Dataset {
-        events: events + 1,
-        events_through_api: 1,
-        subjects: SPARSE_SUBJECTS + 1,
-        hot_subject_events: events.div_ceil(2) + 1,
-        fixture_now_ms: fixture_now,
-        spread_ms: super::WINDOW_SPREAD_MS,
-        bytes: TableBytes {
-            total,
-            table,
-            indexes,
-        },
-        reused: false,
-        seconds: None,
+    Ok(TableBytes {
+        total: row.get(0),
+        table: row.get(1),
+        indexes: row.get(2),
     })
 }
 
