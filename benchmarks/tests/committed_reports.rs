@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use janitor_benchmarks::accuracy::Report as AccuracyReport;
 use janitor_benchmarks::capacity::connections::{self, report::ConnectionsReport};
+use janitor_benchmarks::capacity::growth::GrowthReport;
 use janitor_benchmarks::capacity::replica::ReplicaReport;
 use janitor_benchmarks::capacity::run::LookupReport;
 use janitor_benchmarks::capacity::security::SecurityReport;
@@ -122,4 +123,10 @@ fn the_replica_report_reads_back_unchanged() {
     let report: ReplicaReport = round_trip("replica-current.json");
     let sides: Vec<bool> = report.rounds.iter().map(|r| r.with_replica).collect();
     assert_eq!(sides, [false, true, true, false]);
+}
+
+#[test]
+fn the_growth_report_reads_back_unchanged() {
+    let report: GrowthReport = round_trip("growth-current.json");
+    assert!(report.events >= 10_000_000, "{}", report.events);
 }

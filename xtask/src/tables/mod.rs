@@ -27,10 +27,14 @@ pub const CONNECTIONS_HYPER: &str = "docs/benchmarks/connections-hyper.json";
 /// The missing-cookie lookup run's report.
 pub const LOOKUP: &str = "docs/benchmarks/lookup-current.json";
 
+/// The evidence growth run's report (`cargo xtask benchmark-growth`).
+pub const GROWTH: &str = "docs/benchmarks/growth-current.json";
+
 /// The lookup replica run's report (`cargo xtask benchmark-replica`).
 pub const REPLICA: &str = "docs/benchmarks/replica-current.json";
 
 mod connections;
+mod growth;
 mod lookup;
 mod replica;
 mod security;
@@ -60,6 +64,7 @@ const TABLES: &[(&str, &[&str], Draw)] = &[
         lookup::covering_cost(&r[0])
     }),
     ("lookup-replica", &[REPLICA], |r| replica::rounds(&r[0])),
+    ("evidence-growth", &[GROWTH], |r| growth::table(&r[0])),
 ];
 
 /// Rewrites the tables of the page under `root` from its reports; with `check`, only compares and fails on
