@@ -209,15 +209,25 @@ async fn clients_that_reconnect_before_any_grace_ends_hold_no_slot_on_either_dri
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_grace_the_same_churners_hold_the_slots() {
     // The attack against the 250 ms grace the endpoint had before: each churner keeps a slot for the 200 ms
-    // it waits, and 128 of them keep most of the 64 slots taken.
+    // it waits, and 128 of them keep most of the 64 slots taken. On a quiet machine the first round refuses
+    // most honest requests (0 of 50 answered); beside a heavy job the churners reconnect more slowly and a
+    // round can pass without a refusal, so up to five rounds are given for the attack to show.
     let janitor = janitor_with_grace(64, 250);
     let address = serve(janitor.router()).await;
-    let (served, busy) = churn(&janitor, address, 128, 50).await;
-    println!("128 churners on 64 slots, 250 ms grace: {served} of 50 honest requests answered 200, {busy} busy");
-    // Most are refused on a quiet machine (0 of 50 answered); beside the other tests' load the churners
-    // reconnect more slowly, so only some refusal is asked for.
+    let mut refused = 0;
+    for round in 1..=5 {
+        let (served, busy) = churn(&janitor, address, 128, 50).await;
+        println!(
+            "round {round}: 128 churners on 64 slots, 250 ms grace: {served} of 50 honest requests answered \
+             200, {busy} busy"
+        );
+        refused += busy;
+        if refused > 0 {
+            break;
+        }
+    }
     assert!(
-        busy > 0,
-        "no honest request was refused: the churners held no slot"
+        refused > 0,
+        "no honest request was refused in five rounds: the churners held no slot"
     );
 }
