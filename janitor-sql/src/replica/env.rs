@@ -94,6 +94,28 @@ mod tests {
             ]);
             assert!(LookupReplica::from_env(&env).is_err(), "{name}={value}");
         }
+        // Every bound and its neighbour outside it.
+        for (name, limit) in [
+            ("MAX_LAG_MS", REPLICA_MAX_LAG_MS),
+            ("CHECK_INTERVAL_MS", REPLICA_CHECK_INTERVAL_MS),
+        ] {
+            let edges = [
+                (limit.min - 1, false),
+                (limit.min, true),
+                (limit.max, true),
+                (limit.max + 1, false),
+            ];
+            for (value, ok) in edges {
+                let name = format!("JANITOR_DATABASE_REPLICA_{name}");
+                let value = value.to_string();
+                let env = EnvSource::from_pairs([
+                    ("DATABASE_URL", PRIMARY),
+                    ("JANITOR_DATABASE_REPLICA_URL", REPLICA),
+                    (name.as_str(), value.as_str()),
+                ]);
+                assert_eq!(LookupReplica::from_env(&env).is_ok(), ok, "{name}={value}");
+            }
+        }
         let env = EnvSource::from_pairs([
             ("DATABASE_URL", PRIMARY),
             ("JANITOR_DATABASE_REPLICA_MAX_LAG_MS", "250"),
