@@ -27,7 +27,7 @@ pub use config::{ConfigError, Limit};
 pub use error::StoreError;
 pub use identification::config::{EngineConfig, Retention};
 pub use identification::engine::{
-    now_ms, Engine, Identification, IdentifyError, Identity, Risk, RiskStatus,
+    now_ms, Engine, Identification, IdentifyError, IdentifyRequest, Identity, Risk, RiskStatus,
 };
 pub use identification::evaluator::{
     Evaluation, EvaluationInput, Evaluator, EvaluatorError, NoEvaluator,

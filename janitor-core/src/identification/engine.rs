@@ -12,6 +12,7 @@ use crate::identification::candidates::{
 use crate::identification::config::{EngineConfig, HISTORY_LIMIT, RESTORE_THRESHOLD};
 use crate::identification::decision::{blend, score_candidate, ScoredCandidate};
 use crate::identification::evaluator::{Evaluation, EvaluationInput, Evaluator, NoEvaluator};
+use crate::identification::network::NetworkDigest;
 use crate::identification::observation::Observation;
 use crate::identification::payload::VisitorPayload;
 use crate::identification::similarity::{compare, Comparison};
@@ -129,6 +130,20 @@ pub struct Identification {
     pub metrics: IdentifyMetrics,
 }
 
+/// One identification's input ([`Engine::identify_request`]).
+#[derive(Debug, Clone)]
+pub struct IdentifyRequest<'a> {
+    /// The validated payload.
+    pub payload: &'a VisitorPayload,
+    /// The id from the request's single `__visitor` cookie, if any.
+    pub cookie: Option<&'a VisitorId>,
+    /// The digest of the network the request came from, when the application enables it
+    /// ([`network`](crate::identification::network)); `None` leaves every decision as without it.
+    pub network: Option<NetworkDigest>,
+    /// The time of the request, epoch milliseconds.
+    pub now_ms: i64,
+}
+
 /// Why an identification failed. Evaluator failures never fail it; storage failures do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdentifyError {
@@ -203,7 +218,29 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
         cookie: Option<&VisitorId>,
         now_ms: i64,
     ) -> Result<Identification, IdentifyError> {
-        let current = Observation::normalize(&payload.signals, payload.behavior.as_ref());
+        self.identify_request(IdentifyRequest {
+            payload,
+            cookie,
+            network: None,
+            now_ms,
+        })
+        .await
+    }
+
+    /// Identifies one request with everything known of it: [`identify_at`](Self::identify_at) with the
+    /// network the request came from, which is stored with the observation and read by the precise policy.
+    pub async fn identify_request(
+        &self,
+        request: IdentifyRequest<'_>,
+    ) -> Result<Identification, IdentifyError> {
+        let IdentifyRequest {
+            payload,
+            cookie,
+            network,
+            now_ms,
+        } = request;
+        let mut current = Observation::normalize(&payload.signals, payload.behavior.as_ref());
+        current.network = network;
         if let Some(visitor) = cookie {
             // An identical newest observation would teach the history exactly when `current` itself is
             // learnable, so the store may refresh it in the same call as the read.

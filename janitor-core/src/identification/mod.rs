@@ -12,6 +12,7 @@ pub mod decision;
 pub mod engine;
 pub mod evaluator;
 pub mod jev;
+pub mod network;
 pub mod observation;
 pub mod payload;
 pub mod policy;

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::identification::network::NetworkDigest;
 use crate::identification::payload::{Behavior, Signals};
 use crate::js::{is_js_whitespace, js_f64};
 
@@ -46,6 +47,11 @@ pub struct Observation {
     /// Aggregate behaviour counts, passed through.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub behavior: Option<Behavior>,
+    /// The keyed digest of the network the visit came from, when the application enables it
+    /// ([`network`](crate::identification::network)). Not part of the JSON form: it is no browser signal, and
+    /// the shared `signals_json` column stays as the reference writes it.
+    #[serde(skip)]
+    pub network: Option<NetworkDigest>,
 }
 
 /// Normalized screen.
@@ -194,11 +200,13 @@ impl Observation {
                 webgl_renderer: lower(g.webgl_renderer.as_deref()),
             }),
             behavior: behavior.cloned(),
+            network: None,
         }
     }
 
     /// Whether `other` describes the same device in the same state: every field equal but the behaviour
-    /// summary, which a browser's page age and event counts change on almost every visit.
+    /// summary, which a browser's page age and event counts change on almost every visit. The network counts,
+    /// so that a visit from another network is kept in the history the precise policy reads.
     pub fn same_signals(&self, other: &Observation) -> bool {
         // Destructured, so a field added later must be placed on one side or the other.
         let Observation {
@@ -213,6 +221,7 @@ impl Observation {
             automation,
             graphics,
             behavior: _,
+            network,
         } = self;
         *user_agent == other.user_agent
             && *platform == other.platform
@@ -224,6 +233,7 @@ impl Observation {
             && *hardware == other.hardware
             && *automation == other.automation
             && *graphics == other.graphics
+            && *network == other.network
     }
 
     /// The `webglRenderer`, if any.

@@ -15,6 +15,7 @@ use crate::config::ConfigError;
 use crate::identification::decision::{decide, Decision, ScoredCandidate};
 use crate::identification::observation::Observation;
 
+pub mod network;
 pub mod precise;
 
 /// How a missing-cookie visit decides between restoring a known id and minting a new one.
@@ -27,7 +28,8 @@ pub enum MatchingPolicy {
     #[default]
     Reference,
     /// The reference's ranking with stricter restores: impossible candidates dropped, and vetoes on the best
-    /// one ([`precise`] has the rules).
+    /// one ([`precise`] has the rules); on a visit that carries its network's digest, that network confirms or
+    /// vetoes among lookalikes ([`network`] has those rules).
     Precise,
 }
 
@@ -47,7 +49,7 @@ impl MatchingPolicy {
 impl MatchingPolicy {
     /// Decides over scored `candidates` of the `current` observation, as [`decide`] does for the reference:
     /// sorts them (the best first) and says whether the first is restored. The precise policy first drops the
-    /// candidates it rules out, then may veto the restore.
+    /// candidates it rules out, then may veto the restore, or confirm another by the visit's network.
     pub fn decide(
         self,
         candidates: &mut Vec<ScoredCandidate>,
@@ -58,6 +60,9 @@ impl MatchingPolicy {
             MatchingPolicy::Reference => decide(candidates, threshold),
             MatchingPolicy::Precise => {
                 candidates.retain(|c| precise::possible(c, current));
+                if let Some(network) = &current.network {
+                    return network::decide_on_network(candidates, current, network, threshold);
+                }
                 let mut decision = decide(candidates, threshold);
                 if decision.restore && precise::vetoed(&candidates[0], current) {
                     decision.restore = false;

@@ -1,0 +1,146 @@
+//! The network a visit comes from, as evidence among lookalike devices (opt-in).
+//!
+//! Identical devices (same model, browser, timezone and languages) send identical payloads; what still tells
+//! them apart is where they connect from. A household shares its home connection, an office its own. So the
+//! engine may keep, with each observation, a **keyed digest of the client's network prefix** (IPv4 /24, IPv6
+//! /48) and let the precise policy use it to confirm or veto a restore among candidates that look alike. It is
+//! never a lookup key and never decides alone: a phone on its carrier, a laptop at work or a household that
+//! moved still comes back through its browser signals.
+//!
+//! The digest is a label of the deployment's secret ([`LabelKey`]), so it cannot be reversed to an address
+//! without the secret, and instances sharing a secret derive the same one. It is personal data all the same
+//! (docs/security.md, "The network prefix").
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::label::{compact_json, LabelKey};
+
+/// Bits of an IPv4 address kept: a /24, the smallest block routed between networks.
+pub const IPV4_PREFIX_BITS: u8 = 24;
+/// Bits of an IPv6 address kept: a /48, what an ISP assigns to one site.
+pub const IPV6_PREFIX_BITS: u8 = 48;
+
+/// An address's network prefix: its first 24 bits (IPv4) or 48 bits (IPv6), the rest zeroed. An IPv4 address
+/// written as IPv6 (`::ffff:a.b.c.d`) is the IPv4 address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NetworkPrefix {
+    network: IpAddr,
+}
+
+impl NetworkPrefix {
+    /// The prefix `address` belongs to.
+    pub fn of(address: IpAddr) -> Self {
+        let network = match address {
+            IpAddr::V4(v4) => IpAddr::V4(v4_prefix(v4)),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => IpAddr::V4(v4_prefix(v4)),
+                None => {
+                    let mut segments = v6.segments();
+                    segments[3..].fill(0);
+                    IpAddr::V6(Ipv6Addr::from(segments))
+                }
+            },
+        };
+        NetworkPrefix { network }
+    }
+
+    /// The prefix's length in bits.
+    pub fn bits(&self) -> u8 {
+        match self.network {
+            IpAddr::V4(_) => IPV4_PREFIX_BITS,
+            IpAddr::V6(_) => IPV6_PREFIX_BITS,
+        }
+    }
+}
+
+fn v4_prefix(address: Ipv4Addr) -> Ipv4Addr {
+    let [a, b, c, _] = address.octets();
+    Ipv4Addr::new(a, b, c, 0)
+}
+
+impl fmt::Display for NetworkPrefix {
+    /// CIDR notation: `203.0.113.0/24`, `2001:db8:1::/48`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.network, self.bits())
+    }
+}
+
+/// The keyed digest of a [`NetworkPrefix`] that is stored with an observation: the label
+/// ([`LabelKey::label`]) of `JSON(["network-v1", "<prefix in CIDR notation>"])`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct NetworkDigest(String);
+
+impl NetworkDigest {
+    /// The digest of `prefix` under `key`.
+    pub fn new(key: &LabelKey, prefix: NetworkPrefix) -> Self {
+        let value = compact_json(&serde_json::json!(["network-v1", prefix.to_string()]));
+        NetworkDigest(key.label(&value))
+    }
+
+    /// The digest of the prefix `address` belongs to.
+    pub fn of(key: &LabelKey, address: IpAddr) -> Self {
+        Self::new(key, NetworkPrefix::of(address))
+    }
+
+    /// A digest as stored (a store reading its rows back).
+    pub fn from_stored(digest: String) -> Self {
+        NetworkDigest(digest)
+    }
+
+    /// The digest as stored.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for NetworkDigest {
+    /// Only a short head: a digest in logs would link a visitor's requests as well as the whole one.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "NetworkDigest({}…)", &self.0[..self.0.len().min(8)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prefix(address: &str) -> String {
+        NetworkPrefix::of(address.parse().unwrap()).to_string()
+    }
+
+    #[test]
+    fn a_prefix_keeps_24_or_48_bits() {
+        assert_eq!(prefix("203.0.113.77"), "203.0.113.0/24");
+        assert_eq!(prefix("203.0.113.0"), "203.0.113.0/24");
+        assert_eq!(prefix("203.0.113.255"), "203.0.113.0/24");
+        assert_eq!(prefix("203.0.114.1"), "203.0.114.0/24");
+        assert_eq!(prefix("2001:db8:1:2:3:4:5:6"), "2001:db8:1::/48");
+        assert_eq!(prefix("2001:db8:1:ffff::1"), "2001:db8:1::/48");
+        assert_eq!(prefix("2001:db8:2::1"), "2001:db8:2::/48");
+        assert_eq!(prefix("::ffff:198.51.100.9"), "198.51.100.0/24");
+        assert_eq!(prefix("::1"), "::/48");
+    }
+
+    #[test]
+    fn a_digest_is_keyed_and_shared_within_a_prefix() {
+        let key = LabelKey::new(&"k".repeat(32), "app").unwrap();
+        let other = LabelKey::new(&"q".repeat(32), "app").unwrap();
+        let at = |key: &LabelKey, address: &str| NetworkDigest::of(key, address.parse().unwrap());
+        assert_eq!(at(&key, "203.0.113.1"), at(&key, "203.0.113.200"));
+        assert_eq!(at(&key, "203.0.113.1"), at(&key, "::ffff:203.0.113.9"));
+        assert_ne!(at(&key, "203.0.113.1"), at(&key, "203.0.112.1"));
+        assert_ne!(at(&key, "203.0.113.1"), at(&other, "203.0.113.1"));
+        assert_ne!(
+            at(&key, "2001:db8:1::1"),
+            at(&key, "2001:db8:2::1"),
+            "another /48"
+        );
+        let digest = at(&key, "203.0.113.1");
+        assert_eq!(
+            digest.as_str(),
+            key.label(r#"["network-v1","203.0.113.0/24"]"#)
+        );
+        assert!(!format!("{digest:?}").contains(&digest.as_str()[8..]));
+    }
+}
