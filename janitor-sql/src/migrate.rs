@@ -48,6 +48,7 @@ pub const MIGRATIONS: &[Migration] = migrations![
     7 => "0007_evidence_index_only.sql",
     8 => "0008_identity_directory.sql",
     9 => "0009_learning.sql",
+    10 => "0010_observation_network.sql",
 ];
 
 /// The table recording applied migrations, in the migrated schema.

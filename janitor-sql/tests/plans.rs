@@ -187,6 +187,7 @@ async fn lookup_history_and_writes_are_index_scans() {
                     &refresh,
                     &observation,
                     &interval,
+                    &None::<&str>,
                 ],
             )
             .await;

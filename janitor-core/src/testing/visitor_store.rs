@@ -17,9 +17,11 @@ use crate::identification::store::{VisitWrite, VisitorStore};
 use crate::visitor::VisitorId;
 
 mod lookup;
+mod network;
 mod returning_visit;
 
 pub use lookup::lookup_rows_rank_as_observations;
+pub use network::networks_are_kept_with_observations;
 pub use returning_visit::{
     concurrent_returning_visits_add_no_rows, returning_visit_records_only_an_identical_newest,
     returning_visit_refreshes_an_identical_newest,
@@ -624,6 +626,7 @@ macro_rules! visitor_store_tests {
             returning_visit_touches_a_stale_visitor,
             returning_visit_refreshes_the_newest_with_new_behaviour,
             concurrent_returning_visits_add_no_rows,
+            networks_are_kept_with_observations,
             ]
             $($setup)+
         );

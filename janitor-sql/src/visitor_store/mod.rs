@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use janitor_core::config::clamp_cleanup_batch;
 use janitor_core::identification::candidates::{LookupRow, Probe};
+use janitor_core::identification::network::NetworkDigest;
 use janitor_core::identification::store::{
     batch_visitors, history_limit, CleanupReport, ReturningHistory, ReturningVisit, VisitWrite,
     VisitorStore, REFRESH_INTERVAL_MS,
@@ -114,13 +115,14 @@ impl PgVisitorStore {
     }
 }
 
-/// The columns of an observation row, in the order of the write statements' `$3`–`$7`.
+/// The columns of an observation row: the write statements' `$3`–`$7`, and the network digest.
 struct ObservationColumns<'a> {
     platform: Option<&'a str>,
     browser: Option<&'a str>,
     timezone: Option<&'a str>,
     renderer: Option<&'a str>,
     json: Json<&'a Observation>,
+    network: Option<&'a str>,
 }
 
 impl<'a> ObservationColumns<'a> {
@@ -131,14 +133,21 @@ impl<'a> ObservationColumns<'a> {
             timezone: o.timezone.as_deref(),
             renderer: o.webgl_renderer(),
             json: Json(o),
+            network: o.network.as_ref().map(NetworkDigest::as_str),
         }
     }
 }
 
-fn observation(row: &Row, column: usize) -> Result<Arc<Observation>, StoreError> {
-    row.try_get::<_, Json<Observation>>(column)
-        .map(|Json(o)| Arc::new(o))
-        .map_err(|e| unreadable("an observation", e))
+/// The observation of `row`: its JSON at `column`, with the network digest at `network`.
+fn observation(row: &Row, column: usize, network: usize) -> Result<Arc<Observation>, StoreError> {
+    let Json(mut observation) = row
+        .try_get::<_, Json<Observation>>(column)
+        .map_err(|e| unreadable("an observation", e))?;
+    observation.network = row
+        .try_get::<_, Option<String>>(network)
+        .map_err(|e| unreadable("a network digest", e))?
+        .map(NetworkDigest::from_stored);
+    Ok(Arc::new(observation))
 }
 
 fn visitor_id(row: &Row, column: usize) -> Result<VisitorId, StoreError> {
@@ -180,6 +189,7 @@ impl PgVisitorStore {
                     &cutoff,
                     &keep,
                     &touch,
+                    &c.network,
                 ],
             )
             .await
@@ -231,7 +241,7 @@ impl VisitorStore for PgVisitorStore {
                 &[&visitor.as_str(), &cutoff, &limit_parameter(limit)],
             )
             .await?;
-        rows.iter().map(|row| observation(row, 0)).collect()
+        rows.iter().map(|row| observation(row, 0, 1)).collect()
     }
 
     async fn returning_visit(
@@ -251,6 +261,11 @@ impl VisitorStore for PgVisitorStore {
                     &visit.refresh,
                     &Json(visit.observation),
                     &REFRESH_INTERVAL_MS,
+                    &visit
+                        .observation
+                        .network
+                        .as_ref()
+                        .map(NetworkDigest::as_str),
                 ],
             )
             .await?;
@@ -262,7 +277,7 @@ impl VisitorStore for PgVisitorStore {
         };
         let history = rows
             .iter()
-            .map(|row| observation(row, 0))
+            .map(|row| observation(row, 0, 2))
             .collect::<Result<_, _>>()?;
         Ok(ReturningHistory { history, recorded })
     }
@@ -293,7 +308,7 @@ impl VisitorStore for PgVisitorStore {
             histories
                 .entry(visitor_id(row, 0)?)
                 .or_default()
-                .push(observation(row, 1)?);
+                .push(observation(row, 1, 2)?);
         }
         Ok(histories)
     }
@@ -344,6 +359,7 @@ impl VisitorStore for PgVisitorStore {
                             &c.timezone,
                             &c.renderer,
                             &c.json,
+                            &c.network,
                         ],
                     )
                     .await

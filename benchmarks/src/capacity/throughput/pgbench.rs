@@ -192,16 +192,18 @@ pub fn script(visitors: usize, design: Design, pick: Pick) -> Result<String, Str
         limit = history_limit(HISTORY_LIMIT),
     );
     if design == Design::Refreshing {
-        let visit = with_variables(
+        // Network evidence off, as the benchmarked servers run: no digest.
+        let visit = pgbench::with_arguments(
             statement("visitors.returning_visit"),
             &[
-                "visitor_id",
-                "now_ms",
-                "cutoff",
-                "history_limit",
-                "refresh",
-                "signals_json",
-                "refresh_interval",
+                Argument::Variable("visitor_id"),
+                Argument::Variable("now_ms"),
+                Argument::Variable("cutoff"),
+                Argument::Variable("history_limit"),
+                Argument::Variable("refresh"),
+                Argument::Variable("signals_json"),
+                Argument::Variable("refresh_interval"),
+                Argument::Null,
             ],
         )?;
         return Ok(format!(
@@ -212,19 +214,20 @@ pub fn script(visitors: usize, design: Design, pick: Pick) -> Result<String, Str
         statement("visitors.history"),
         &["visitor_id", "cutoff", "history_limit"],
     )?;
-    let save = with_variables(
+    let save = pgbench::with_arguments(
         statement("visitors.save"),
         &[
-            "visitor_id",
-            "now_ms",
-            "platform",
-            "browser",
-            "timezone",
-            "webgl_renderer",
-            "signals_json",
-            "cutoff",
-            "keep",
-            "touch",
+            Argument::Variable("visitor_id"),
+            Argument::Variable("now_ms"),
+            Argument::Variable("platform"),
+            Argument::Variable("browser"),
+            Argument::Variable("timezone"),
+            Argument::Variable("webgl_renderer"),
+            Argument::Variable("signals_json"),
+            Argument::Variable("cutoff"),
+            Argument::Variable("keep"),
+            Argument::Variable("touch"),
+            Argument::Null,
         ],
     )?;
     Ok(format!(
@@ -246,6 +249,7 @@ fn statement_alone(visitors: usize, retention_ms: i64) -> Result<String, String>
             Argument::Variable("refresh"),
             Argument::Sql("(SELECT signals_json FROM pick)"),
             Argument::Variable("refresh_interval"),
+            Argument::Null,
         ],
     )?;
     let rest = visit
@@ -476,7 +480,7 @@ mod tests {
         assert!(
             s.contains(
                 "janitor_save_observation(:visitor_id, :now_ms, :platform, :browser, :timezone, \
-                 :webgl_renderer, :signals_json, :cutoff, :keep, :touch)"
+                 :webgl_renderer, :signals_json, :cutoff, :keep, :touch, NULL)"
             ),
             "{s}"
         );
