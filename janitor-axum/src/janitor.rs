@@ -225,14 +225,14 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         identify::identify_parts(&self.inner, parts, context, payload).await
     }
 
-    /// The engine on `payload` with the cookie of `headers`, without the quota claim (the identity layer
-    /// made it first).
+    /// The engine on `payload` with the cookie (and, with network evidence, the client address) of `parts`,
+    /// without the quota claim (the identity layer made it first).
     pub(crate) async fn identify_visitor(
         &self,
-        headers: &http::HeaderMap,
+        parts: &http::request::Parts,
         payload: &VisitorPayload,
     ) -> Result<Identified, Refusal> {
-        identify::identify_visitor(&self.inner, headers, payload)
+        identify::identify_visitor(&self.inner, parts, payload)
             .await
             .inspect_err(|refusal| crate::telemetry::refused(*refusal))
     }

@@ -20,6 +20,7 @@ impl JanitorSettings {
         "JANITOR_MAX_OBSERVATIONS_PER_VISITOR",
         "JANITOR_RESTORE_THRESHOLD",
         "JANITOR_MATCHING_POLICY",
+        "JANITOR_NETWORK_EVIDENCE",
         "JANITOR_COOKIE_MAX_AGE_DAYS",
         "JANITOR_COOKIE_SECURE",
         "JANITOR_ENDPOINT_PATH",
@@ -82,6 +83,7 @@ impl JanitorSettings {
             matching_policy: env
                 .choice("JANITOR_MATCHING_POLICY", "reference or precise")?
                 .map(|name| name.parse().expect("a listed choice")),
+            network_evidence: env.flag("JANITOR_NETWORK_EVIDENCE")?,
             cookie: CookieSettings {
                 max_age_days: env.number("JANITOR_COOKIE_MAX_AGE_DAYS")?,
                 secure: env.flag("JANITOR_COOKIE_SECURE")?,
@@ -178,8 +180,10 @@ mod tests {
             ("JANITOR_QUOTA_ACCOUNT", "5"),
             ("JANITOR_EVENT_RETENTION_DAYS", "3"),
             ("JANITOR_MATCHING_POLICY", "Precise"),
+            ("JANITOR_NETWORK_EVIDENCE", "true"),
         ]);
         let config = JanitorSettings::from_env(&env).unwrap().build().unwrap();
+        assert!(config.network_evidence());
         assert_eq!(config.label_key().namespace(), "shop");
         assert_eq!(config.environment(), Environment::Development);
         assert!(!config.cookie().secure());

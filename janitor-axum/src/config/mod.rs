@@ -125,6 +125,7 @@ pub struct JanitorConfig {
     pub(crate) quotas: Option<QuotaConfig>,
     pub(crate) evidence: EvidenceConfig,
     pub(crate) learning: LearningConfig,
+    pub(crate) network_evidence: bool,
 }
 
 impl JanitorConfig {
@@ -173,6 +174,11 @@ impl JanitorConfig {
         self.quotas.as_ref()
     }
 
+    /// Whether each visit's network digest is kept for the precise policy (off by default).
+    pub fn network_evidence(&self) -> bool {
+        self.network_evidence
+    }
+
     /// The learning options (off by default).
     pub fn learning(&self) -> &LearningConfig {
         &self.learning
@@ -194,6 +200,7 @@ pub struct JanitorConfigBuilder {
     retention: Option<(u32, usize)>,
     restore_threshold: Option<f64>,
     matching_policy: MatchingPolicy,
+    network_evidence: bool,
     cookie: CookieConfig,
     endpoint: EndpointConfig,
     origin: OriginConfig,
@@ -259,6 +266,16 @@ impl JanitorConfigBuilder {
         self
     }
 
+    /// Keep a keyed digest of each visit's network prefix (IPv4 /24, IPv6 /48) with its observation, for the
+    /// precise policy to tell lookalike devices apart (default off). The address is the peer's, or the one a
+    /// trusted proxy forwarded ([`OriginConfigBuilder::trust_proxy`](crate::config::OriginConfigBuilder)). It
+    /// is personal data: docs/security.md, "The network prefix", says what is stored and for how long. Needs
+    /// [`MatchingPolicy::Precise`], the only policy that reads it.
+    pub fn network_evidence(mut self, on: bool) -> Self {
+        self.network_evidence = on;
+        self
+    }
+
     /// The cookie options (default [`CookieConfig::default`]).
     pub fn cookie(mut self, cookie: CookieConfig) -> Self {
         self.cookie = cookie;
@@ -320,6 +337,12 @@ impl JanitorConfigBuilder {
             engine = engine.restore_threshold(threshold);
         }
         let engine = engine.build()?;
+        if self.network_evidence && self.matching_policy != MatchingPolicy::Precise {
+            return Err(JanitorConfigError::Invalid {
+                field: "network_evidence",
+                reason: "only the precise matching policy reads it: set matching_policy = precise, or leave it off",
+            });
+        }
         if self.learning.mode() == LearningMode::Shadow {
             return Err(JanitorConfigError::Invalid {
                 field: "learning.mode",
@@ -356,6 +379,7 @@ impl JanitorConfigBuilder {
             quotas: self.quotas,
             evidence: self.evidence.unwrap_or_default(),
             learning: self.learning,
+            network_evidence: self.network_evidence,
         })
     }
 }
@@ -368,6 +392,24 @@ mod tests {
 
     fn base() -> JanitorConfigBuilder {
         JanitorConfig::builder().secret(SECRET)
+    }
+
+    #[test]
+    fn network_evidence_is_off_by_default_and_needs_the_precise_policy() {
+        assert!(!base().build().unwrap().network_evidence());
+        let refused = base().network_evidence(true).build().unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .starts_with("network_evidence: only the precise"),
+            "{refused}"
+        );
+        let on = base()
+            .matching_policy(MatchingPolicy::Precise)
+            .network_evidence(true)
+            .build()
+            .unwrap();
+        assert!(on.network_evidence());
     }
 
     #[test]

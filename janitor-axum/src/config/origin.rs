@@ -280,7 +280,8 @@ impl OriginConfigBuilder {
         self
     }
 
-    /// Believe `Forwarded`, `X-Forwarded-Host` and `X-Forwarded-Proto` from peers in `range` (`127.0.0.1`,
+    /// Believe `Forwarded`, `X-Forwarded-Host` and `X-Forwarded-Proto` (and, for network evidence, the client
+    /// address of `Forwarded` or `X-Forwarded-For`) from peers in `range` (`127.0.0.1`,
     /// `10.0.0.0/8`). The server must be run with the peer address (axum's
     /// `into_make_service_with_connect_info::<SocketAddr>()`, or [`serve`](crate::serve::serve)), or no peer is
     /// trusted; a request that would need it logs a warning once. At most 64.

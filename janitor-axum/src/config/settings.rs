@@ -7,6 +7,7 @@
 //! | `JANITOR_ENVIRONMENT` (`production` or `development`) | `environment` |
 //! | `JANITOR_RETENTION_DAYS`, `JANITOR_MAX_OBSERVATIONS_PER_VISITOR`, `JANITOR_RESTORE_THRESHOLD` | `retention_days`, `max_observations_per_visitor`, `restore_threshold` |
 //! | `JANITOR_MATCHING_POLICY` (`reference` or `precise`) | `matching_policy` |
+//! | `JANITOR_NETWORK_EVIDENCE` | `network_evidence` |
 //! | `JANITOR_COOKIE_MAX_AGE_DAYS`, `JANITOR_COOKIE_SECURE` | `cookie.max_age_days`, `cookie.secure` |
 //! | `JANITOR_ENDPOINT_PATH`, `JANITOR_SCRIPT_PATH`, `JANITOR_MAX_BODY_BYTES`, `JANITOR_REQUEST_TIMEOUT_MS`, `JANITOR_EXPOSE_CLIENT_SCORES` | `endpoint.*` |
 //! | `JANITOR_ALLOWED_ORIGINS`, `JANITOR_TRUSTED_PROXIES` (comma-separated) | `origin.allowed_origins`, `origin.trusted_proxies` |
@@ -50,6 +51,9 @@ pub struct JanitorSettings {
     pub restore_threshold: Option<f64>,
     /// How a visit without a cookie decides to restore (`reference`, the default, or `precise`).
     pub matching_policy: Option<MatchingPolicy>,
+    /// Keep each visit's network digest for the precise policy (off when absent; see
+    /// [`JanitorConfigBuilder::network_evidence`](crate::config::JanitorConfigBuilder::network_evidence)).
+    pub network_evidence: Option<bool>,
     /// The cookie's options.
     pub cookie: CookieSettings,
     /// The endpoint's options.
@@ -187,6 +191,9 @@ impl JanitorSettings {
         }
         if let Some(policy) = self.matching_policy {
             builder = builder.matching_policy(policy);
+        }
+        if let Some(on) = self.network_evidence {
+            builder = builder.network_evidence(on);
         }
         if let Some(quotas) = self.quotas {
             builder = builder.quotas(quotas.build()?);

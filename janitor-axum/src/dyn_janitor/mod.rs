@@ -132,13 +132,13 @@ impl DynJanitor {
         self.handle.identify_parts(parts, context, payload).await
     }
 
-    /// Identifies with the cookie of `headers`, without claiming quotas (the identity layer claimed them).
+    /// Identifies with the cookie of `parts`, without claiming quotas (the identity layer claimed them).
     pub(crate) async fn identify_visitor(
         &self,
-        headers: &HeaderMap,
+        parts: &Parts,
         payload: &VisitorPayload,
     ) -> Result<Identified, Refusal> {
-        self.handle.identify_visitor(headers, payload).await
+        self.handle.identify_visitor(parts, payload).await
     }
 
     /// Runs the endpoint on `request` (see [`Janitor::assess`]).

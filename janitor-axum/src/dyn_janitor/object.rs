@@ -7,7 +7,6 @@ use std::pin::Pin;
 use axum::extract::Request;
 use axum::Router;
 use http::request::Parts;
-use http::HeaderMap;
 use janitor_core::directory::{
     AssessmentContext, Attribution, Delegation, DelegationId, DelegationInput, DirectoryError,
     KeyInput, KeyRecord, SubjectKind,
@@ -50,10 +49,10 @@ pub(crate) trait Handle: Send + Sync + 'static {
         context: &'a VisitorContext,
         payload: Option<&'a VisitorPayload>,
     ) -> Boxed<'a, Result<Option<Identified>, Refusal>>;
-    /// The engine and the cookie for `headers`, without the quota claim (the caller made it).
+    /// The engine and the cookie for `parts`, without the quota claim (the caller made it).
     fn identify_visitor<'a>(
         &'a self,
-        headers: &'a HeaderMap,
+        parts: &'a Parts,
         payload: &'a VisitorPayload,
     ) -> Boxed<'a, Result<Identified, Refusal>>;
     fn identify<'a>(
@@ -167,10 +166,10 @@ impl<S: Stores, E: Evaluator + 'static> Handle for Janitor<S, E> {
     }
     fn identify_visitor<'a>(
         &'a self,
-        headers: &'a HeaderMap,
+        parts: &'a Parts,
         payload: &'a VisitorPayload,
     ) -> Boxed<'a, Result<Identified, Refusal>> {
-        Box::pin(Janitor::identify_visitor(self, headers, payload))
+        Box::pin(Janitor::identify_visitor(self, parts, payload))
     }
     fn identify<'a>(
         &'a self,

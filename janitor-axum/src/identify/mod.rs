@@ -10,8 +10,11 @@ use axum::response::{IntoResponse, Response};
 use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE, SET_COOKIE};
 use http::request::Parts;
 use http::{HeaderMap, Method, StatusCode};
+use janitor_core::identification::network::NetworkDigest;
 use janitor_core::protection::quota::{QuotaContext, QuotaDecision};
-use janitor_core::{Evaluator, IdentifyError, Identity, StoreError, Stores, VisitorPayload};
+use janitor_core::{
+    Evaluator, IdentifyError, IdentifyRequest, Identity, StoreError, Stores, VisitorPayload,
+};
 use serde::Serialize;
 
 use crate::admission::{settle_unread, AdmissionConfig, AdmissionSlot};
@@ -184,7 +187,7 @@ async fn identify<S: Stores, E: Evaluator>(
     parts: &Parts,
     payload: &VisitorPayload,
 ) -> Result<(Response, Identity), Refusal> {
-    let identified = identify_visitor(janitor, &parts.headers, payload).await?;
+    let identified = identify_visitor(janitor, parts, payload).await?;
     let identity = identified.identity();
     let mut response = if janitor.config.endpoint.expose_client_scores() {
         response::json(StatusCode::OK, identity)
@@ -217,9 +220,7 @@ pub(crate) async fn identify_parts<S: Stores, E: Evaluator>(
     let identified = async {
         claim_quota(janitor, context).await?;
         match payload {
-            Some(payload) => identify_visitor(janitor, &parts.headers, payload)
-                .await
-                .map(Some),
+            Some(payload) => identify_visitor(janitor, parts, payload).await.map(Some),
             None => Ok(None),
         }
     };
@@ -228,14 +229,26 @@ pub(crate) async fn identify_parts<S: Stores, E: Evaluator>(
         .inspect_err(|refusal| telemetry::refused(*refusal))
 }
 
-/// The engine on `payload` with the cookie of `headers`, and the cookie to set.
+/// The engine on `payload` with the cookie of `parts` (and, with network evidence, the digest of the client's
+/// network), and the cookie to set.
 pub(crate) async fn identify_visitor<S: Stores, E: Evaluator>(
     janitor: &Inner<S, E>,
-    headers: &HeaderMap,
+    parts: &Parts,
     payload: &VisitorPayload,
 ) -> Result<Identified, Refusal> {
     let config = &janitor.config;
-    let cookie = cookie::visitor(headers);
+    let cookie = cookie::visitor(&parts.headers);
+    let network = config
+        .network_evidence()
+        .then(|| crate::origin::client_address(parts, &config.origin))
+        .flatten()
+        .map(|address| NetworkDigest::of(&config.key, address));
+    let request = IdentifyRequest {
+        payload,
+        cookie: cookie.as_ref(),
+        network,
+        now_ms: janitor_core::now_ms(),
+    };
     let span = tracing::info_span!(
         "janitor.identify",
         outcome = tracing::field::Empty,
@@ -244,7 +257,7 @@ pub(crate) async fn identify_visitor<S: Stores, E: Evaluator>(
     let started = std::time::Instant::now();
     let identification = janitor
         .engine
-        .identify(payload, cookie.as_ref())
+        .identify_request(request)
         .instrument(span.clone())
         .await
         .map_err(|e| match e {

@@ -159,11 +159,7 @@ where
                 VisitorField::Missing => VisitorIdentity::Absent,
                 VisitorField::Invalid => VisitorIdentity::Refused(Refusal::InvalidPayload),
                 VisitorField::Valid(payload) => {
-                    match layer
-                        .janitor
-                        .identify_visitor(&parts.headers, &payload)
-                        .await
-                    {
+                    match layer.janitor.identify_visitor(&parts, &payload).await {
                         Ok(identified) => {
                             set_cookie = Some(identified.set_cookie().clone());
                             VisitorIdentity::Identified(identified.into_identity())

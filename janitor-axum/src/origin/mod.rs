@@ -8,6 +8,7 @@
 //! stops browsers being used against their users (cross-site request forgery), not clients that send what
 //! they like — those are what quotas and the application's own authentication are for.
 
+mod client;
 mod layer;
 mod policy;
 
@@ -18,6 +19,8 @@ use http::{HeaderMap, Method, Uri};
 use crate::config::OriginConfig;
 use crate::refusal::Refusal;
 use policy::is_cross_origin;
+
+pub(crate) use client::client_address;
 
 pub use layer::{OriginLayer, OriginService};
 
