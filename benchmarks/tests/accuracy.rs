@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use janitor_benchmarks::accuracy::{log, replay, Report, Scenario};
+use janitor_benchmarks::accuracy::{log, replay, Report, Scenario, SignalSet};
 use janitor_core::identification::policy::MatchingPolicy;
 
 fn ci_log() -> Vec<log::Visit> {
@@ -11,7 +11,7 @@ fn ci_log() -> Vec<log::Visit> {
 }
 
 fn run(visits: &[log::Visit], policy: MatchingPolicy, scenario: Scenario) -> Report {
-    replay(visits, policy, scenario).unwrap()
+    replay(visits, policy, scenario, SignalSet::default()).unwrap()
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
+use std::net::IpAddr;
 use std::path::Path;
 
 use janitor_core::VisitorPayload;
@@ -26,6 +27,8 @@ pub struct Visit {
     pub drift: Vec<String>,
     /// The identify payload the browser sent.
     pub payload: VisitorPayload,
+    /// The address the visit came from, in logs made with the generator's network model.
+    pub address: Option<IpAddr>,
 }
 
 #[derive(Deserialize)]
@@ -38,6 +41,8 @@ struct Line {
     lost: bool,
     drift: Vec<String>,
     p: Value,
+    #[serde(default)]
+    ip: Option<IpAddr>,
 }
 
 /// Reads a whole log, gzip-compressed when its name ends in `.gz`. A line that does not parse, a payload the
@@ -75,6 +80,7 @@ pub fn parse(reader: impl BufRead) -> Result<Vec<Visit>, String> {
             lost: raw.lost,
             drift: raw.drift,
             payload,
+            address: raw.ip,
         });
     }
     if visits.is_empty() {
@@ -96,6 +102,14 @@ mod tests {
                 .unwrap();
         assert_eq!(visits.len(), 2);
         assert_eq!((visits[0].device, visits[0].class.as_str()), (3, "ios"));
+        assert_eq!(visits[0].address, None);
+        let from = LINE.replace(r#""i":0"#, r#""i":0,"ip":"2a00:1:2::9""#);
+        let visits = parse(from.as_bytes()).unwrap();
+        assert_eq!(visits[0].address, Some("2a00:1:2::9".parse().unwrap()));
+        let nowhere = LINE.replace(r#""i":0"#, r#""i":0,"ip":"300.1.1.1""#);
+        assert!(parse(nowhere.as_bytes())
+            .unwrap_err()
+            .starts_with("line 1:"));
         let late = format!("{LINE}\n{}", LINE.replace(r#""t":10"#, r#""t":9"#));
         assert!(parse(late.as_bytes())
             .unwrap_err()

@@ -9,5 +9,5 @@ pub mod log;
 pub mod replay;
 pub mod report;
 
-pub use replay::{replay, Scenario};
+pub use replay::{replay, Scenario, SignalSet};
 pub use report::{Figures, Report};

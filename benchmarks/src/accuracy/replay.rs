@@ -4,8 +4,11 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use janitor_core::identification::network::NetworkDigest;
 use janitor_core::identification::policy::MatchingPolicy;
-use janitor_core::{Engine, EngineConfig, MemoryVisitorStore, Retention, VisitorId};
+use janitor_core::{
+    Engine, EngineConfig, IdentifyRequest, LabelKey, MemoryVisitorStore, Retention, VisitorId,
+};
 
 use super::log::Visit;
 use super::report::{Report, Tally};
@@ -38,6 +41,38 @@ impl Scenario {
     }
 }
 
+/// Which opt-in evidence the engine gets beyond the 0.7 payload.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SignalSet {
+    /// The keyed digest of each visit's network prefix, from the log's `ip` (docs/accuracy.md, "Networks").
+    pub network: bool,
+}
+
+impl SignalSet {
+    /// Every set, the payload alone first.
+    pub const ALL: [SignalSet; 2] = [SignalSet { network: false }, SignalSet { network: true }];
+
+    /// `payload` (the 0.7 payload alone) or `network`.
+    pub fn name(self) -> &'static str {
+        if self.network {
+            "network"
+        } else {
+            "payload"
+        }
+    }
+
+    /// A set by name.
+    pub fn parse(name: &str) -> Result<SignalSet, String> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| format!("--signals must be payload or network, got {name:?}"))
+    }
+}
+
+/// The key the replay's network digests are made with: any secret gives the same decisions.
+const REPLAY_SECRET: &str = "accuracy-replay-network-key-0123456789";
+
 /// What one visit came to, for the tallies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -55,12 +90,20 @@ pub enum Outcome {
     ReturningNew,
 }
 
-/// Replays `visits` (in time order) with `policy` under `scenario`.
+/// Replays `visits` (in time order) with `policy` under `scenario`, giving the engine the evidence of `signals`.
+/// A set that needs what the log does not hold (`network` on a log without addresses) is refused.
 pub fn replay(
     visits: &[Visit],
     policy: MatchingPolicy,
     scenario: Scenario,
+    signals: SignalSet,
 ) -> Result<Report, String> {
+    if signals.network && visits.iter().any(|v| v.address.is_none()) {
+        return Err(
+            "--signals network needs a log made with the generator's --networks (a visit has no ip)".into(),
+        );
+    }
+    let key = LabelKey::new(REPLAY_SECRET, "accuracy").map_err(|e| e.to_string())?;
     let config = EngineConfig::builder()
         .policy(policy)
         .build()
@@ -80,8 +123,18 @@ pub fn replay(
             Scenario::Partial if visit.lost => None,
             Scenario::Partial => cookie.get(&visit.device).cloned(),
         };
+        let network = visit
+            .address
+            .filter(|_| signals.network)
+            .map(|address| NetworkDigest::of(&key, address));
+        let request = IdentifyRequest {
+            payload: &visit.payload,
+            cookie: sent.as_ref(),
+            network,
+            now_ms: visit.at_ms,
+        };
         let identity = runtime
-            .block_on(engine.identify_at(&visit.payload, sent.as_ref(), visit.at_ms))
+            .block_on(engine.identify_request(request))
             .map_err(|e| format!("identification failed: {e}"))?
             .identity;
         if !identity.is_returning {
@@ -103,6 +156,7 @@ pub fn replay(
     Ok(Report::new(
         policy,
         scenario,
+        signals,
         tally,
         started.elapsed(),
         visits.len(),

@@ -9,7 +9,11 @@ use janitor_core::identification::policy::MatchingPolicy;
 use serde::{Deserialize, Serialize};
 
 use super::log::Visit;
-use super::replay::{Outcome, Scenario};
+use super::replay::{Outcome, Scenario, SignalSet};
+
+fn payload_only() -> String {
+    SignalSet::default().name().to_owned()
+}
 
 /// Visits counted by outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -126,6 +130,10 @@ pub struct Report {
     pub policy: String,
     /// `lost` or `partial`.
     pub scenario: String,
+    /// The evidence beyond the payload: `payload` (none; reports from before the sets say nothing) or
+    /// `network`.
+    #[serde(default = "payload_only")]
+    pub signals: String,
     /// Every visit.
     pub overall: Figures,
     /// By device class.
@@ -143,6 +151,7 @@ impl Report {
     pub fn new(
         policy: MatchingPolicy,
         scenario: Scenario,
+        signals: SignalSet,
         tally: Tally,
         elapsed: Duration,
         visits: usize,
@@ -154,6 +163,7 @@ impl Report {
         Report {
             policy: policy.name().to_owned(),
             scenario: scenario.name().to_owned(),
+            signals: signals.name().to_owned(),
             overall: Figures::of(&tally.overall),
             by_class: all(&tally.by_class),
             by_drift: all(&tally.by_drift),
@@ -165,9 +175,10 @@ impl Report {
     /// The report as a plain-text table.
     pub fn table(&self) -> String {
         let mut out = format!(
-            "policy {}, scenario {}: {} visits in {:.2} s ({} identifications/s)\n",
+            "policy {}, scenario {}, signals {}: {} visits in {:.2} s ({} identifications/s)\n",
             self.policy,
             self.scenario,
+            self.signals,
             self.overall.visits,
             self.seconds,
             self.identifications_per_second

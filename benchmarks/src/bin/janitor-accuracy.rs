@@ -1,20 +1,22 @@
 //! The accuracy benchmark: `janitor-accuracy LOG [--policy reference|precise] [--scenario lost|partial]
-//! [--json OUT]`, usually through `cargo xtask benchmark-accuracy`. See docs/accuracy.md.
+//! [--signals payload|network] [--json OUT]`, usually through `cargo xtask benchmark-accuracy`. See docs/accuracy.md.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use janitor_benchmarks::accuracy::{log, replay, Scenario};
+use janitor_benchmarks::accuracy::{log, replay, Scenario, SignalSet};
 use janitor_benchmarks::{pairs, write_report};
 use janitor_core::identification::policy::MatchingPolicy;
 
 const USAGE: &str =
-    "usage: janitor-accuracy LOG[.gz] [--policy reference|precise] [--scenario lost|partial] [--json OUT]";
+    "usage: janitor-accuracy LOG[.gz] [--policy reference|precise] [--scenario lost|partial] \
+     [--signals payload|network] [--json OUT]";
 
 struct Options {
     log: PathBuf,
     policy: MatchingPolicy,
     scenario: Scenario,
+    signals: SignalSet,
     json: Option<PathBuf>,
 }
 
@@ -24,12 +26,14 @@ fn options(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
         log: PathBuf::from(log),
         policy: MatchingPolicy::Reference,
         scenario: Scenario::Lost,
+        signals: SignalSet::default(),
         json: None,
     };
     for (name, value) in pairs(args)? {
         match name.as_str() {
             "policy" => options.policy = value.parse().map_err(|e| format!("--policy: {e}"))?,
             "scenario" => options.scenario = Scenario::parse(&value)?,
+            "signals" => options.signals = SignalSet::parse(&value)?,
             "json" => options.json = Some(PathBuf::from(value)),
             other => return Err(format!("unknown option --{other}\n{USAGE}")),
         }
@@ -39,7 +43,7 @@ fn options(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
 
 fn run(options: Options) -> Result<(), String> {
     let visits = log::read(&options.log)?;
-    let report = replay(&visits, options.policy, options.scenario)?;
+    let report = replay(&visits, options.policy, options.scenario, options.signals)?;
     print!("{}", report.table());
     if let Some(path) = &options.json {
         write_report(path, &report)?;
@@ -81,6 +85,8 @@ mod tests {
             "precise",
             "--scenario",
             "partial",
+            "--signals",
+            "network",
             "--json",
             "o.json",
         ])
@@ -89,6 +95,7 @@ mod tests {
             (o.policy, o.scenario),
             (MatchingPolicy::Precise, Scenario::Partial)
         );
+        assert!(o.signals.network);
         assert_eq!(o.json, Some(PathBuf::from("o.json")));
     }
 
@@ -99,6 +106,7 @@ mod tests {
         assert_eq!(err(&["--policy", "precise"]), USAGE);
         assert!(err(&["l", "--policy", "strict"]).contains("must be one of reference, precise"));
         assert!(err(&["l", "--scenario", "half"]).contains("lost or partial"));
+        assert!(err(&["l", "--signals", "gps"]).contains("payload or network"));
         assert!(err(&["l", "--seed", "1"]).contains("unknown option --seed"));
         assert!(err(&["l", "--json"]).contains("--json needs a value"));
     }
