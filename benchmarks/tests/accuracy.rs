@@ -7,7 +7,16 @@ use janitor_benchmarks::accuracy::{log, replay, Report, Scenario, SignalSet};
 use janitor_core::identification::policy::MatchingPolicy;
 
 fn ci_log() -> Vec<log::Visit> {
-    log::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("accuracy/ci/visits.jsonl.gz")).unwrap()
+    read("ci")
+}
+
+/// The committed log of `folder` under `benchmarks/accuracy/`.
+fn read(folder: &str) -> Vec<log::Visit> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("accuracy")
+        .join(folder)
+        .join("visits.jsonl.gz");
+    log::read(&path).unwrap()
 }
 
 fn run(visits: &[log::Visit], policy: MatchingPolicy, scenario: Scenario) -> Report {
@@ -85,5 +94,42 @@ fn the_json_holds_the_documented_interface() {
     );
     assert!(report
         .table()
-        .starts_with("policy precise, scenario partial: "));
+        .starts_with("policy precise, scenario partial, signals payload: "));
+}
+
+#[test]
+fn the_network_makes_the_precise_policy_more_precise() {
+    // The CI log again, made with the generator's network model (benchmarks/accuracy/README.md, "Networks").
+    let visits = read("ci-networks");
+    assert!(visits.iter().all(|v| v.address.is_some()));
+    for scenario in [Scenario::Lost, Scenario::Partial] {
+        let replay_with = |signals| {
+            replay(&visits, MatchingPolicy::Precise, scenario, signals)
+                .unwrap()
+                .overall
+        };
+        let payload = replay_with(SignalSet::default());
+        let network = replay_with(SignalSet { network: true });
+        let (before, after) = (payload.precision.unwrap(), network.precision.unwrap());
+        assert!(
+            after > before,
+            "{scenario:?}: precision {after} against {before}"
+        );
+        let (before, after) = (
+            payload.first_visit_false_merges.unwrap(),
+            network.first_visit_false_merges.unwrap(),
+        );
+        assert!(
+            after < before / 2.0,
+            "{scenario:?}: false merges {after} against {before}"
+        );
+    }
+    let refused = replay(
+        &ci_log(),
+        MatchingPolicy::Precise,
+        Scenario::Lost,
+        SignalSet { network: true },
+    )
+    .unwrap_err();
+    assert!(refused.contains("--networks"), "{refused}");
 }

@@ -38,12 +38,16 @@ fn the_accuracy_reports_read_back_unchanged() {
     names.sort();
     assert_eq!(
         names.len(),
-        16,
-        "four logs, two policies, two scenarios: {names:?}"
+        28,
+        "four logs, two policies, two scenarios; two logs with networks, three ways, two scenarios: {names:?}"
     );
     for name in names {
         let report: AccuracyReport = round_trip(&format!("accuracy/{name}"));
-        let stem = format!("-{}-{}.json", report.policy, report.scenario);
+        let signals = match report.signals.as_str() {
+            "payload" => String::new(),
+            other => format!("-{other}"),
+        };
+        let stem = format!("-{}{signals}-{}.json", report.policy, report.scenario);
         assert!(name.ends_with(&stem), "{name} holds {stem}");
     }
 }

@@ -15,6 +15,11 @@ fn payload_only() -> String {
     SignalSet::default().name().to_owned()
 }
 
+/// Reports of the payload alone say nothing of signals, as before the sets existed.
+fn is_payload_only(signals: &str) -> bool {
+    signals == SignalSet::default().name()
+}
+
 /// Visits counted by outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -132,7 +137,7 @@ pub struct Report {
     pub scenario: String,
     /// The evidence beyond the payload: `payload` (none; reports from before the sets say nothing) or
     /// `network`.
-    #[serde(default = "payload_only")]
+    #[serde(default = "payload_only", skip_serializing_if = "is_payload_only")]
     pub signals: String,
     /// Every visit.
     pub overall: Figures,

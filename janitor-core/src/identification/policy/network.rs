@@ -74,3 +74,66 @@ pub fn decide_on_network(
         ..decision
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::identification::candidates::Candidate;
+    use crate::identification::decision::score_candidate;
+    use crate::identification::observation::test_observation;
+    use crate::visitor::VisitorId;
+
+    fn on(network: Option<&str>) -> Observation {
+        let mut observation = test_observation("windows", "Europe/Paris");
+        observation.network = network.map(|n| NetworkDigest::from_stored(n.to_owned()));
+        observation
+    }
+
+    /// A candidate seen on each of `networks` with the same signals as the visit.
+    fn seen(n: u8, networks: &[Option<&str>]) -> ScoredCandidate {
+        let candidate = Candidate {
+            visitor_id: VisitorId::parse(&format!("vis_{n:048x}")).unwrap(),
+            last_seen_at: i64::from(n),
+            score: 1.0,
+            saturated: false,
+        };
+        let history = networks.iter().map(|n| Arc::new(on(*n))).collect();
+        score_candidate(candidate, history, &on(None)).unwrap()
+    }
+
+    fn home() -> NetworkDigest {
+        NetworkDigest::from_stored("home".into())
+    }
+
+    #[test]
+    fn only_a_history_of_one_other_network_is_seen_only_elsewhere() {
+        let elsewhere = |networks: &[Option<&str>]| seen_only_elsewhere(&seen(1, networks), &home());
+        assert!(elsewhere(&[Some("office")]));
+        assert!(elsewhere(&[Some("office"), None, Some("office")]));
+        assert!(!elsewhere(&[Some("office"), Some("cafe")]), "a device that moves");
+        assert!(!elsewhere(&[Some("home"), Some("office")]));
+        assert!(!elsewhere(&[None, None]), "no network on record");
+    }
+
+    #[test]
+    fn the_one_lookalike_seen_here_is_confirmed_and_one_seen_only_elsewhere_vetoed() {
+        let current = on(Some("home"));
+        let threshold = 0.9;
+        // Two identical candidates: the payload alone refuses (no margin); the network picks the one seen here.
+        let mut pair = vec![seen(1, &[Some("office")]), seen(2, &[Some("home")])];
+        assert!(!decide(&mut pair.clone(), threshold).restore);
+        let decision = decide_on_network(&mut pair, &current, &home(), threshold);
+        assert!(decision.restore);
+        assert_eq!(pair[0].candidate.visitor_id, seen(2, &[None]).candidate.visitor_id);
+        // Both seen here: a household of lookalikes, left to the payload, which refuses.
+        let mut both = vec![seen(1, &[Some("home")]), seen(2, &[Some("home")])];
+        assert!(!decide_on_network(&mut both, &current, &home(), threshold).restore);
+        // A lone candidate seen only on another network is vetoed; one never seen on any network is not.
+        let mut lone = vec![seen(1, &[Some("office")])];
+        assert!(!decide_on_network(&mut lone, &current, &home(), threshold).restore);
+        let mut unknown = vec![seen(1, &[None])];
+        assert!(decide_on_network(&mut unknown, &current, &home(), threshold).restore);
+    }
+}
