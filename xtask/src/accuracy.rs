@@ -1,4 +1,5 @@
-//! `cargo xtask benchmark-accuracy LOG [--policy reference|precise] [--scenario lost|partial] [--json OUT]`:
+//! `cargo xtask benchmark-accuracy LOG [--policy reference|precise] [--scenario lost|partial]
+//! [--signals payload|network] [--json OUT]`:
 //! builds the accuracy benchmark in release mode and replays the visit log through it (docs/accuracy.md).
 
 use std::process::Command;
@@ -14,7 +15,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if args.is_empty() {
         return Err(
             "a visit log is needed: cargo xtask benchmark-accuracy LOG[.gz] \
-                    [--policy reference|precise] [--scenario lost|partial] [--json OUT]"
+                    [--policy reference|precise] [--scenario lost|partial] \
+                    [--signals payload|network] [--json OUT]"
                 .to_owned(),
         );
     }

@@ -13,7 +13,8 @@ const USAGE: &str = "usage: cargo xtask test
        cargo xtask guide   (builds janitor-axum's guide as a crate of its own and walks through it on both stores)
        cargo xtask fuzz [--seconds N]   (every fuzz target of fuzz/, N seconds each, default 60)
        cargo xtask benchmark-capacity [--docker [--no-cpu-limits]]
-       cargo xtask benchmark-accuracy LOG[.gz] [--policy reference|precise] [--scenario lost|partial] [--json OUT]
+       cargo xtask benchmark-accuracy LOG[.gz] [--policy reference|precise] [--scenario lost|partial]
+           [--signals payload|network] [--json OUT]
        cargo xtask benchmark-security | benchmark-lookup | benchmark-connections | benchmark-throughput | seed
        cargo xtask benchmark-replica   (the cookieless lookup on a hot standby against the primary alone)
        cargo xtask benchmark-growth    (evidence at 10,000,000 events: bytes, cleanup, vacuum)
