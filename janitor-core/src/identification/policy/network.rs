@@ -109,10 +109,14 @@ mod tests {
 
     #[test]
     fn only_a_history_of_one_other_network_is_seen_only_elsewhere() {
-        let elsewhere = |networks: &[Option<&str>]| seen_only_elsewhere(&seen(1, networks), &home());
+        let elsewhere =
+            |networks: &[Option<&str>]| seen_only_elsewhere(&seen(1, networks), &home());
         assert!(elsewhere(&[Some("office")]));
         assert!(elsewhere(&[Some("office"), None, Some("office")]));
-        assert!(!elsewhere(&[Some("office"), Some("cafe")]), "a device that moves");
+        assert!(
+            !elsewhere(&[Some("office"), Some("cafe")]),
+            "a device that moves"
+        );
         assert!(!elsewhere(&[Some("home"), Some("office")]));
         assert!(!elsewhere(&[None, None]), "no network on record");
     }
@@ -126,7 +130,10 @@ mod tests {
         assert!(!decide(&mut pair.clone(), threshold).restore);
         let decision = decide_on_network(&mut pair, &current, &home(), threshold);
         assert!(decision.restore);
-        assert_eq!(pair[0].candidate.visitor_id, seen(2, &[None]).candidate.visitor_id);
+        assert_eq!(
+            pair[0].candidate.visitor_id,
+            seen(2, &[None]).candidate.visitor_id
+        );
         // Both seen here: a household of lookalikes, left to the payload, which refuses.
         let mut both = vec![seen(1, &[Some("home")]), seen(2, &[Some("home")])];
         assert!(!decide_on_network(&mut both, &current, &home(), threshold).restore);
