@@ -11,8 +11,8 @@ use http::HeaderMap;
 use crate::config::OriginConfig;
 
 /// The client's address, or `None` when the request carries no peer address (a router served without
-/// `ConnectInfo`) or a trusted proxy forwarded an address that cannot be read (`unknown`, an obfuscated
-/// name): a guess would be worse than none.
+/// `ConnectInfo`), or the peer is a trusted proxy that forwarded no client (nothing, only proxies, or an
+/// address that cannot be read: `unknown`, an obfuscated name): a guess would be worse than none.
 ///
 /// Forwarded addresses are read from the right, the nearest proxy's entry first, skipping trusted proxies:
 /// entries further left were written by the client or by proxies nobody vouches for. `Forwarded` (RFC 7239)
@@ -25,16 +25,16 @@ pub(crate) fn client_address(parts: &Parts, config: &OriginConfig) -> Option<IpA
     if !config.trusts(Some(peer)) {
         return Some(peer);
     }
-    let chain = forwarded_for(&parts.headers);
-    let mut nearest = peer;
-    for entry in chain.iter().rev() {
-        let address = (*entry)?;
-        nearest = address;
+    // The nearest entry that is no trusted proxy; an unreadable entry before it, or none at all (a trusted
+    // proxy that forwarded nothing, or only proxies), gives no address: the proxies' own network would make
+    // every visitor look alike.
+    for entry in forwarded_for(&parts.headers).into_iter().rev() {
+        let address = entry?;
         if !config.trusts(Some(address)) {
-            break;
+            return Some(address);
         }
     }
-    Some(nearest)
+    None
 }
 
 /// Every forwarded client address, in header order; an entry that is not an address is `None`.
@@ -126,8 +126,8 @@ mod tests {
         );
         assert_eq!(
             client_address(&parts(&[], Some("10.1.2.3:5000")), &config),
-            address("10.1.2.3"),
-            "a trusted proxy that forwards nothing is the client"
+            None,
+            "a trusted proxy that forwards nothing names no client"
         );
     }
 
@@ -167,11 +167,8 @@ mod tests {
             ]),
             address("192.0.2.60")
         );
-        // Every entry a trusted proxy: the furthest one.
-        assert_eq!(
-            at(&[("x-forwarded-for", "10.9.9.9, 10.2.2.2")]),
-            address("10.9.9.9")
-        );
+        // Every entry a trusted proxy: no client named.
+        assert_eq!(at(&[("x-forwarded-for", "10.9.9.9, 10.2.2.2")]), None);
         // An entry that is no address, where the client should be: no guess.
         assert_eq!(at(&[("forwarded", "for=unknown")]), None);
         assert_eq!(at(&[("x-forwarded-for", "_hidden, 10.2.2.2")]), None);
