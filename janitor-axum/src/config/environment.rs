@@ -229,6 +229,9 @@ mod tests {
         assert!(with("JANITOR_ENVIRONMENT", "staging").contains("production or development"));
         assert!(with("JANITOR_MATCHING_POLICY", "strict")
             .contains("JANITOR_MATCHING_POLICY must be reference or precise"));
+        assert!(with("JANITOR_NETWORK_EVIDENCE", "maybe")
+            .contains("JANITOR_NETWORK_EVIDENCE must be true or false"));
+        assert!(with("JANITOR_NETWORK_EVIDENCE", "true").contains("network_evidence"));
         assert!(
             with("JANITOR_COOKIE_SECURE", "false").contains("production cookies must be Secure")
         );

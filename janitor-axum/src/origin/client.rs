@@ -82,20 +82,7 @@ fn node_address(node: &str) -> Option<IpAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parts(headers: &[(&str, &str)], peer: Option<&str>) -> Parts {
-        let mut request = http::Request::builder().uri("/api/visitor");
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
-        let (mut parts, ()) = request.body(()).unwrap().into_parts();
-        if let Some(peer) = peer {
-            parts
-                .extensions
-                .insert(ConnectInfo(peer.parse::<SocketAddr>().unwrap()));
-        }
-        parts
-    }
+    use crate::origin::test_parts as parts;
 
     fn behind(proxies: &[&str]) -> OriginConfig {
         let mut builder = OriginConfig::builder();

@@ -68,3 +68,18 @@ fn is_safe(method: &Method) -> bool {
         Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE
     )
 }
+
+/// A request's parts with `headers`, from `peer` when one is given, as the server hands them over.
+#[cfg(test)]
+pub(crate) fn test_parts(headers: &[(&str, &str)], peer: Option<&str>) -> Parts {
+    let mut request = http::Request::builder().uri("/api/visitor");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let (mut parts, ()) = request.body(()).unwrap().into_parts();
+    if let Some(peer) = peer {
+        let peer: std::net::SocketAddr = peer.parse().unwrap();
+        parts.extensions.insert(axum::extract::ConnectInfo(peer));
+    }
+    parts
+}

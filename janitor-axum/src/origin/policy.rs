@@ -120,20 +120,7 @@ fn forwarded(headers: &HeaderMap) -> (Option<String>, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parts(headers: &[(&str, &str)], peer: Option<&str>) -> Parts {
-        let mut request = http::Request::builder().uri("/api/visitor");
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
-        let (mut parts, ()) = request.body(()).unwrap().into_parts();
-        if let Some(peer) = peer {
-            parts
-                .extensions
-                .insert(ConnectInfo(peer.parse::<SocketAddr>().unwrap()));
-        }
-        parts
-    }
+    use crate::origin::test_parts as parts;
 
     fn open() -> OriginConfig {
         OriginConfig::default()
