@@ -14,7 +14,7 @@ use crate::identification::decision::{blend, score_candidate, ScoredCandidate};
 use crate::identification::evaluator::{Evaluation, EvaluationInput, Evaluator, NoEvaluator};
 use crate::identification::network::NetworkDigest;
 use crate::identification::observation::Observation;
-use crate::identification::payload::VisitorPayload;
+use crate::identification::payload::{ExtendedSignals, VisitorPayload};
 use crate::identification::similarity::{compare, Comparison};
 use crate::identification::store::{ReturningHistory, ReturningVisit, VisitWrite, VisitorStore};
 use crate::js::js_f64;
@@ -130,8 +130,10 @@ pub struct Identification {
     pub metrics: IdentifyMetrics,
 }
 
-/// One identification's input ([`Engine::identify_request`]).
+/// One identification's input ([`Engine::identify_request`]): `IdentifyRequest::new(&payload, now_ms)` and the
+/// `with_*` methods for what else is known of the request. Fields may be added, so it is built that way.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct IdentifyRequest<'a> {
     /// The validated payload.
     pub payload: &'a VisitorPayload,
@@ -140,8 +142,42 @@ pub struct IdentifyRequest<'a> {
     /// The digest of the network the request came from, when the application enables it
     /// ([`network`](crate::identification::network)); `None` leaves every decision as without it.
     pub network: Option<NetworkDigest>,
+    /// The request's extended client signals, when the application enables them ([`ExtendedSignals`]);
+    /// `None` leaves every decision as without them.
+    pub extended: Option<ExtendedSignals>,
     /// The time of the request, epoch milliseconds.
     pub now_ms: i64,
+}
+
+impl<'a> IdentifyRequest<'a> {
+    /// A request with `payload` at `now_ms` (epoch milliseconds), with no cookie and nothing else known.
+    pub fn new(payload: &'a VisitorPayload, now_ms: i64) -> Self {
+        IdentifyRequest {
+            payload,
+            cookie: None,
+            network: None,
+            extended: None,
+            now_ms,
+        }
+    }
+
+    /// The id from the request's single `__visitor` cookie.
+    pub fn with_cookie(mut self, cookie: Option<&'a VisitorId>) -> Self {
+        self.cookie = cookie;
+        self
+    }
+
+    /// The digest of the network the request came from.
+    pub fn with_network(mut self, network: Option<NetworkDigest>) -> Self {
+        self.network = network;
+        self
+    }
+
+    /// The request's extended client signals; an empty set counts as none.
+    pub fn with_extended(mut self, extended: Option<ExtendedSignals>) -> Self {
+        self.extended = extended.filter(|e| !e.is_empty());
+        self
+    }
 }
 
 /// Why an identification failed. Evaluator failures never fail it; storage failures do.
@@ -218,17 +254,13 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
         cookie: Option<&VisitorId>,
         now_ms: i64,
     ) -> Result<Identification, IdentifyError> {
-        self.identify_request(IdentifyRequest {
-            payload,
-            cookie,
-            network: None,
-            now_ms,
-        })
-        .await
+        self.identify_request(IdentifyRequest::new(payload, now_ms).with_cookie(cookie))
+            .await
     }
 
     /// Identifies one request with everything known of it: [`identify_at`](Self::identify_at) with the
-    /// network the request came from, which is stored with the observation and read by the precise policy.
+    /// network the request came from and its extended client signals, which are stored with the observation and
+    /// read by the precise policy.
     pub async fn identify_request(
         &self,
         request: IdentifyRequest<'_>,
@@ -237,10 +269,12 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
             payload,
             cookie,
             network,
+            extended,
             now_ms,
         } = request;
         let mut current = Observation::normalize(&payload.signals, payload.behavior.as_ref());
         current.network = network;
+        current.extended = extended;
         if let Some(visitor) = cookie {
             // An identical newest observation would teach the history exactly when `current` itself is
             // learnable, so the store may refresh it in the same call as the read.

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::identification::network::NetworkDigest;
-use crate::identification::payload::{Behavior, Signals};
+use crate::identification::payload::{Behavior, ExtendedSignals, Signals};
 use crate::js::{is_js_whitespace, js_f64};
 
 /// One normalized browser observation.
@@ -52,6 +52,10 @@ pub struct Observation {
     /// the shared `signals_json` column stays as the reference writes it.
     #[serde(skip)]
     pub network: Option<NetworkDigest>,
+    /// The extended client signals of the visit, when the application enables them
+    /// ([`ExtendedSignals`]). Not part of the JSON form either, for the same reason.
+    #[serde(skip)]
+    pub extended: Option<ExtendedSignals>,
 }
 
 /// Normalized screen.
@@ -201,12 +205,14 @@ impl Observation {
             }),
             behavior: behavior.cloned(),
             network: None,
+            extended: None,
         }
     }
 
     /// Whether `other` describes the same device in the same state: every field equal but the behaviour
-    /// summary, which a browser's page age and event counts change on almost every visit. The network counts,
-    /// so that a visit from another network is kept in the history the precise policy reads.
+    /// summary, which a browser's page age and event counts change on almost every visit. The network and the
+    /// extended signals count, so that a visit from another network or with a newer version is kept in the
+    /// history the precise policy reads.
     pub fn same_signals(&self, other: &Observation) -> bool {
         // Destructured, so a field added later must be placed on one side or the other.
         let Observation {
@@ -222,6 +228,7 @@ impl Observation {
             graphics,
             behavior: _,
             network,
+            extended,
         } = self;
         *user_agent == other.user_agent
             && *platform == other.platform
@@ -234,6 +241,7 @@ impl Observation {
             && *automation == other.automation
             && *graphics == other.graphics
             && *network == other.network
+            && *extended == other.extended
     }
 
     /// The `webglRenderer`, if any.

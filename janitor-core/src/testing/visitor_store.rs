@@ -16,10 +16,12 @@ use crate::identification::observation::{Graphics, Hardware, Observation, Screen
 use crate::identification::store::{VisitWrite, VisitorStore};
 use crate::visitor::VisitorId;
 
+mod extended;
 mod lookup;
 mod network;
 mod returning_visit;
 
+pub use extended::extended_signals_are_kept_with_observations;
 pub use lookup::lookup_rows_rank_as_observations;
 pub use network::networks_are_kept_with_observations;
 pub use returning_visit::{
@@ -627,6 +629,7 @@ macro_rules! visitor_store_tests {
             returning_visit_refreshes_the_newest_with_new_behaviour,
             concurrent_returning_visits_add_no_rows,
             networks_are_kept_with_observations,
+            extended_signals_are_kept_with_observations,
             ]
             $($setup)+
         );

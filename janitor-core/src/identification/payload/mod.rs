@@ -147,9 +147,14 @@ pub struct RawGraphics {
 }
 
 mod behavior;
+mod extended;
 mod walk;
 
 pub use behavior::{Behavior, BEHAVIOR_FIELDS};
+pub use extended::{
+    BrandVersion, ExtendedSignals, COLOR_SCHEMES, CONTRASTS, EXTENDED_SIGNALS_HEADER, HOUR_CYCLES,
+    MAX_BRANDS, MAX_BRAND_LEN, MAX_EXTENDED_HEADER, MAX_INTL_LEN, MAX_VERSION_LEN,
+};
 use walk::{boolean, object, only_keys, text, without_nulls, Fields, Path, Strictness};
 
 impl VisitorPayload {

@@ -15,6 +15,7 @@ use crate::config::ConfigError;
 use crate::identification::decision::{decide, Decision, ScoredCandidate};
 use crate::identification::observation::Observation;
 
+pub mod extended;
 pub mod network;
 pub mod precise;
 
@@ -29,7 +30,8 @@ pub enum MatchingPolicy {
     Reference,
     /// The reference's ranking with stricter restores: impossible candidates dropped, and vetoes on the best
     /// one ([`precise`] has the rules); on a visit that carries its network's digest, that network confirms or
-    /// vetoes among lookalikes ([`network`] has those rules).
+    /// vetoes among lookalikes ([`network`] has those rules); on a visit with extended client signals, those
+    /// rule out lookalikes set up or updated differently ([`extended`] has those rules).
     Precise,
 }
 
@@ -59,7 +61,8 @@ impl MatchingPolicy {
         match self {
             MatchingPolicy::Reference => decide(candidates, threshold),
             MatchingPolicy::Precise => {
-                candidates.retain(|c| precise::possible(c, current));
+                candidates
+                    .retain(|c| precise::possible(c, current) && !extended::ruled_out(c, current));
                 if let Some(network) = &current.network {
                     return network::decide_on_network(candidates, current, network, threshold);
                 }

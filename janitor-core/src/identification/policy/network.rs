@@ -12,7 +12,8 @@
 //! - **Veto.** Otherwise the precise decision stands, and a restore is refused when every snapshot of the best
 //!   candidate that carries a network carries one other network: a device seen only elsewhere, such as a
 //!   lookalike from another household. A candidate seen on several networks (a phone, a laptop) is not vetoed,
-//!   nor one with no network on record (rows from before the option, or from reference instances).
+//!   nor one with no network on record (rows from before the option, or from reference instances), nor one
+//!   whose extended client signals vouch for it ([`extended::vouches`]).
 //!
 //! docs/accuracy.md, "Networks", measures what each rule buys and costs.
 
@@ -20,7 +21,7 @@ use crate::identification::decision::{closest_snapshot, decide, Decision, Scored
 use crate::identification::network::NetworkDigest;
 use crate::identification::observation::Observation;
 
-use super::precise;
+use super::{extended, precise};
 
 /// Whether any snapshot of `candidate`'s history came from `network`.
 pub fn seen_on(candidate: &ScoredCandidate, network: &NetworkDigest) -> bool {
@@ -66,9 +67,9 @@ pub fn decide_on_network(
             ..decision
         };
     }
-    let restore = decision.restore
-        && !precise::vetoed(&candidates[0], current)
-        && !seen_only_elsewhere(&candidates[0], network);
+    let best = &candidates[0];
+    let elsewhere = seen_only_elsewhere(best, network) && !extended::vouches(best, current);
+    let restore = decision.restore && !precise::vetoed(best, current) && !elsewhere;
     Decision {
         restore,
         ..decision
