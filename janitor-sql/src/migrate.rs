@@ -49,6 +49,7 @@ pub const MIGRATIONS: &[Migration] = migrations![
     8 => "0008_identity_directory.sql",
     9 => "0009_learning.sql",
     10 => "0010_observation_network.sql",
+    11 => "0011_observation_extended.sql",
 ];
 
 /// The table recording applied migrations, in the migrated schema.

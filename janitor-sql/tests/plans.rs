@@ -188,6 +188,7 @@ async fn lookup_history_and_writes_are_index_scans() {
                     &observation,
                     &interval,
                     &None::<&str>,
+                    &None::<Json<serde_json::Value>>,
                 ],
             )
             .await;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use janitor_core::config::clamp_cleanup_batch;
 use janitor_core::identification::candidates::{LookupRow, Probe};
 use janitor_core::identification::network::NetworkDigest;
+use janitor_core::identification::payload::ExtendedSignals;
 use janitor_core::identification::store::{
     batch_visitors, history_limit, CleanupReport, ReturningHistory, ReturningVisit, VisitWrite,
     VisitorStore, REFRESH_INTERVAL_MS,
@@ -115,7 +116,8 @@ impl PgVisitorStore {
     }
 }
 
-/// The columns of an observation row: the write statements' `$3`–`$7`, and the network digest.
+/// The columns of an observation row: the write statements' `$3`–`$7`, the network digest and the extended
+/// signals.
 struct ObservationColumns<'a> {
     platform: Option<&'a str>,
     browser: Option<&'a str>,
@@ -123,6 +125,7 @@ struct ObservationColumns<'a> {
     renderer: Option<&'a str>,
     json: Json<&'a Observation>,
     network: Option<&'a str>,
+    extended: Option<Json<&'a ExtendedSignals>>,
 }
 
 impl<'a> ObservationColumns<'a> {
@@ -134,11 +137,13 @@ impl<'a> ObservationColumns<'a> {
             renderer: o.webgl_renderer(),
             json: Json(o),
             network: o.network.as_ref().map(NetworkDigest::as_str),
+            extended: o.extended.as_ref().map(Json),
         }
     }
 }
 
-/// The observation of `row`: its JSON at `column`, with the network digest at `network`.
+/// The observation of `row`: its JSON at `column`, with the network digest at `network` and the extended
+/// signals next to it.
 fn observation(row: &Row, column: usize, network: usize) -> Result<Arc<Observation>, StoreError> {
     let Json(mut observation) = row
         .try_get::<_, Json<Observation>>(column)
@@ -147,6 +152,10 @@ fn observation(row: &Row, column: usize, network: usize) -> Result<Arc<Observati
         .try_get::<_, Option<String>>(network)
         .map_err(|e| unreadable("a network digest", e))?
         .map(NetworkDigest::from_stored);
+    observation.extended = row
+        .try_get::<_, Option<Json<ExtendedSignals>>>(network + 1)
+        .map_err(|e| unreadable("extended signals", e))?
+        .map(|Json(extended)| extended);
     Ok(Arc::new(observation))
 }
 
@@ -190,6 +199,7 @@ impl PgVisitorStore {
                     &keep,
                     &touch,
                     &c.network,
+                    &c.extended,
                 ],
             )
             .await
@@ -249,6 +259,7 @@ impl VisitorStore for PgVisitorStore {
         visit: ReturningVisit<'_>,
     ) -> Result<ReturningHistory, StoreError> {
         let cutoff = self.retention.cutoff(visit.now_ms);
+        let c = ObservationColumns::of(visit.observation);
         let mut connection = self.database.connection().await?;
         let rows = connection
             .query(
@@ -261,11 +272,8 @@ impl VisitorStore for PgVisitorStore {
                     &visit.refresh,
                     &Json(visit.observation),
                     &REFRESH_INTERVAL_MS,
-                    &visit
-                        .observation
-                        .network
-                        .as_ref()
-                        .map(NetworkDigest::as_str),
+                    &c.network,
+                    &c.extended,
                 ],
             )
             .await?;
@@ -360,6 +368,7 @@ impl VisitorStore for PgVisitorStore {
                             &c.renderer,
                             &c.json,
                             &c.network,
+                            &c.extended,
                         ],
                     )
                     .await

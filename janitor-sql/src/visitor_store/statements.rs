@@ -2,9 +2,10 @@
 //! runs as a prepared statement, cached per connection.
 //!
 //! Parameters, shared by the write statements: `$1` visitor id, `$2` now (ms), `$3`–`$6` platform, browser,
-//! timezone, webgl renderer, `$7` the observation as JSON, then for `CREATE_AND_SAVE` `$8` the network digest,
-//! and for `SAVE` `$8` retention cutoff, `$9` rows kept per visitor, `$10` whether the save also touches the
-//! visitor, `$11` the network digest. The digest is NULL unless the application enables network evidence.
+//! timezone, webgl renderer, `$7` the observation as JSON, then for `CREATE_AND_SAVE` `$8` the network digest
+//! and `$9` the extended signals, and for `SAVE` `$8` retention cutoff, `$9` rows kept per visitor, `$10`
+//! whether the save also touches the visitor, `$11` the network digest, `$12` the extended signals. The digest
+//! and the extended signals are NULL unless the application enables them.
 
 use std::fmt::Write;
 
@@ -15,8 +16,9 @@ use super::lookup_rows::LookupRead;
 macro_rules! insert_observation {
     () => {
         "INSERT INTO observations \
-           (visitor_id, seen_at, platform, browser, timezone, webgl_renderer, signals_json, network_digest) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+           (visitor_id, seen_at, platform, browser, timezone, webgl_renderer, signals_json, network_digest, \
+            extended_signals) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
     };
 }
 
@@ -38,36 +40,40 @@ pub(crate) const CREATE: &str = create!();
 /// Moves `last_seen_at` forward (`$1`, `$2`).
 pub(crate) const TOUCH: &str = touch!();
 
-/// Creates a visitor and saves its first observation (`$1`–`$8`). Nothing to prune: the visitor is new.
+/// Creates a visitor and saves its first observation (`$1`–`$9`). Nothing to prune: the visitor is new.
 /// The foreign key is checked at the end of the statement, when the visitor row exists.
 pub(crate) const CREATE_AND_SAVE: &str =
     concat!("WITH created AS (", create!(), ") ", insert_observation!());
 
-/// Saves an observation and prunes the visitor (`$1`–`$9`, `$11`); `$10` also touches it. One call of the
-/// function of `migrations/0005_save_observation.sql` (with the digest since 0010), which keeps the bound of
-/// `$9` rows under concurrent saves.
+/// Saves an observation and prunes the visitor (`$1`–`$9`, `$11`, `$12`); `$10` also touches it. One call of
+/// the function of `migrations/0005_save_observation.sql` (with the digest since 0010, the extended signals
+/// since 0011), which keeps the bound of `$9` rows under concurrent saves.
 pub(crate) const SAVE: &str = "SELECT pruned FROM janitor_save_observation(\
-     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS pruned";
+     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) AS pruned";
 
-/// Up to `$3` retained observations of visitor `$1` at cutoff `$2`, newest first, with their network digests.
-pub(crate) const HISTORY: &str = "SELECT signals_json, network_digest FROM observations \
+/// Up to `$3` retained observations of visitor `$1` at cutoff `$2`, newest first, with their network digests
+/// and extended signals.
+pub(crate) const HISTORY: &str =
+    "SELECT signals_json, network_digest, extended_signals FROM observations \
      WHERE visitor_id = $1 AND seen_at >= $2 ORDER BY seen_at DESC, id DESC LIMIT $3";
 
 /// A cookie visit's history read (`$1` visitor, `$3` cutoff, `$4` limit) that also records the visit when `$5`
 /// allows it and the newest retained observation equals `$6` but for its behaviour summary, and came from the
-/// network `$8` (both NULL when network evidence is off): that row takes
+/// network `$8` with the extended signals `$9` (each NULL when its option is off): that row takes
 /// `$6` (the visit's behaviour) with `seen_at` `$2`, and the visitor's `last_seen_at` moves to `$2`, each only when
 /// older than `$2 - $7`. Returns the history as it was before, newest first, each row with whether the visit was
 /// recorded. One statement: its updates see the snapshot the read saw, and a concurrent refresh of the same row
 /// re-checks the age on the row it waited for, so it writes once.
 pub(crate) const RETURNING_VISIT: &str = "WITH history AS ( \
-       SELECT id, seen_at, signals_json, network_digest FROM observations \
+       SELECT id, seen_at, signals_json, network_digest, extended_signals FROM observations \
        WHERE visitor_id = $1 AND seen_at >= $3 ORDER BY seen_at DESC, id DESC LIMIT $4 \
      ), identical AS ( \
        SELECT newest.id, newest.seen_at FROM ( \
-         SELECT id, seen_at, signals_json, network_digest FROM history ORDER BY seen_at DESC, id DESC LIMIT 1 \
+         SELECT id, seen_at, signals_json, network_digest, extended_signals FROM history \
+         ORDER BY seen_at DESC, id DESC LIMIT 1 \
        ) AS newest WHERE $5 AND newest.signals_json - CAST('behavior' AS text) = $6 - CAST('behavior' AS text) \
          AND newest.network_digest IS NOT DISTINCT FROM CAST($8 AS text) \
+         AND newest.extended_signals IS NOT DISTINCT FROM CAST($9 AS jsonb) \
      ), refreshed AS ( \
        UPDATE observations o SET seen_at = $2, signals_json = $6 FROM identical i \
        WHERE o.id = i.id AND o.seen_at < CAST($2 AS int8) - CAST($7 AS int8) RETURNING o.id \
@@ -75,15 +81,17 @@ pub(crate) const RETURNING_VISIT: &str = "WITH history AS ( \
        UPDATE visitors SET last_seen_at = $2 \
        WHERE id = $1 AND last_seen_at < CAST($2 AS int8) - CAST($7 AS int8) AND EXISTS (SELECT 1 FROM identical) RETURNING id \
      ) \
-     SELECT h.signals_json, EXISTS (SELECT 1 FROM identical) AS recorded, h.network_digest \
+     SELECT h.signals_json, EXISTS (SELECT 1 FROM identical) AS recorded, h.network_digest, \
+       h.extended_signals \
      FROM history h ORDER BY h.seen_at DESC, h.id DESC";
 
 /// The same for every visitor of the array `$1`, in one statement: one index range read per visitor.
 pub(crate) const HISTORY_BATCH: &str =
-    "SELECT wanted.id, history.signals_json, history.network_digest \
+    "SELECT wanted.id, history.signals_json, history.network_digest, history.extended_signals \
      FROM unnest($1::text[]) WITH ORDINALITY AS wanted (id, position) \
      CROSS JOIN LATERAL ( \
-       SELECT o.signals_json, o.network_digest, o.seen_at, o.id AS row_id FROM observations o \
+       SELECT o.signals_json, o.network_digest, o.extended_signals, o.seen_at, o.id AS row_id \
+       FROM observations o \
        WHERE o.visitor_id = wanted.id AND o.seen_at >= $2 \
        ORDER BY o.seen_at DESC, o.id DESC LIMIT $3 \
      ) AS history \

@@ -192,7 +192,7 @@ pub fn script(visitors: usize, design: Design, pick: Pick) -> Result<String, Str
         limit = history_limit(HISTORY_LIMIT),
     );
     if design == Design::Refreshing {
-        // Network evidence off, as the benchmarked servers run: no digest.
+        // Network evidence and extended signals off, as the benchmarked servers run: no digest, no signals.
         let visit = pgbench::with_arguments(
             statement("visitors.returning_visit"),
             &[
@@ -203,6 +203,7 @@ pub fn script(visitors: usize, design: Design, pick: Pick) -> Result<String, Str
                 Argument::Variable("refresh"),
                 Argument::Variable("signals_json"),
                 Argument::Variable("refresh_interval"),
+                Argument::Null,
                 Argument::Null,
             ],
         )?;
@@ -228,6 +229,7 @@ pub fn script(visitors: usize, design: Design, pick: Pick) -> Result<String, Str
             Argument::Variable("keep"),
             Argument::Variable("touch"),
             Argument::Null,
+            Argument::Null,
         ],
     )?;
     Ok(format!(
@@ -249,6 +251,7 @@ fn statement_alone(visitors: usize, retention_ms: i64) -> Result<String, String>
             Argument::Variable("refresh"),
             Argument::Sql("(SELECT signals_json FROM pick)"),
             Argument::Variable("refresh_interval"),
+            Argument::Null,
             Argument::Null,
         ],
     )?;
@@ -480,7 +483,7 @@ mod tests {
         assert!(
             s.contains(
                 "janitor_save_observation(:visitor_id, :now_ms, :platform, :browser, :timezone, \
-                 :webgl_renderer, :signals_json, :cutoff, :keep, :touch, NULL)"
+                 :webgl_renderer, :signals_json, :cutoff, :keep, :touch, NULL, NULL)"
             ),
             "{s}"
         );
