@@ -127,12 +127,9 @@ pub fn replay(
             .address
             .filter(|_| signals.network)
             .map(|address| NetworkDigest::of(&key, address));
-        let request = IdentifyRequest {
-            payload: &visit.payload,
-            cookie: sent.as_ref(),
-            network,
-            now_ms: visit.at_ms,
-        };
+        let request = IdentifyRequest::new(&visit.payload, visit.at_ms)
+            .with_cookie(sent.as_ref())
+            .with_network(network);
         let identity = runtime
             .block_on(engine.identify_request(request))
             .map_err(|e| format!("identification failed: {e}"))?

@@ -21,6 +21,7 @@ impl JanitorSettings {
         "JANITOR_RESTORE_THRESHOLD",
         "JANITOR_MATCHING_POLICY",
         "JANITOR_NETWORK_EVIDENCE",
+        "JANITOR_EXTENDED_SIGNALS",
         "JANITOR_COOKIE_MAX_AGE_DAYS",
         "JANITOR_COOKIE_SECURE",
         "JANITOR_ENDPOINT_PATH",
@@ -84,6 +85,7 @@ impl JanitorSettings {
                 .choice("JANITOR_MATCHING_POLICY", "reference or precise")?
                 .map(|name| name.parse().expect("a listed choice")),
             network_evidence: env.flag("JANITOR_NETWORK_EVIDENCE")?,
+            extended_signals: env.flag("JANITOR_EXTENDED_SIGNALS")?,
             cookie: CookieSettings {
                 max_age_days: env.number("JANITOR_COOKIE_MAX_AGE_DAYS")?,
                 secure: env.flag("JANITOR_COOKIE_SECURE")?,
@@ -181,9 +183,10 @@ mod tests {
             ("JANITOR_EVENT_RETENTION_DAYS", "3"),
             ("JANITOR_MATCHING_POLICY", "Precise"),
             ("JANITOR_NETWORK_EVIDENCE", "true"),
+            ("JANITOR_EXTENDED_SIGNALS", "true"),
         ]);
         let config = JanitorSettings::from_env(&env).unwrap().build().unwrap();
-        assert!(config.network_evidence());
+        assert!(config.network_evidence() && config.extended_signals());
         assert_eq!(config.label_key().namespace(), "shop");
         assert_eq!(config.environment(), Environment::Development);
         assert!(!config.cookie().secure());
@@ -232,6 +235,9 @@ mod tests {
         assert!(with("JANITOR_NETWORK_EVIDENCE", "maybe")
             .contains("JANITOR_NETWORK_EVIDENCE must be true or false"));
         assert!(with("JANITOR_NETWORK_EVIDENCE", "true").contains("network_evidence"));
+        assert!(with("JANITOR_EXTENDED_SIGNALS", "maybe")
+            .contains("JANITOR_EXTENDED_SIGNALS must be true or false"));
+        assert!(with("JANITOR_EXTENDED_SIGNALS", "true").contains("extended_signals"));
         assert!(
             with("JANITOR_COOKIE_SECURE", "false").contains("production cookies must be Secure")
         );

@@ -126,6 +126,7 @@ pub struct JanitorConfig {
     pub(crate) evidence: EvidenceConfig,
     pub(crate) learning: LearningConfig,
     pub(crate) network_evidence: bool,
+    pub(crate) extended_signals: bool,
 }
 
 impl JanitorConfig {
@@ -179,6 +180,11 @@ impl JanitorConfig {
         self.network_evidence
     }
 
+    /// Whether the browser client's extended signals are read and kept for the precise policy (off by default).
+    pub fn extended_signals(&self) -> bool {
+        self.extended_signals
+    }
+
     /// The learning options (off by default).
     pub fn learning(&self) -> &LearningConfig {
         &self.learning
@@ -201,6 +207,7 @@ pub struct JanitorConfigBuilder {
     restore_threshold: Option<f64>,
     matching_policy: MatchingPolicy,
     network_evidence: bool,
+    extended_signals: bool,
     cookie: CookieConfig,
     endpoint: EndpointConfig,
     origin: OriginConfig,
@@ -276,6 +283,16 @@ impl JanitorConfigBuilder {
         self
     }
 
+    /// Read the extended client signals the browser client sends when the page enables them
+    /// (`createVisitorClient({extendedSignals: true})`: the `janitor-extended-signals` header), validate them and
+    /// keep them with each observation, for the precise policy to tell lookalike devices apart (default off).
+    /// While off, the header is ignored, never refused. Needs [`MatchingPolicy::Precise`], the only policy that
+    /// reads them; docs/accuracy.md, "Extended client signals", measures them.
+    pub fn extended_signals(mut self, on: bool) -> Self {
+        self.extended_signals = on;
+        self
+    }
+
     /// The cookie options (default [`CookieConfig::default`]).
     pub fn cookie(mut self, cookie: CookieConfig) -> Self {
         self.cookie = cookie;
@@ -337,9 +354,16 @@ impl JanitorConfigBuilder {
             engine = engine.restore_threshold(threshold);
         }
         let engine = engine.build()?;
-        if self.network_evidence && self.matching_policy != MatchingPolicy::Precise {
+        let needs_precise = [
+            (self.network_evidence, "network_evidence"),
+            (self.extended_signals, "extended_signals"),
+        ];
+        if let Some((_, field)) = needs_precise
+            .into_iter()
+            .find(|(on, _)| *on && self.matching_policy != MatchingPolicy::Precise)
+        {
             return Err(JanitorConfigError::Invalid {
-                field: "network_evidence",
+                field,
                 reason: "only the precise matching policy reads it: set matching_policy = precise, or leave it off",
             });
         }
@@ -380,6 +404,7 @@ impl JanitorConfigBuilder {
             evidence: self.evidence.unwrap_or_default(),
             learning: self.learning,
             network_evidence: self.network_evidence,
+            extended_signals: self.extended_signals,
         })
     }
 }
@@ -410,6 +435,24 @@ mod tests {
             .build()
             .unwrap();
         assert!(on.network_evidence());
+    }
+
+    #[test]
+    fn extended_signals_are_off_by_default_and_need_the_precise_policy() {
+        assert!(!base().build().unwrap().extended_signals());
+        let refused = base().extended_signals(true).build().unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .starts_with("extended_signals: only the precise"),
+            "{refused}"
+        );
+        let on = base()
+            .matching_policy(MatchingPolicy::Precise)
+            .extended_signals(true)
+            .build()
+            .unwrap();
+        assert!(on.extended_signals() && !on.network_evidence());
     }
 
     #[test]

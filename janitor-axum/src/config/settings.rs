@@ -8,6 +8,7 @@
 //! | `JANITOR_RETENTION_DAYS`, `JANITOR_MAX_OBSERVATIONS_PER_VISITOR`, `JANITOR_RESTORE_THRESHOLD` | `retention_days`, `max_observations_per_visitor`, `restore_threshold` |
 //! | `JANITOR_MATCHING_POLICY` (`reference` or `precise`) | `matching_policy` |
 //! | `JANITOR_NETWORK_EVIDENCE` | `network_evidence` |
+//! | `JANITOR_EXTENDED_SIGNALS` | `extended_signals` |
 //! | `JANITOR_COOKIE_MAX_AGE_DAYS`, `JANITOR_COOKIE_SECURE` | `cookie.max_age_days`, `cookie.secure` |
 //! | `JANITOR_ENDPOINT_PATH`, `JANITOR_SCRIPT_PATH`, `JANITOR_MAX_BODY_BYTES`, `JANITOR_REQUEST_TIMEOUT_MS`, `JANITOR_EXPOSE_CLIENT_SCORES` | `endpoint.*` |
 //! | `JANITOR_ALLOWED_ORIGINS`, `JANITOR_TRUSTED_PROXIES` (comma-separated) | `origin.allowed_origins`, `origin.trusted_proxies` |
@@ -54,6 +55,9 @@ pub struct JanitorSettings {
     /// Keep each visit's network digest for the precise policy (off when absent; see
     /// [`JanitorConfigBuilder::network_evidence`](crate::config::JanitorConfigBuilder::network_evidence)).
     pub network_evidence: Option<bool>,
+    /// Read and keep the browser client's extended signals for the precise policy (off when absent; see
+    /// [`JanitorConfigBuilder::extended_signals`](crate::config::JanitorConfigBuilder::extended_signals)).
+    pub extended_signals: Option<bool>,
     /// The cookie's options.
     pub cookie: CookieSettings,
     /// The endpoint's options.
@@ -194,6 +198,9 @@ impl JanitorSettings {
         }
         if let Some(on) = self.network_evidence {
             builder = builder.network_evidence(on);
+        }
+        if let Some(on) = self.extended_signals {
+            builder = builder.extended_signals(on);
         }
         if let Some(quotas) = self.quotas {
             builder = builder.quotas(quotas.build()?);

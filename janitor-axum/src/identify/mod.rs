@@ -27,6 +27,7 @@ use tracing::Instrument;
 
 mod body;
 pub(crate) mod cookie;
+mod extended;
 pub(crate) mod learning;
 mod response;
 
@@ -230,7 +231,7 @@ pub(crate) async fn identify_parts<S: Stores, E: Evaluator>(
 }
 
 /// The engine on `payload` with the cookie of `parts` (and, with network evidence, the digest of the client's
-/// network), and the cookie to set.
+/// network; with extended signals, those of its header), and the cookie to set.
 pub(crate) async fn identify_visitor<S: Stores, E: Evaluator>(
     janitor: &Inner<S, E>,
     parts: &Parts,
@@ -243,12 +244,15 @@ pub(crate) async fn identify_visitor<S: Stores, E: Evaluator>(
         .then(|| crate::origin::client_address(parts, &config.origin))
         .flatten()
         .map(|address| NetworkDigest::of(&config.key, address));
-    let request = IdentifyRequest {
-        payload,
-        cookie: cookie.as_ref(),
-        network,
-        now_ms: janitor_core::now_ms(),
+    // Off, the header is ignored rather than refused: an enabled client may reach a server that is not.
+    let extended = match config.extended_signals() {
+        true => extended::extended_signals(&parts.headers)?,
+        false => None,
     };
+    let request = IdentifyRequest::new(payload, janitor_core::now_ms())
+        .with_cookie(cookie.as_ref())
+        .with_network(network)
+        .with_extended(extended);
     let span = tracing::info_span!(
         "janitor.identify",
         outcome = tracing::field::Empty,
