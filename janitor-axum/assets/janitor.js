@@ -12,6 +12,13 @@
 // collect() returns the same payload without sending it, for a form of the application to carry beside its
 // own fields:  fetch("/login", {method: "POST", body: JSON.stringify({email, password, visitor: client.collect()})}).
 //
+// Extended signals (off by default): createVisitorClient({extendedSignals: true}) also sends settings and exact
+// versions that tell identical devices apart (available screen area, userAgentData's platform version and full
+// version list, Intl calendar, numbering system and hour cycle, colour-scheme, reduced-motion and contrast
+// preferences) in the `janitor-extended-signals` header, never in the payload: a server that does not read them
+// ignores the header, so the payload stays exactly the contract's. For a form, `await client.headers()` gives the
+// header to add to the application's own request.
+//
 // Privacy: the behaviour counters count events only; no position, key, form value or URL is read or sent.
 
 const VISITOR_ID = /^vis_[a-f0-9]{48}$/;
@@ -91,16 +98,73 @@ const signals = () => {
   }) || {};
 };
 
+const EXTENDED_HEADER = "janitor-extended-signals";
+const HOUR_CYCLES = ["h11", "h12", "h23", "h24"];
+const matches = (query) => attempt(() => matchMedia(query).matches);
+const first = (values, test) => values.find(test);
+
+let versionsCache;
+// userAgentData's high-entropy values are a promise, and fixed for the page's life: asked for once. Browsers
+// without userAgentData (Safari, Firefox) give nothing.
+const versions = () =>
+  (versionsCache ||= Promise.resolve(
+    attempt(() => navigator.userAgentData.getHighEntropyValues(["platformVersion", "fullVersionList"]))
+  )
+    .then((v) =>
+      pack({
+        platformVersion: str(v && v.platformVersion, 32),
+        fullVersionList: Array.isArray(v && v.fullVersionList)
+          ? v.fullVersionList.slice(0, 16).map((b) => ({ brand: str(String(b.brand), 64), version: str(String(b.version), 32) }))
+          : undefined,
+      })
+    )
+    .catch(() => undefined));
+
+// The extended signals, in the bounds the server enforces.
+const extended = async () => {
+  const s = screen;
+  const dates = attempt(() => Intl.DateTimeFormat(undefined, { hour: "numeric" }).resolvedOptions()) || {};
+  return (
+    pack({
+      screen: pack({ availWidth: int(s.availWidth, SIZE_MAX), availHeight: int(s.availHeight, SIZE_MAX) }),
+      userAgentData: await versions(),
+      intl: pack({
+        calendar: str(dates.calendar, 32),
+        numberingSystem: str(dates.numberingSystem, 32),
+        hourCycle: HOUR_CYCLES.includes(dates.hourCycle) ? dates.hourCycle : undefined,
+      }),
+      preferences: pack({
+        colorScheme: first(["dark", "light"], (c) => matches(`(prefers-color-scheme: ${c})`)),
+        reducedMotion: matches("(prefers-reduced-motion: reduce)"),
+        contrast: first(["more", "less", "custom", "no-preference"], (c) => matches(`(prefers-contrast: ${c})`)),
+      }),
+    }) || {}
+  );
+};
+
+// A header value is ASCII: the JSON's UTF-8 bytes in base64url, without padding.
+const base64url = (text) =>
+  btoa(Array.from(new TextEncoder().encode(text), (b) => String.fromCharCode(b)).join(""))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
+
 const failure = (message, status) => Object.assign(new Error(message), { status });
 
 /**
  * A client for the identify endpoint.
  *
- * @param {{endpoint?: string, enabled?: boolean, headers?: HeadersInit}} [options]
+ * @param {{endpoint?: string, enabled?: boolean, headers?: HeadersInit, extendedSignals?: boolean}} [options]
  *   `endpoint` (default "/api/visitor"); `enabled` (default true: when false, identify() sends nothing and
- *   resolves with null until setEnabled(true)); `headers` added to every request.
+ *   resolves with null until setEnabled(true)); `headers` added to every request; `extendedSignals` (default
+ *   false) also sends the extended signals, for a server that enables them.
  */
-export function createVisitorClient({ endpoint = "/api/visitor", enabled = true, headers } = {}) {
+export function createVisitorClient({
+  endpoint = "/api/visitor",
+  enabled = true,
+  headers,
+  extendedSignals = false,
+} = {}) {
   const counts = {
     mouseMoveCount: 0,
     pointerDownCount: 0,
@@ -140,6 +204,10 @@ export function createVisitorClient({ endpoint = "/api/visitor", enabled = true,
     if (run.wake) run.wake();
   };
 
+  // The extended signals' header, or none when they are off.
+  const extendedHeaders = async () =>
+    extendedSignals ? { [EXTENDED_HEADER]: base64url(JSON.stringify(await extended())) } : {};
+
   const sleep = (run, ms) =>
     new Promise((wake) => {
       const timer = setTimeout(wake, ms);
@@ -161,6 +229,8 @@ export function createVisitorClient({ endpoint = "/api/visitor", enabled = true,
       try {
         const requestHeaders = new Headers(headers);
         requestHeaders.set("content-type", "application/json");
+        for (const [name, value] of Object.entries(await extendedHeaders())) requestHeaders.set(name, value);
+        if (run.cancelled) return null;
         const response = await fetch(endpoint, {
           method: "POST",
           credentials: "same-origin",
@@ -218,6 +288,13 @@ export function createVisitorClient({ endpoint = "/api/visitor", enabled = true,
     collect() {
       if (destroyed || !enabled) return null;
       return { signals: signals(), behavior: behavior() };
+    },
+    /**
+     * The headers the application's own request should carry beside collect()'s payload: the extended signals'
+     * header when they are on, else none (an empty object); also empty when the client is disabled or destroyed.
+     */
+    async headers() {
+      return destroyed || !enabled ? {} : extendedHeaders();
     },
     /** Allows (true) or stops (false) future requests; a request in flight is not affected. */
     setEnabled(value) {

@@ -1,8 +1,9 @@
 //! The browser client in a real headless Chromium, against a real server on 127.0.0.1, on the in-memory store
 //! and on PostgreSQL: the quick start page identifies, the cookie stays out of reach of scripts, a fresh
 //! profile is recognised by similarity, a burst against one measurement slot succeeds through Retry-After
-//! backoff, a disabled client sends nothing, destroy() in flight leaves no error behind, and the sign-in
-//! example's form carries the payload of collect() to a route of the application.
+//! backoff, a disabled client sends nothing, destroy() in flight leaves no error behind, the sign-in
+//! example's form carries the payload of collect() to a route of the application, and the extended signals
+//! reach a server that reads them.
 //!
 //! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (Debian: `apt-get install chromium chromium-driver`);
 //! the tests fail without them. `JANITOR_WRITE_SCREENSHOT=1` writes the quick start page to
@@ -22,12 +23,16 @@ use axum::middleware::{from_fn_with_state, Next};
 use axum::response::{Html, Response};
 use axum::routing::get;
 use axum::Router;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
 use common::browser::Driver;
 use common::stores::{on_both_stores, Hook, Hooked};
 use janitor_axum::{
     AdmissionConfig, CookieConfig, EndpointConfig, Environment, Janitor, JanitorConfigBuilder,
-    Stores,
+    MatchingPolicy, Stores,
 };
+use janitor_core::identification::payload::ExtendedSignals;
+use janitor_core::{VisitorId, VisitorStore};
 use serde_json::json;
 
 const QUICKSTART: &str = include_str!("../examples/quickstart.html");
@@ -488,9 +493,78 @@ async fn sign_in_page<S: Stores>(stores: S) {
     assert_eq!(server.endpoint_statuses(), [200]);
 }
 
+/// The client with extended signals on sends them in their header, a server that reads them stores them with
+/// the observation, and a client with them off (the default) sends no such header.
+async fn extended_signals_from_the_browser<S: Stores>(stores: S) {
+    let _one_browser = BROWSERS.lock().await;
+    let janitor = Janitor::new(
+        config()
+            .matching_policy(MatchingPolicy::Precise)
+            .extended_signals(true)
+            .build()
+            .unwrap(),
+        stores,
+    );
+    let server = Server::start(&janitor).await;
+    let driver = Driver::start().await;
+    let session = driver.session().await;
+    session.navigate(&server.url("/blank")).await;
+    let page = session
+        .execute_async(
+            &with_client(
+                r#"const client = createVisitorClient({ extendedSignals: true });
+                   const header = (await client.headers())["janitor-extended-signals"];
+                   const answer = await client.identify();
+                   const plain = await createVisitorClient().headers();
+                   return { header, visitorId: answer.visitorId, plain: Object.keys(plain).length,
+                            availWidth: screen.availWidth, availHeight: screen.availHeight };"#,
+            ),
+            json!([]),
+        )
+        .await;
+    session.close().await;
+    assert_eq!(page["plain"], 0, "off by default: {page}");
+    let header = page["header"].as_str().expect("a header");
+    let json = URL_SAFE_NO_PAD.decode(header).unwrap();
+    let sent = ExtendedSignals::from_slice(&json).unwrap();
+    assert_eq!(sent.avail_width, page["availWidth"].as_f64(), "{page}");
+    assert_eq!(sent.avail_height, page["availHeight"].as_f64());
+    assert_eq!(
+        (sent.calendar.as_deref(), sent.numbering_system.as_deref()),
+        (Some("gregory"), Some("latn"))
+    );
+    assert!(
+        sent.hour_cycle.is_some() && sent.color_scheme.is_some(),
+        "{sent:?}"
+    );
+    assert_eq!(sent.reduced_motion, Some(false));
+    let brands = sent.full_version_list.clone().unwrap_or_default();
+    assert!(
+        brands
+            .iter()
+            .any(|b| b.brand == "Chromium" && b.version.split('.').count() == 4),
+        "userAgentData's full versions: {sent:?}"
+    );
+    assert!(sent.platform_version.is_some(), "{sent:?}");
+    let visitor = VisitorId::parse(page["visitorId"].as_str().unwrap()).unwrap();
+    let stored = janitor
+        .engine()
+        .store()
+        .recent_observations(&visitor, 5, janitor_core::now_ms())
+        .await
+        .unwrap();
+    assert_eq!(stored[0].extended.as_ref(), Some(&sent));
+    assert_eq!(server.endpoint_statuses(), [200]);
+}
+
 // ---- a deliberately slow visitor store ----
 
 /// How long a candidate lookup takes in the burst.
 const LOOKUP_DELAY: Duration = Duration::from_millis(50);
 
-on_both_stores!(quick_start_journey, burst_backs_off, sign_in_page);
+on_both_stores!(
+    quick_start_journey,
+    burst_backs_off,
+    sign_in_page,
+    extended_signals_from_the_browser
+);

@@ -1,0 +1,117 @@
+//! Extended client signals over a real socket: with the option on, two identical browsers whose users set
+//! them up differently get two ids and each its own back, a bad header is refused as an invalid payload and
+//! the signals are stored with the observation; with it off, the same header (even a bad one) is ignored and
+//! the payload alone decides.
+
+mod common;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use common::wire::{serve_with_peers, Connection};
+use janitor_axum::{Janitor, MatchingPolicy, MemoryStores};
+use janitor_core::testing::mac_document;
+use janitor_core::{VisitorId, VisitorStore};
+
+/// One cookieless identification of the fixture browser with `header` as its extended signals: the status
+/// and, on 200, the visitor id.
+async fn identify_with(address: std::net::SocketAddr, header: &str) -> (u16, Option<String>) {
+    let body = mac_document().to_string();
+    let request = format!(
+        "POST /api/visitor HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Janitor-Extended-Signals: {header}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut connection = Connection::open(address).await.unwrap();
+    let reply = connection.exchange(request.as_bytes()).await.unwrap();
+    let id = (reply.status() == 200).then(|| {
+        let answer: serde_json::Value = serde_json::from_str(&reply.text()).unwrap();
+        answer["visitorId"].as_str().unwrap().to_owned()
+    });
+    (reply.status(), id)
+}
+
+fn set_up(hour_cycle: &str) -> String {
+    let json = format!(
+        r#"{{"intl":{{"calendar":"gregory","hourCycle":"{hour_cycle}"}},"preferences":{{"reducedMotion":false}}}}"#
+    );
+    URL_SAFE_NO_PAD.encode(json)
+}
+
+async fn served(extended_signals: bool) -> (std::net::SocketAddr, Janitor<MemoryStores>) {
+    let config = common::config("extended-signals")
+        .matching_policy(MatchingPolicy::Precise)
+        .extended_signals(extended_signals)
+        .build()
+        .unwrap();
+    let janitor = Janitor::new(config, MemoryStores::new());
+    (serve_with_peers(janitor.router()).await, janitor)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_tell_identical_browsers_apart() {
+    let (address, janitor) = served(true).await;
+    let (status, first) = identify_with(address, &set_up("h12")).await;
+    assert_eq!(status, 200);
+    let first = first.unwrap();
+    let stored = janitor
+        .engine()
+        .store()
+        .recent_observations(
+            &VisitorId::parse(&first).unwrap(),
+            5,
+            janitor_core::now_ms(),
+        )
+        .await
+        .unwrap();
+    let extended = stored[0]
+        .extended
+        .as_ref()
+        .expect("stored with the observation");
+    assert_eq!(extended.hour_cycle.as_deref(), Some("h12"));
+
+    // The same browser set to a 24-hour clock: the only candidate is ruled out.
+    let twin = identify_with(address, &set_up("h23")).await.1.unwrap();
+    assert_ne!(
+        twin, first,
+        "a lookalike set up differently is not restored"
+    );
+    assert_eq!(
+        identify_with(address, &set_up("h12")).await.1.unwrap(),
+        first
+    );
+    assert_eq!(
+        identify_with(address, &set_up("h23")).await.1.unwrap(),
+        twin
+    );
+
+    for bad in [
+        "not base64!",
+        &URL_SAFE_NO_PAD.encode(r#"{"intl":{"hourCycle":"h13"}}"#),
+    ] {
+        assert_eq!(identify_with(address, bad).await, (400, None), "{bad}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_does_not_read_them_ignores_them() {
+    let (address, janitor) = served(false).await;
+    let (status, first) = identify_with(address, "not base64!").await;
+    assert_eq!(status, 200, "ignored, never refused");
+    let first = first.unwrap();
+    assert_eq!(
+        identify_with(address, &set_up("h23")).await.1.unwrap(),
+        first,
+        "without the option the payload alone decides"
+    );
+    let stored = janitor
+        .engine()
+        .store()
+        .recent_observations(
+            &VisitorId::parse(&first).unwrap(),
+            5,
+            janitor_core::now_ms(),
+        )
+        .await
+        .unwrap();
+    assert!(stored.iter().all(|o| o.extended.is_none()));
+}
