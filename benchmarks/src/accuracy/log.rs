@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::net::IpAddr;
 use std::path::Path;
 
+use janitor_core::identification::payload::ExtendedSignals;
 use janitor_core::VisitorPayload;
 use serde::Deserialize;
 use serde_json::Value;
@@ -29,6 +30,8 @@ pub struct Visit {
     pub payload: VisitorPayload,
     /// The address the visit came from, in logs made with the generator's network model.
     pub address: Option<IpAddr>,
+    /// The extended client signals the browser would send, in logs made with the generator's `--extended`.
+    pub extended: Option<ExtendedSignals>,
 }
 
 #[derive(Deserialize)]
@@ -43,6 +46,8 @@ struct Line {
     p: Value,
     #[serde(default)]
     ip: Option<IpAddr>,
+    #[serde(default)]
+    x: Option<Value>,
 }
 
 /// Reads a whole log, gzip-compressed when its name ends in `.gz`. A line that does not parse, a payload the
@@ -69,6 +74,12 @@ pub fn parse(reader: impl BufRead) -> Result<Vec<Visit>, String> {
         let raw: Line = serde_json::from_str(&line).map_err(|e| format!("line {number}: {e}"))?;
         let payload = VisitorPayload::from_value(&raw.p)
             .map_err(|e| format!("line {number}: invalid payload: {e}"))?;
+        let extended = raw
+            .x
+            .as_ref()
+            .map(ExtendedSignals::from_value)
+            .transpose()
+            .map_err(|e| format!("line {number}: invalid extended signals: {e}"))?;
         if visits.last().is_some_and(|last| last.at_ms > raw.t) {
             return Err(format!("line {number}: visits are not in time order"));
         }
@@ -81,6 +92,7 @@ pub fn parse(reader: impl BufRead) -> Result<Vec<Visit>, String> {
             drift: raw.drift,
             payload,
             address: raw.ip,
+            extended,
         });
     }
     if visits.is_empty() {
@@ -110,6 +122,14 @@ mod tests {
         assert!(parse(nowhere.as_bytes())
             .unwrap_err()
             .starts_with("line 1:"));
+        let set_up = LINE.replace(r#""i":0"#, r#""i":0,"x":{"intl":{"hourCycle":"h23"}}"#);
+        let visits = parse(set_up.as_bytes()).unwrap();
+        let extended = visits[0].extended.as_ref().unwrap();
+        assert_eq!(extended.hour_cycle.as_deref(), Some("h23"));
+        let bad = LINE.replace(r#""i":0"#, r#""i":0,"x":{"intl":{"hourCycle":"h13"}}"#);
+        assert!(parse(bad.as_bytes())
+            .unwrap_err()
+            .starts_with("line 1: invalid extended signals"));
         let late = format!("{LINE}\n{}", LINE.replace(r#""t":10"#, r#""t":9"#));
         assert!(parse(late.as_bytes())
             .unwrap_err()

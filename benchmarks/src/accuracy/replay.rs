@@ -46,27 +46,46 @@ impl Scenario {
 pub struct SignalSet {
     /// The keyed digest of each visit's network prefix, from the log's `ip` (docs/accuracy.md, "Networks").
     pub network: bool,
+    /// The extended client signals, from the log's `x` (docs/accuracy.md, "Extended client signals").
+    pub extended: bool,
 }
 
 impl SignalSet {
     /// Every set, the payload alone first.
-    pub const ALL: [SignalSet; 2] = [SignalSet { network: false }, SignalSet { network: true }];
+    pub const ALL: [SignalSet; 4] = [
+        SignalSet {
+            network: false,
+            extended: false,
+        },
+        SignalSet {
+            network: true,
+            extended: false,
+        },
+        SignalSet {
+            network: false,
+            extended: true,
+        },
+        SignalSet {
+            network: true,
+            extended: true,
+        },
+    ];
 
-    /// `payload` (the 0.7 payload alone) or `network`.
+    /// `payload` (the 0.7 payload alone), `network`, `extended` or `network+extended`.
     pub fn name(self) -> &'static str {
-        if self.network {
-            "network"
-        } else {
-            "payload"
+        match (self.network, self.extended) {
+            (false, false) => "payload",
+            (true, false) => "network",
+            (false, true) => "extended",
+            (true, true) => "network+extended",
         }
     }
 
     /// A set by name.
     pub fn parse(name: &str) -> Result<SignalSet, String> {
-        Self::ALL
-            .into_iter()
-            .find(|s| s.name() == name)
-            .ok_or_else(|| format!("--signals must be payload or network, got {name:?}"))
+        Self::ALL.into_iter().find(|s| s.name() == name).ok_or_else(|| {
+            format!("--signals must be payload, network, extended or network+extended, got {name:?}")
+        })
     }
 }
 
@@ -103,6 +122,12 @@ pub fn replay(
             "--signals network needs a log made with the generator's --networks (a visit has no ip)".into(),
         );
     }
+    if signals.extended && !visits.iter().any(|v| v.extended.is_some()) {
+        return Err(
+            "--signals extended needs a log made with the generator's --extended (no visit has x)"
+                .into(),
+        );
+    }
     let key = LabelKey::new(REPLAY_SECRET, "accuracy").map_err(|e| e.to_string())?;
     let config = EngineConfig::builder()
         .policy(policy)
@@ -129,7 +154,8 @@ pub fn replay(
             .map(|address| NetworkDigest::of(&key, address));
         let request = IdentifyRequest::new(&visit.payload, visit.at_ms)
             .with_cookie(sent.as_ref())
-            .with_network(network);
+            .with_network(network)
+            .with_extended(visit.extended.clone().filter(|_| signals.extended));
         let identity = runtime
             .block_on(engine.identify_request(request))
             .map_err(|e| format!("identification failed: {e}"))?

@@ -1,5 +1,5 @@
 //! The accuracy benchmark: `janitor-accuracy LOG [--policy reference|precise] [--scenario lost|partial]
-//! [--signals payload|network] [--json OUT]`, usually through `cargo xtask benchmark-accuracy`. See docs/accuracy.md.
+//! [--signals payload|network|extended|network+extended] [--json OUT]`, usually through `cargo xtask benchmark-accuracy`. See docs/accuracy.md.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,7 +10,7 @@ use janitor_core::identification::policy::MatchingPolicy;
 
 const USAGE: &str =
     "usage: janitor-accuracy LOG[.gz] [--policy reference|precise] [--scenario lost|partial] \
-     [--signals payload|network] [--json OUT]";
+     [--signals payload|network|extended|network+extended] [--json OUT]";
 
 struct Options {
     log: PathBuf,
@@ -106,7 +106,7 @@ mod tests {
         assert_eq!(err(&["--policy", "precise"]), USAGE);
         assert!(err(&["l", "--policy", "strict"]).contains("must be one of reference, precise"));
         assert!(err(&["l", "--scenario", "half"]).contains("lost or partial"));
-        assert!(err(&["l", "--signals", "gps"]).contains("payload or network"));
+        assert!(err(&["l", "--signals", "gps"]).contains("extended or network+extended"));
         assert!(err(&["l", "--seed", "1"]).contains("unknown option --seed"));
         assert!(err(&["l", "--json"]).contains("--json needs a value"));
     }
