@@ -109,7 +109,7 @@ fn the_network_makes_the_precise_policy_more_precise() {
                 .overall
         };
         let payload = replay_with(SignalSet::default());
-        let network = replay_with(SignalSet { network: true });
+        let network = replay_with(SignalSet::parse("network").unwrap());
         let (before, after) = (payload.precision.unwrap(), network.precision.unwrap());
         assert!(
             after > before,
@@ -128,7 +128,7 @@ fn the_network_makes_the_precise_policy_more_precise() {
         &ci_log(),
         MatchingPolicy::Precise,
         Scenario::Lost,
-        SignalSet { network: true },
+        SignalSet::parse("network").unwrap(),
     )
     .unwrap_err();
     assert!(refused.contains("--networks"), "{refused}");
