@@ -67,9 +67,12 @@ pub fn decide_on_network(
             ..decision
         };
     }
-    let best = &candidates[0];
-    let elsewhere = seen_only_elsewhere(best, network) && !extended::vouches(best, current);
-    let restore = decision.restore && !precise::vetoed(best, current) && !elsewhere;
+    // The first candidate is read only when the decision restores it: there may be none.
+    let refused = |best: &ScoredCandidate| {
+        precise::vetoed(best, current)
+            || (seen_only_elsewhere(best, network) && !extended::vouches(best, current))
+    };
+    let restore = decision.restore && !refused(&candidates[0]);
     Decision {
         restore,
         ..decision
@@ -143,5 +146,7 @@ mod tests {
         assert!(!decide_on_network(&mut lone, &current, &home(), threshold).restore);
         let mut unknown = vec![seen(1, &[None])];
         assert!(decide_on_network(&mut unknown, &current, &home(), threshold).restore);
+        // No candidate at all: a new visitor.
+        assert!(!decide_on_network(&mut Vec::new(), &current, &home(), threshold).restore);
     }
 }
