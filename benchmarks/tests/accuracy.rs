@@ -133,3 +133,47 @@ fn the_network_makes_the_precise_policy_more_precise() {
     .unwrap_err();
     assert!(refused.contains("--networks"), "{refused}");
 }
+
+#[test]
+fn extended_signals_make_the_precise_policy_more_precise_and_recover_more_with_the_network() {
+    // The CI log again, made with --networks --extended (benchmarks/accuracy/README.md, "Extended signals").
+    let visits = read("ci-extended");
+    assert!(visits.iter().all(|v| v.extended.is_some()));
+    for scenario in [Scenario::Lost, Scenario::Partial] {
+        let replay_with = |signals| {
+            let signals = SignalSet::parse(signals).unwrap();
+            replay(&visits, MatchingPolicy::Precise, scenario, signals)
+                .unwrap()
+                .overall
+        };
+        let (payload, extended) = (replay_with("payload"), replay_with("extended"));
+        let (before, after) = (payload.precision.unwrap(), extended.precision.unwrap());
+        assert!(
+            after > before,
+            "{scenario:?}: precision {after} against {before}"
+        );
+        let (before, after) = (
+            payload.first_visit_false_merges.unwrap(),
+            extended.first_visit_false_merges.unwrap(),
+        );
+        assert!(
+            after < before,
+            "{scenario:?}: false merges {after} against {before}"
+        );
+        // With the network, a candidate the extended signals vouch for is not refused for its network.
+        let (network, both) = (replay_with("network"), replay_with("network+extended"));
+        let (before, after) = (network.recovery.unwrap(), both.recovery.unwrap());
+        assert!(
+            after > before,
+            "{scenario:?}: recovery {after} against {before}"
+        );
+    }
+    let refused = replay(
+        &ci_log(),
+        MatchingPolicy::Precise,
+        Scenario::Lost,
+        SignalSet::parse("extended").unwrap(),
+    )
+    .unwrap_err();
+    assert!(refused.contains("--extended"), "{refused}");
+}
