@@ -92,7 +92,10 @@ fn both_framings(data: &[u8]) -> bool {
 /// buffer then starts with the preface (it answers 400 otherwise); the pooled driver always answers 400.
 fn later_h2_preface(data: &[u8]) -> bool {
     let preface = b"PRI * HTTP/2.0";
-    let start = data.iter().position(|b| !matches!(b, b'\r' | b'\n')).unwrap_or(0);
+    let start = data
+        .iter()
+        .position(|b| !matches!(b, b'\r' | b'\n'))
+        .unwrap_or(0);
     data.windows(preface.len())
         .enumerate()
         .any(|(at, window)| at > start && window == preface)
@@ -118,7 +121,10 @@ async fn exchange(driver: Driver, data: &[u8]) -> Seen {
             // handler where hyper hands it the error, and either is right.
             let body = axum::body::to_bytes(body, 1 << 20).await;
             if let Ok(bytes) = &body {
-                record.lock().unwrap().push(format!("body {:?}", bytes.as_ref()));
+                record
+                    .lock()
+                    .unwrap()
+                    .push(format!("body {:?}", bytes.as_ref()));
             }
             match body {
                 Ok(_) => axum::response::Response::new(Body::from("routed")),
@@ -130,7 +136,10 @@ async fn exchange(driver: Driver, data: &[u8]) -> Seen {
             }
         }
     });
-    let config = ServeConfig::builder().driver(driver).build().expect("the defaults");
+    let config = ServeConfig::builder()
+        .driver(driver)
+        .build()
+        .expect("the defaults");
     let (mut client, server) = tokio::io::duplex(1 << 20);
     let peer = SocketAddr::from(([127, 0, 0, 1], 40_000));
     let served = tokio::spawn(serve_stream(server, peer, app, config));
@@ -143,7 +152,8 @@ async fn exchange(driver: Driver, data: &[u8]) -> Seen {
         // broken body or trailer as soon as it sees the fault or once it ends (hyper reads trailers to their
         // end first); after the end of the input both must have said the same.
         let _ = client.shutdown().await;
-        let _ = tokio::time::timeout(Duration::from_secs(30), client.read_to_end(&mut output)).await;
+        let _ =
+            tokio::time::timeout(Duration::from_secs(30), client.read_to_end(&mut output)).await;
     }
     drop(client);
     let _ = served.await;

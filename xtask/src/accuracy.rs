@@ -1,5 +1,5 @@
 //! `cargo xtask benchmark-accuracy LOG [--policy reference|precise] [--scenario lost|partial]
-//! [--signals payload|network] [--json OUT]`:
+//! [--signals payload|network|extended|network+extended] [--json OUT]`:
 //! builds the accuracy benchmark in release mode and replays the visit log through it (docs/accuracy.md).
 
 use std::process::Command;
@@ -16,7 +16,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return Err(
             "a visit log is needed: cargo xtask benchmark-accuracy LOG[.gz] \
                     [--policy reference|precise] [--scenario lost|partial] \
-                    [--signals payload|network] [--json OUT]"
+                    [--signals payload|network|extended|network+extended] [--json OUT]"
                 .to_owned(),
         );
     }
