@@ -38,8 +38,9 @@ fn the_accuracy_reports_read_back_unchanged() {
     names.sort();
     assert_eq!(
         names.len(),
-        28,
-        "four logs, two policies, two scenarios; two logs with networks, three ways, two scenarios: {names:?}"
+        36,
+        "four logs, two policies, two scenarios; two logs with networks, three ways, two scenarios; two logs \
+         with extended signals, two sets, two scenarios: {names:?}"
     );
     for name in names {
         let report: AccuracyReport = round_trip(&format!("accuracy/{name}"));

@@ -14,7 +14,7 @@ const USAGE: &str = "usage: cargo xtask test
        cargo xtask fuzz [--seconds N]   (every fuzz target of fuzz/, N seconds each, default 60)
        cargo xtask benchmark-capacity [--docker [--no-cpu-limits]]
        cargo xtask benchmark-accuracy LOG[.gz] [--policy reference|precise] [--scenario lost|partial]
-           [--signals payload|network] [--json OUT]
+           [--signals payload|network|extended|network+extended] [--json OUT]
        cargo xtask benchmark-security | benchmark-lookup | benchmark-connections | benchmark-throughput | seed
        cargo xtask benchmark-replica   (the cookieless lookup on a hot standby against the primary alone)
        cargo xtask benchmark-growth    (evidence at 10,000,000 events: bytes, cleanup, vacuum)
