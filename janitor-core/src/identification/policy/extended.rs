@@ -1,5 +1,5 @@
 //! The precise policy's rules for a visit that carries extended client signals
-//! ([`ExtendedSignals`](crate::identification::payload::ExtendedSignals)).
+//! ([`ExtendedSignals`]).
 //!
 //! Identical devices send the same payload, but their users set them up differently and update them at
 //! different times. Those differences never find a candidate and never restore one alone; they only rule out
