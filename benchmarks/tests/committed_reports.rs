@@ -38,8 +38,8 @@ fn the_accuracy_reports_read_back_unchanged() {
     names.sort();
     assert_eq!(
         names.len(),
-        36,
-        "four logs, two policies, two scenarios; two logs with networks, three ways, two scenarios; two logs \
+        40,
+        "four logs, two policies, two scenarios; two logs with networks, three ways, two scenarios; three logs \
          with extended signals, two sets, two scenarios: {names:?}"
     );
     for name in names {
