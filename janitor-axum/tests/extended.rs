@@ -1,28 +1,30 @@
 //! Extended client signals over a real socket: with the option on, two identical browsers whose users set
 //! them up differently get two ids and each its own back, a bad header is refused as an invalid payload and
 //! the signals are stored with the observation; with it off, the same header (even a bad one) is ignored and
-//! the payload alone decides.
+//! the payload alone decides. A route of the application reads the header through `identify_parts` too.
 
 mod common;
 
+use std::sync::Arc;
+
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use common::wire::{serve_with_peers, Connection};
-use janitor_axum::{Janitor, MatchingPolicy, MemoryStores};
+use common::wire::{post_json_with, serve_with_peers, Connection};
+use janitor_axum::{Janitor, MatchingPolicy, MemoryStores, VisitorContext};
 use janitor_core::testing::mac_document;
-use janitor_core::{VisitorId, VisitorStore};
+use janitor_core::{Observation, VisitorId, VisitorPayload, VisitorStore};
 
 /// One cookieless identification of the fixture browser with `header` as its extended signals: the status
 /// and, on 200, the visitor id.
 async fn identify_with(address: std::net::SocketAddr, header: &str) -> (u16, Option<String>) {
     let body = mac_document().to_string();
-    let request = format!(
-        "POST /api/visitor HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Janitor-Extended-Signals: {header}\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
+    let request = post_json_with(
+        "/api/visitor",
+        &[("Janitor-Extended-Signals", header)],
+        &body,
     );
     let mut connection = Connection::open(address).await.unwrap();
-    let reply = connection.exchange(request.as_bytes()).await.unwrap();
+    let reply = connection.exchange(&request).await.unwrap();
     let id = (reply.status() == 200).then(|| {
         let answer: serde_json::Value = serde_json::from_str(&reply.text()).unwrap();
         answer["visitorId"].as_str().unwrap().to_owned()
@@ -37,14 +39,28 @@ fn set_up(hour_cycle: &str) -> String {
     URL_SAFE_NO_PAD.encode(json)
 }
 
-async fn served(extended_signals: bool) -> (std::net::SocketAddr, Janitor<MemoryStores>) {
+fn janitor(extended_signals: bool) -> Janitor<MemoryStores> {
     let config = common::config("extended-signals")
         .matching_policy(MatchingPolicy::Precise)
         .extended_signals(extended_signals)
         .build()
         .unwrap();
-    let janitor = Janitor::new(config, MemoryStores::new());
+    Janitor::new(config, MemoryStores::new())
+}
+
+async fn served(extended_signals: bool) -> (std::net::SocketAddr, Janitor<MemoryStores>) {
+    let janitor = janitor(extended_signals);
     (serve_with_peers(janitor.router()).await, janitor)
+}
+
+/// The observations `janitor` holds for `visitor`, newest first.
+async fn stored(janitor: &Janitor<MemoryStores>, visitor: &str) -> Vec<Arc<Observation>> {
+    let visitor = VisitorId::parse(visitor).unwrap();
+    let store = janitor.engine().store();
+    store
+        .recent_observations(&visitor, 5, janitor_core::now_ms())
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -53,17 +69,8 @@ async fn settings_tell_identical_browsers_apart() {
     let (status, first) = identify_with(address, &set_up("h12")).await;
     assert_eq!(status, 200);
     let first = first.unwrap();
-    let stored = janitor
-        .engine()
-        .store()
-        .recent_observations(
-            &VisitorId::parse(&first).unwrap(),
-            5,
-            janitor_core::now_ms(),
-        )
-        .await
-        .unwrap();
-    let extended = stored[0]
+    let newest = &stored(&janitor, &first).await[0];
+    let extended = newest
         .extended
         .as_ref()
         .expect("stored with the observation");
@@ -84,10 +91,8 @@ async fn settings_tell_identical_browsers_apart() {
         twin
     );
 
-    for bad in [
-        "not base64!",
-        &URL_SAFE_NO_PAD.encode(r#"{"intl":{"hourCycle":"h13"}}"#),
-    ] {
+    let unlisted = URL_SAFE_NO_PAD.encode(r#"{"intl":{"hourCycle":"h13"}}"#);
+    for bad in ["not base64!", &unlisted] {
         assert_eq!(identify_with(address, bad).await, (400, None), "{bad}");
     }
 }
@@ -103,15 +108,31 @@ async fn a_server_that_does_not_read_them_ignores_them() {
         first,
         "without the option the payload alone decides"
     );
-    let stored = janitor
-        .engine()
-        .store()
-        .recent_observations(
-            &VisitorId::parse(&first).unwrap(),
-            5,
-            janitor_core::now_ms(),
-        )
+    assert!(stored(&janitor, &first)
         .await
-        .unwrap();
-    assert!(stored.iter().all(|o| o.extended.is_none()));
+        .iter()
+        .all(|o| o.extended.is_none()));
+}
+
+#[tokio::test]
+async fn a_route_of_the_application_reads_the_header_with_its_form() {
+    let janitor = janitor(true);
+    let payload = VisitorPayload::from_value(&mac_document()).unwrap();
+    let request = |header: &str| {
+        let request = http::Request::post("/login").header("janitor-extended-signals", header);
+        request.body(()).unwrap().into_parts().0
+    };
+    let context = VisitorContext::anonymous();
+    let identified = janitor
+        .identify_parts(&request(&set_up("h23")), &context, Some(&payload))
+        .await
+        .unwrap()
+        .expect("a payload to identify");
+    let newest = &stored(&janitor, identified.identity().visitor_id.as_str()).await[0];
+    let extended = newest.extended.as_ref().expect("stored from the route");
+    assert_eq!(extended.hour_cycle.as_deref(), Some("h23"));
+    let refused = janitor
+        .identify_parts(&request("not base64!"), &context, Some(&payload))
+        .await;
+    assert_eq!(refused.err(), Some(janitor_axum::Refusal::InvalidPayload));
 }

@@ -4,20 +4,16 @@
 
 mod common;
 
-use common::wire::{serve_with_peers, Connection};
+use common::wire::{post_json_with, serve_with_peers, Connection};
 use janitor_axum::{Janitor, MatchingPolicy, MemoryStores, OriginConfig};
 use janitor_core::testing::mac_document;
 
 /// One cookieless identification of the fixture browser, forwarded for `client`: its visitor id.
 async fn identify_from(address: std::net::SocketAddr, client: &str) -> String {
     let body = mac_document().to_string();
-    let request = format!(
-        "POST /api/visitor HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         X-Forwarded-For: {client}\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
+    let request = post_json_with("/api/visitor", &[("X-Forwarded-For", client)], &body);
     let mut connection = Connection::open(address).await.unwrap();
-    let reply = connection.exchange(request.as_bytes()).await.unwrap();
+    let reply = connection.exchange(&request).await.unwrap();
     assert_eq!(reply.status(), 200, "{}", reply.text());
     let answer: serde_json::Value = serde_json::from_str(&reply.text()).unwrap();
     answer["visitorId"].as_str().unwrap().to_owned()

@@ -409,12 +409,18 @@ pub fn post_with_length(path: &str, length: usize, sent: &[u8]) -> Vec<u8> {
 
 /// `POST path` of a JSON body with a cookie, as bytes.
 pub fn post_json(path: &str, cookie: &str, body: &str) -> Vec<u8> {
-    format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Cookie: {cookie}\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .into_bytes()
+    post_json_with(path, &[("Cookie", cookie)], body)
+}
+
+/// `POST path` of a JSON body with `headers` (name, value) after the content type, as bytes.
+pub fn post_json_with(path: &str, headers: &[(&str, &str)], body: &str) -> Vec<u8> {
+    let mut request =
+        format!("POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    request.into_bytes()
 }
 
 #[cfg(test)]

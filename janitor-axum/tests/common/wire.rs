@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use axum::Router;
 use janitor_axum::admission::{Admission, AdmissionConfig};
-pub use janitor_axum::testing::http1::{get, post_with_length, Connection, Head, Reply};
+pub use janitor_axum::testing::http1::{
+    get, post_json_with, post_with_length, Connection, Head, Reply,
+};
 use tokio::net::TcpListener;
 use tokio::time::{timeout, Instant};
 
