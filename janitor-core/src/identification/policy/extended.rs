@@ -25,9 +25,7 @@ use crate::identification::decision::ScoredCandidate;
 use crate::identification::observation::Observation;
 use crate::identification::payload::{BrandVersion, ExtendedSignals};
 
-fn differ<T: PartialEq + ?Sized>(a: Option<&T>, b: Option<&T>) -> bool {
-    matches!((a, b), (Some(a), Some(b)) if a != b)
-}
+use super::precise::differ;
 
 fn same_screen(snapshot: &Observation, current: &Observation) -> bool {
     snapshot.screen.is_some() && snapshot.screen == current.screen
@@ -96,22 +94,29 @@ fn downgraded(then: &ExtendedSignals, now: &ExtendedSignals) -> bool {
         )
 }
 
+/// The snapshots of `candidate` that carry extended signals, newest first, each with them.
+fn extended_history(
+    candidate: &ScoredCandidate,
+) -> impl Iterator<Item = (&Observation, &ExtendedSignals)> {
+    candidate
+        .history
+        .iter()
+        .filter_map(|s| s.extended.as_ref().map(|e| (&**s, e)))
+}
+
 /// Whether the visit's extended signals rule `candidate` out (see the module documentation). A visit or a
 /// history without extended signals rules nothing out.
 pub fn ruled_out(candidate: &ScoredCandidate, current: &Observation) -> bool {
     let Some(now) = &current.extended else {
         return false;
     };
-    let mut extended = candidate
-        .history
-        .iter()
-        .filter_map(|s| s.extended.as_ref().map(|e| (s, e)));
-    let Some((newest, then)) = extended.next() else {
+    let mut history = extended_history(candidate);
+    let Some((newest, then)) = history.next() else {
         return false;
     };
     settings_differ(then, now, same_screen(newest, current))
         || downgraded(then, now)
-        || extended.any(|(_, then)| downgraded(then, now))
+        || history.any(|(_, then)| downgraded(then, now))
 }
 
 /// Whether `candidate`'s newest extended snapshot equals the visit's extended signals in every field both
@@ -120,11 +125,7 @@ pub fn vouches(candidate: &ScoredCandidate, current: &Observation) -> bool {
     let Some(now) = &current.extended else {
         return false;
     };
-    let Some((newest, then)) = candidate
-        .history
-        .iter()
-        .find_map(|s| s.extended.as_ref().map(|e| (s, e)))
-    else {
+    let Some((newest, then)) = extended_history(candidate).next() else {
         return false;
     };
     let in_common = [
@@ -181,15 +182,19 @@ mod tests {
         }
     }
 
-    /// A candidate whose history is `snapshots`, newest first.
+    /// A candidate whose history is `snapshots` (extended signals on the fixture observation), newest first.
     fn candidate(snapshots: Vec<Option<ExtendedSignals>>) -> ScoredCandidate {
+        candidate_from(snapshots.into_iter().map(with).collect())
+    }
+
+    fn candidate_from(history: Vec<Observation>) -> ScoredCandidate {
         let visitor = Candidate {
             visitor_id: VisitorId::parse(&format!("vis_{:048x}", 1)).unwrap(),
             last_seen_at: 1,
             score: 1.0,
             saturated: false,
         };
-        let history = snapshots.into_iter().map(|e| Arc::new(with(e))).collect();
+        let history = history.into_iter().map(Arc::new).collect();
         score_candidate(visitor, history, &with(None)).unwrap()
     }
 
@@ -243,6 +248,17 @@ mod tests {
             &candidate(vec![Some(signals("h12", "147.0.7727.137", "dark"))]),
             &with(Some(grease))
         ));
+        // The available area counts on a screen of the same size only: a laptop on a monitor has another one.
+        let mut taskbar = signals("h12", "147.0.7727.137", "dark");
+        taskbar.avail_height = Some(1080.0);
+        assert!(out(vec![Some(taskbar.clone())]), "another taskbar setting");
+        let mut docked = with(Some(taskbar));
+        docked.screen.as_mut().unwrap().height = Some(1600.0);
+        assert!(!ruled_out(&candidate_from(vec![docked]), &visit));
+        // A newer system before is as impossible as a newer browser.
+        let mut newer_system = signals("h12", "147.0.7727.137", "dark");
+        newer_system.platform_version = Some("15.1.0".into());
+        assert!(out(vec![Some(newer_system)]));
         // Nothing to compare: nothing ruled out.
         assert!(!out(vec![None]));
         assert!(!ruled_out(

@@ -24,7 +24,8 @@ use crate::identification::similarity::size_similarity;
 /// Apple GPU, so such a visit tells identical devices apart by screen size and locale alone.
 pub const MASKED_RENDERERS: [&str; 1] = ["apple gpu"];
 
-fn differ<T: PartialEq + ?Sized>(a: Option<&T>, b: Option<&T>) -> bool {
+/// Whether both sides report a value and the values differ.
+pub(super) fn differ<T: PartialEq + ?Sized>(a: Option<&T>, b: Option<&T>) -> bool {
     matches!((a, b), (Some(a), Some(b)) if a != b)
 }
 
