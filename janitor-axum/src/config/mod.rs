@@ -420,39 +420,31 @@ mod tests {
     }
 
     #[test]
-    fn network_evidence_is_off_by_default_and_needs_the_precise_policy() {
-        assert!(!base().build().unwrap().network_evidence());
-        let refused = base().network_evidence(true).build().unwrap_err();
-        assert!(
-            refused
-                .to_string()
-                .starts_with("network_evidence: only the precise"),
-            "{refused}"
-        );
-        let on = base()
-            .matching_policy(MatchingPolicy::Precise)
-            .network_evidence(true)
-            .build()
-            .unwrap();
-        assert!(on.network_evidence());
-    }
-
-    #[test]
-    fn extended_signals_are_off_by_default_and_need_the_precise_policy() {
-        assert!(!base().build().unwrap().extended_signals());
-        let refused = base().extended_signals(true).build().unwrap_err();
-        assert!(
-            refused
-                .to_string()
-                .starts_with("extended_signals: only the precise"),
-            "{refused}"
-        );
-        let on = base()
-            .matching_policy(MatchingPolicy::Precise)
-            .extended_signals(true)
-            .build()
-            .unwrap();
-        assert!(on.extended_signals() && !on.network_evidence());
+    fn network_evidence_and_extended_signals_are_off_by_default_and_need_the_precise_policy() {
+        let read = |c: &JanitorConfig| (c.network_evidence(), c.extended_signals());
+        assert_eq!(read(&base().build().unwrap()), (false, false));
+        type Turn = fn(JanitorConfigBuilder) -> JanitorConfigBuilder;
+        let options: [(&str, Turn, (bool, bool)); 2] = [
+            (
+                "network_evidence",
+                |b| b.network_evidence(true),
+                (true, false),
+            ),
+            (
+                "extended_signals",
+                |b| b.extended_signals(true),
+                (false, true),
+            ),
+        ];
+        for (field, turn_on, on) in options {
+            let refused = turn_on(base()).build().unwrap_err().to_string();
+            assert!(
+                refused.starts_with(&format!("{field}: only the precise")),
+                "{refused}"
+            );
+            let precise = turn_on(base().matching_policy(MatchingPolicy::Precise));
+            assert_eq!(read(&precise.build().unwrap()), on, "{field}");
+        }
     }
 
     #[test]
