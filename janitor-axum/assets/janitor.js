@@ -101,7 +101,6 @@ const signals = () => {
 const EXTENDED_HEADER = "janitor-extended-signals";
 const HOUR_CYCLES = ["h11", "h12", "h23", "h24"];
 const matches = (query) => attempt(() => matchMedia(query).matches);
-const first = (values, test) => values.find(test);
 
 let versionsCache;
 // userAgentData's high-entropy values are a promise, and fixed for the page's life: asked for once. Browsers
@@ -134,9 +133,9 @@ const extended = async () => {
         hourCycle: HOUR_CYCLES.includes(dates.hourCycle) ? dates.hourCycle : undefined,
       }),
       preferences: pack({
-        colorScheme: first(["dark", "light"], (c) => matches(`(prefers-color-scheme: ${c})`)),
+        colorScheme: ["dark", "light"].find((c) => matches(`(prefers-color-scheme: ${c})`)),
         reducedMotion: matches("(prefers-reduced-motion: reduce)"),
-        contrast: first(["more", "less", "custom", "no-preference"], (c) => matches(`(prefers-contrast: ${c})`)),
+        contrast: ["more", "less", "custom", "no-preference"].find((c) => matches(`(prefers-contrast: ${c})`)),
       }),
     }) || {}
   );

@@ -211,7 +211,8 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     /// payload (a client that leaves the payload out is counted all the same), then identifies `payload`, when
     /// there is one, with the request's `__visitor` cookie. `Ok(None)` means the quotas had room and there
     /// was nothing to identify. The [`Identified`] holds the private identity and, as response parts, the
-    /// cookie the response must set.
+    /// cookie the response must set. With extended signals on, their header is read from `parts` too, and a bad
+    /// one is refused as [`Refusal::InvalidPayload`].
     ///
     /// It checks neither the origin ([`check_origin`](Self::check_origin), [`origin_layer`](Self::origin_layer))
     /// nor the body's size (the handler read it): see
@@ -225,8 +226,8 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         identify::identify_parts(&self.inner, parts, context, payload).await
     }
 
-    /// The engine on `payload` with the cookie (and, with network evidence, the client address) of `parts`,
-    /// without the quota claim (the identity layer made it first).
+    /// The engine on `payload` with the cookie (and, with network evidence, the client address; with extended
+    /// signals, their header) of `parts`, without the quota claim (the identity layer made it first).
     pub(crate) async fn identify_visitor(
         &self,
         parts: &http::request::Parts,
