@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use janitor_benchmarks::accuracy::{log, replay, Report, Scenario, SignalSet};
+use janitor_benchmarks::accuracy::{log, replay, Figures, Report, Scenario, SignalSet};
 use janitor_core::identification::policy::MatchingPolicy;
 
 fn ci_log() -> Vec<log::Visit> {
@@ -98,47 +98,13 @@ fn the_json_holds_the_documented_interface() {
 }
 
 #[test]
-fn the_network_makes_the_precise_policy_more_precise() {
-    // The CI log again, made with the generator's network model (benchmarks/accuracy/README.md, "Networks").
-    let visits = read("ci-networks");
-    assert!(visits.iter().all(|v| v.address.is_some()));
-    for scenario in [Scenario::Lost, Scenario::Partial] {
-        let replay_with = |signals| {
-            replay(&visits, MatchingPolicy::Precise, scenario, signals)
-                .unwrap()
-                .overall
-        };
-        let payload = replay_with(SignalSet::default());
-        let network = replay_with(SignalSet::parse("network").unwrap());
-        let (before, after) = (payload.precision.unwrap(), network.precision.unwrap());
-        assert!(
-            after > before,
-            "{scenario:?}: precision {after} against {before}"
-        );
-        let (before, after) = (
-            payload.first_visit_false_merges.unwrap(),
-            network.first_visit_false_merges.unwrap(),
-        );
-        assert!(
-            after < before / 2.0,
-            "{scenario:?}: false merges {after} against {before}"
-        );
-    }
-    let refused = replay(
-        &ci_log(),
-        MatchingPolicy::Precise,
-        Scenario::Lost,
-        SignalSet::parse("network").unwrap(),
-    )
-    .unwrap_err();
-    assert!(refused.contains("--networks"), "{refused}");
-}
-
-#[test]
-fn extended_signals_make_the_precise_policy_more_precise_and_recover_more_with_the_network() {
-    // The CI log again, made with --networks --extended (benchmarks/accuracy/README.md, "Extended signals").
+fn the_network_and_the_extended_signals_make_the_precise_policy_more_precise() {
+    // The CI log again, made with --networks --extended (benchmarks/accuracy/README.md, "Networks" and
+    // "Extended signals"); each signal set is replayed once per scenario.
     let visits = read("ci-extended");
-    assert!(visits.iter().all(|v| v.extended.is_some()));
+    assert!(visits
+        .iter()
+        .all(|v| v.address.is_some() && v.extended.is_some()));
     for scenario in [Scenario::Lost, Scenario::Partial] {
         let replay_with = |signals| {
             let signals = SignalSet::parse(signals).unwrap();
@@ -146,34 +112,38 @@ fn extended_signals_make_the_precise_policy_more_precise_and_recover_more_with_t
                 .unwrap()
                 .overall
         };
-        let (payload, extended) = (replay_with("payload"), replay_with("extended"));
-        let (before, after) = (payload.precision.unwrap(), extended.precision.unwrap());
+        let [payload, network, extended, both] =
+            ["payload", "network", "extended", "network+extended"].map(replay_with);
+        let precision = |o: &Figures| o.precision.unwrap();
+        let merges = |o: &Figures| o.first_visit_false_merges.unwrap();
+        // The network: more precise, and at most half the false merges.
         assert!(
-            after > before,
-            "{scenario:?}: precision {after} against {before}"
-        );
-        let (before, after) = (
-            payload.first_visit_false_merges.unwrap(),
-            extended.first_visit_false_merges.unwrap(),
+            precision(&network) > precision(&payload),
+            "{scenario:?}: {network:?} against {payload:?}"
         );
         assert!(
-            after < before,
-            "{scenario:?}: false merges {after} against {before}"
+            merges(&network) < merges(&payload) / 2.0,
+            "{scenario:?}: {network:?} against {payload:?}"
         );
-        // With the network, a candidate the extended signals vouch for is not refused for its network.
-        let (network, both) = (replay_with("network"), replay_with("network+extended"));
+        // The extended signals alone: more precise, fewer false merges.
+        assert!(
+            precision(&extended) > precision(&payload),
+            "{scenario:?}: {extended:?} against {payload:?}"
+        );
+        assert!(
+            merges(&extended) < merges(&payload),
+            "{scenario:?}: {extended:?} against {payload:?}"
+        );
+        // Both: a candidate the extended signals vouch for is not refused for its network.
         let (before, after) = (network.recovery.unwrap(), both.recovery.unwrap());
         assert!(
             after > before,
             "{scenario:?}: recovery {after} against {before}"
         );
     }
-    let refused = replay(
-        &ci_log(),
-        MatchingPolicy::Precise,
-        Scenario::Lost,
-        SignalSet::parse("extended").unwrap(),
-    )
-    .unwrap_err();
-    assert!(refused.contains("--extended"), "{refused}");
+    for (signals, generator_option) in [("network", "--networks"), ("extended", "--extended")] {
+        let set = SignalSet::parse(signals).unwrap();
+        let refused = replay(&ci_log(), MatchingPolicy::Precise, Scenario::Lost, set).unwrap_err();
+        assert!(refused.contains(generator_option), "{refused}");
+    }
 }
