@@ -1,9 +1,10 @@
 //! The Jev evaluator: an HTTP client for the provider protocol, behind the shared inference budget.
 //!
 //! The state, questions and answer format come from [`janitor_core::identification::jev`]; this module only sends
-//! them. The provider is reached over `https://`, through rustls with the ring provider, its certificate checked
-//! against the system's CA store, or only against the CAs given to [`JevConfigBuilder::root_certificates_pem`]
-//! or [`root_certificates_file`](JevConfigBuilder::root_certificates_file). Plain `http://` is accepted only for
+//! them. The provider is reached over `https://`, through rustls with the process's crypto provider (ring unless
+//! the application installs another), its certificate checked against the system's CA store, or only against the
+//! CAs given to [`JevConfigBuilder::root_certificates_pem`] or
+//! [`root_certificates_file`](JevConfigBuilder::root_certificates_file). Plain `http://` is accepted only for
 //! a loopback host (`127.0.0.0/8`, `::1`, `localhost`), such as a sidecar on the same machine, and refused for
 //! any other when the configuration is built.
 //!

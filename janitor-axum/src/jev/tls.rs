@@ -1,4 +1,4 @@
-//! TLS to the provider through rustls with the ring provider: the trusted CAs, the client configuration, and
+//! TLS to the provider through rustls (the application's crypto provider, else ring): the trusted CAs, the client configuration, and
 //! plain words for a handshake that failed.
 
 use std::error::Error;
@@ -7,6 +7,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use rustls::{CertificateError, ClientConfig, RootCertStore};
@@ -59,13 +60,25 @@ pub(crate) fn client_config(
             given_roots(&pem, &path.display().to_string())?
         }
     };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ClientConfig::builder_with_provider(provider)
+    let config = ClientConfig::builder_with_provider(crypto_provider()?)
         .with_safe_default_protocol_versions()
         .map_err(|e| JevConfigError::Tls(e.to_string()))?
         .with_root_certificates(store)
         .with_no_client_auth();
     Ok(Arc::new(config))
+}
+
+/// What a build that enables two rustls providers must do.
+const TWO_PROVIDERS: &str = "the build enables more than one rustls crypto provider: install one with \
+                             rustls::crypto::CryptoProvider::install_default() at the start of main";
+
+/// The rustls provider, as rustls asks a library to choose it: the one the application installed for the
+/// process, else the one rustls's features name (ring in this crate's own build). A build with two providers
+/// names none, for which rustls panics: that becomes a configuration error saying what to do.
+fn crypto_provider() -> Result<Arc<CryptoProvider>, JevConfigError> {
+    // `ClientConfig::builder()` takes the installed provider, or installs the one the features name.
+    std::panic::catch_unwind(|| Arc::clone(ClientConfig::builder().crypto_provider()))
+        .map_err(|_| JevConfigError::Tls(TWO_PROVIDERS.into()))
 }
 
 fn system_roots() -> Result<RootCertStore, JevConfigError> {

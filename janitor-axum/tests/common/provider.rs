@@ -149,10 +149,7 @@ impl ServerTls {
             .collect::<Result<Vec<_>, _>>()
             .unwrap();
         let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes()).unwrap();
-        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-        let config = ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
+        let config = ServerConfig::builder()
             .with_no_client_auth()
             .with_single_cert(chain, key)
             .unwrap();

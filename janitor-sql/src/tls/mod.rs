@@ -5,6 +5,7 @@ mod verify;
 
 use std::sync::Arc;
 
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use rustls::{CertificateError, ClientConfig, RootCertStore};
@@ -15,7 +16,7 @@ use crate::error::SetupError;
 
 /// The rustls connector for `settings`: it checks what the mode asks and nothing less.
 pub(crate) fn connector(settings: &SslSettings) -> Result<MakeRustlsConnect, SetupError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = provider()?;
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
         .map_err(|e| SetupError::Tls(format!("TLS versions: {e}")))?;
@@ -33,6 +34,20 @@ pub(crate) fn connector(settings: &SslSettings) -> Result<MakeRustlsConnect, Set
     }
     .with_no_client_auth();
     Ok(MakeRustlsConnect::new(config))
+}
+
+/// What a build that enables two rustls providers must do.
+const TWO_PROVIDERS: &str = "the build enables more than one rustls crypto provider: install one with \
+                             rustls::crypto::CryptoProvider::install_default() at the start of main";
+
+/// The rustls provider, chosen as rustls asks a library to: the one the application installed for the process
+/// (`CryptoProvider::install_default`, say aws-lc-rs for post-quantum key exchange), else the one rustls's
+/// features name, which is ring in this crate's own build. A build that enables two providers names none, and
+/// rustls panics for it: that becomes a setup error saying what to do.
+pub(crate) fn provider() -> Result<Arc<CryptoProvider>, SetupError> {
+    // `ClientConfig::builder()` takes the installed provider, or installs the one the features name.
+    std::panic::catch_unwind(|| Arc::clone(ClientConfig::builder().crypto_provider()))
+        .map_err(|_| SetupError::Tls(TWO_PROVIDERS.into()))
 }
 
 /// The trusted certificates, as webpki's anchors and as they were read: a PEM file's, or the system's store.

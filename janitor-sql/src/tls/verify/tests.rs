@@ -24,8 +24,13 @@ fn self_signed(common_name: &str, alt_names: &[&str]) -> CertificateDer<'static>
 fn verifier(root: &CertificateDer<'static>, check_host: bool) -> Verified {
     let mut store = RootCertStore::empty();
     assert_eq!(store.add_parsable_certificates([root.clone()]).0, 1);
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Verified::new(store, vec![root.clone()], check_host, provider).unwrap()
+    Verified::new(
+        store,
+        vec![root.clone()],
+        check_host,
+        super::super::provider().unwrap(),
+    )
+    .unwrap()
 }
 
 /// 2025-01-01, or `days` from it.
