@@ -105,7 +105,7 @@ pub fn run(root: &Path) -> Result<(), String> {
         std::fs::read_to_string(root.join(GUIDE)).map_err(|e| format!("{GUIDE}: {e}"))?;
     let app = extract(&markdown)?;
     let scratch = Scratch::new()?;
-    scratch.write(&app, &root.join("janitor-axum"))?;
+    scratch.write(&app, &root.join("janitor-axum"), &root.join("Cargo.lock"))?;
     let target = root.join("target");
     let binary = scratch.build(&target)?;
     scratch.test(&target)?;
@@ -135,8 +135,12 @@ impl Scratch {
         Ok(Scratch { dir })
     }
 
-    /// The guide's files, with its janitor-axum dependency pointed at `crate_dir`.
-    fn write(&self, app: &App, crate_dir: &Path) -> Result<(), String> {
+    /// The guide's files, with its janitor-axum dependency pointed at `crate_dir`, and the workspace's lockfile
+    /// (`lockfile`): every dependency the workspace locks builds at the version the tests ran with, so a release
+    /// upstream cannot turn this step red (the newest versions have a check of their own, `cargo xtask newest`).
+    fn write(&self, app: &App, crate_dir: &Path, lockfile: &Path) -> Result<(), String> {
+        std::fs::copy(lockfile, self.dir.join("Cargo.lock"))
+            .map_err(|e| format!("{}: {e}", lockfile.display()))?;
         let dependency = format!(
             "janitor-axum = {{ path = {:?} }}",
             crate_dir.display().to_string()

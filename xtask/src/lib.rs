@@ -13,6 +13,7 @@ pub mod cargo;
 pub mod conformance;
 pub mod docker;
 pub mod guide;
+pub mod newest;
 pub mod provision;
 pub mod tables;
 pub mod test;

@@ -4,13 +4,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use xtask::conformance::{check_file, Report};
-use xtask::{accuracy, capacity, docker, guide, tables, test};
+use xtask::{accuracy, capacity, docker, guide, newest, tables, test};
 
 mod fuzz;
 
 const USAGE: &str = "usage: cargo xtask test
        cargo xtask conformance FILE...
        cargo xtask guide   (builds janitor-axum's guide as a crate of its own and walks through it on both stores)
+       cargo xtask newest  (the library crates against the newest compatible dependencies: any warning of ours fails)
        cargo xtask fuzz [--seconds N]   (every fuzz target of fuzz/, N seconds each, default 60)
        cargo xtask benchmark-capacity [--docker [--no-cpu-limits]]
        cargo xtask benchmark-accuracy LOG[.gz] [--policy reference|precise] [--scenario lost|partial]
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
         },
         Some("conformance") => conformance(args.map(PathBuf::from).collect()),
         Some("guide") => report("guide", guide::run(&capacity::workspace_root())),
+        Some("newest") => report("newest", newest::run(&capacity::workspace_root())),
         Some("fuzz") => match fuzz::parse_args(&args.collect::<Vec<String>>()) {
             Ok(seconds) => report("fuzz", fuzz::run(seconds)),
             Err(problem) => {
