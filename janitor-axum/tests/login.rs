@@ -233,9 +233,10 @@ async fn erasure_removes_the_account_and_its_browser<S: Stores>(stores: S) {
     );
     let erased = post(address, "/account/erase", &credentials, Some(&cookie)).await;
     assert_eq!(erased.status, 200);
+    // The sign-in, and the erasure's own two password checks (the wrong one and the right one).
     assert_eq!(
         erased.body,
-        json!({"erasedEvents": 1, "erasedVisitor": true})
+        json!({"erasedEvents": 3, "erasedVisitor": true})
     );
     assert_eq!(erased.cookie.as_deref(), Some("__visitor="));
     assert!(sign_in_events(&janitor, "ada").await.is_empty());
@@ -279,7 +280,51 @@ async fn erasing_one_account_keeps_another_accounts_lockout<S: Stores>(stores: S
     assert!(sign_in_events(&janitor, "ada").await.is_empty());
 }
 
+/// Erasure checks a password, so it is held by the same quota and lock as sign-in: 30 guesses at a locked
+/// account are all refused with 429 and the right one erases nothing; wrong guesses through erasure lock the
+/// account for sign-in too; and the name's spelling does not matter.
+async fn erasure_is_no_way_around_the_lock<S: Stores>(stores: S) {
+    let quotas = QuotaConfig::builder()
+        .without_global()
+        .without_session()
+        .account(100)
+        .build()
+        .unwrap();
+    let (janitor, address) = site(stores, Some(quotas)).await;
+    let erase_as =
+        |name: &str, password: &str| json!({"username": name, "password": password}).to_string();
+    for _ in 0..app::MAX_FAILURES {
+        let failed = post(address, "/login", &sign_in_as("dave", "wrong"), None).await;
+        assert_eq!(failed.status, 401);
+    }
+    for guess in 0..30 {
+        let guessed = post(
+            address,
+            "/account/erase",
+            &erase_as("dave", &format!("guess {guess}")),
+            None,
+        )
+        .await;
+        assert_eq!(guessed.status, 429, "guess {guess}: {}", guessed.body);
+    }
+    let right = post(address, "/account/erase", &erase_as(" Dave", DAVE), None).await;
+    assert_eq!(right.status, 429, "{}", right.body);
+    let kept = sign_in_events(&janitor, "dave").await;
+    assert!(
+        kept.contains(&(EventType::LoginFailure, app::MAX_FAILURES)),
+        "{kept:?}"
+    );
+    // Wrong passwords through erasure count towards the lock of sign-in.
+    for _ in 0..app::MAX_FAILURES {
+        let failed = post(address, "/account/erase", &erase_as("ADA", "wrong"), None).await;
+        assert_eq!(failed.status, 401, "{}", failed.body);
+    }
+    let locked = post(address, "/login", &sign_in(PASSWORD), None).await;
+    assert_eq!(locked.status, 429, "{}", locked.body);
+}
+
 on_both_stores!(
+    erasure_is_no_way_around_the_lock,
     a_sign_in_identifies_the_browser_and_records_the_success,
     a_form_without_a_valid_payload_signs_in_and_a_bad_form_records_nothing,
     five_failures_lock_the_account_even_for_the_right_password,

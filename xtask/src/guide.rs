@@ -20,9 +20,9 @@ const DEPENDENCY: &str = "janitor-axum = \"0.1\"";
 pub const DEV_DEBUG: &str = "line-tables-only";
 /// How long the application may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// The account quota the walk-through runs with: dave's five failures and his locked sign-in fit, the next one
-/// is refused.
-const ACCOUNT_QUOTA: u32 = 6;
+/// The account quota the walk-through runs with: dave's five failures, his locked erasure and his locked sign-in
+/// fit, the next one is refused.
+const ACCOUNT_QUOTA: u32 = 7;
 
 /// The files of the guide's application.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -388,6 +388,11 @@ fn walk(stores: &str, binary: &Path, extra: &[(&str, &str)]) -> Result<(), Strin
         erased.status == 200 && cleared,
         &fail("ada's erasure", &erased),
     )?;
+    // Erasure checks a password too: under the same lock (and "Dave" is dave), never a way around it.
+    let dave = r#"{"username":"Dave","password":"dave's passphrase"}"#;
+    let oracle = send(at, "POST", "/account/erase", dave, &[])?;
+    let held = oracle.status == 429 && oracle.header("retry-after").is_none();
+    expect(held, &fail("dave's erasure while he is locked", &oracle))?;
     let locked = login("dave", "dave's passphrase", false, &[])?;
     let by_route = locked.status == 429 && locked.header("retry-after").is_none();
     expect(
@@ -410,7 +415,7 @@ fn walk(stores: &str, binary: &Path, extra: &[(&str, &str)]) -> Result<(), Strin
     )?;
     println!(
         "guide on {stores}: sign-in 200, five failures 401, cross-site 403, erasure 200 (cookie cleared), \
-         the other account still locked (429), its quota spent without a payload (429, Retry-After {})",
+         the locked account's erasure 429, the other account still locked (429), its quota spent without a payload (429, Retry-After {})",
         spent.header("retry-after").unwrap_or("?")
     );
     Ok(())

@@ -1,20 +1,21 @@
 //! The routes of the sign-in example: `POST /login` claims the quota of the account being signed into (with
 //! or without a browser payload), identifies the browser beside the form, counts the account's recent
 //! failures, and records what happened as evidence; `POST /account/erase` erases an account and the browser
-//! it signs in from. Both sit behind the origin layer, so another site's page cannot post to them. The tests
+//! it signs in from, after the same quota and lock (every route that checks a password goes through them). Both sit behind the origin layer, so another site's page cannot post to them. The tests
 //! (`tests/login.rs`) serve these same routes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use janitor_axum::{
-    Action, ActivityKey, DynJanitor, EventInput, EventType, VelocityQuery, VisitorContext,
-    VisitorField,
+    directory, Action, ActivityKey, DynJanitor, EventInput, EventType, Identified, SubjectId,
+    VelocityQuery, VisitorContext, VisitorField,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -38,7 +39,7 @@ impl Accounts {
         Accounts(Arc::new(
             accounts
                 .iter()
-                .map(|(name, password)| ((*name).to_owned(), digest(password)))
+                .map(|(name, password)| (directory::canonical_account(name), digest(password)))
                 .collect(),
         ))
     }
@@ -106,81 +107,135 @@ async fn read_form<T: serde::de::DeserializeOwned>(body: axum::body::Body) -> Re
         .map_err(|_| answer(StatusCode::BAD_REQUEST, json!({"error": "Invalid form"})))
 }
 
+/// What a route that checks a password knows before checking it.
+struct Attempt {
+    /// The browser, when the form carried a payload.
+    identified: Option<Identified>,
+    /// The account's evidence subject (an HMAC label of its name).
+    subject: SubjectId,
+    /// The account's failed password checks within [`FAILURE_WINDOW_MS`].
+    failures: u32,
+}
+
+impl Attempt {
+    fn locked(&self) -> bool {
+        self.failures >= MAX_FAILURES
+    }
+
+    fn visitor(&self) -> Option<&janitor_axum::Identity> {
+        self.identified.as_ref().map(Identified::identity)
+    }
+}
+
+/// The step before every password check, sign-in or not: claims the account's quota (429 when spent, with or
+/// without a payload), identifies the browser when the form carries a payload, and reads the account's recent
+/// failures. A route that checked a password without it would let a script guess past the quota and the lock.
+async fn attempt(
+    app: &App,
+    parts: &Parts,
+    account: &str,
+    payload: Option<&janitor_axum::VisitorPayload>,
+) -> Result<Attempt, Response> {
+    // The name is never stored; its quota counter is an HMAC label.
+    let Ok(context) = VisitorContext::for_account(account) else {
+        return Err(answer(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "Invalid form"}),
+        ));
+    };
+    let identified = match app.janitor.identify_parts(parts, &context, payload).await {
+        Ok(identified) => identified,
+        Err(refusal) => return Err(refusal.for_route().into_response()),
+    };
+    let subject = app.janitor.subject_id(account);
+    let recent = VelocityQuery::new(ActivityKey::Subject(subject.clone()))
+        .action(Action::SignIn)
+        .window_ms(FAILURE_WINDOW_MS);
+    let failures = match app.janitor.velocity(&recent).await {
+        Ok(summary) => summary.counts.get(&EventType::LoginFailure).copied(),
+        Err(error) => return Err(internal("velocity read failed", error)),
+    };
+    Ok(Attempt {
+        identified,
+        subject,
+        failures: failures.unwrap_or(0),
+    })
+}
+
+/// Records the outcome of a password check against the account: a failure counts towards its lock whichever
+/// route checked the password.
+async fn record(app: &App, attempt: &Attempt, event_type: EventType) -> Result<(), Response> {
+    let mut event = EventInput::builder(&event_id(), event_type)
+        .action(Action::SignIn)
+        .subject(attempt.subject.clone());
+    if let Some(visitor) = attempt.visitor() {
+        event = event.visitor(visitor.visitor_id.clone());
+    }
+    let recorded = match event.build() {
+        Ok(event) => app.janitor.record_event(&event).await,
+        Err(error) => return Err(internal("event refused", error)),
+    };
+    recorded
+        .map(|_| ())
+        .map_err(|error| internal("event not recorded", error))
+}
+
+/// Checks the password while the account is not locked and records the outcome: 429 while it is locked, 401
+/// when the password is wrong, `Ok` when it is right.
+async fn check(
+    app: &App,
+    attempt: &Attempt,
+    account: &str,
+    password: &str,
+) -> Result<(), Response> {
+    let (event_type, refusal) = if attempt.locked() {
+        let message = "Too many failed sign-ins; try again later";
+        let refusal = (StatusCode::TOO_MANY_REQUESTS, message);
+        (EventType::ActionDenied, Some(refusal))
+    } else if app.accounts.verify(account, password) {
+        (EventType::LoginSuccess, None)
+    } else {
+        let refusal = (StatusCode::UNAUTHORIZED, "Wrong username or password");
+        (EventType::LoginFailure, Some(refusal))
+    };
+    record(app, attempt, event_type).await?;
+    match refusal {
+        Some((status, message)) => Err(answer(status, json!({"error": message}))),
+        None => Ok(()),
+    }
+}
+
 async fn login(State(app): State<App>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let form: LoginForm = match read_form(body).await {
         Ok(form) => form,
         Err(response) => return response,
     };
-    // The account being signed into keys the account quota: guessing one account's password is slowed
-    // wherever the guesses come from, and whether or not they carry a payload. The name is never stored; its
-    // quota counter is an HMAC label.
-    let Ok(context) = VisitorContext::for_account(&form.username) else {
-        return answer(StatusCode::BAD_REQUEST, json!({"error": "Invalid form"}));
+    // One account, however the user typed its name.
+    let account = directory::canonical_account(&form.username);
+    let attempt = match attempt(&app, &parts, &account, form.visitor.payload()).await {
+        Ok(attempt) => attempt,
+        Err(response) => return response,
     };
-    let identified = match app
-        .janitor
-        .identify_parts(&parts, &context, form.visitor.payload())
-        .await
-    {
-        Ok(identified) => identified,
-        Err(refusal) => return refusal.for_route().into_response(),
-    };
-    let visitor = identified.as_ref().map(|i| i.identity().clone());
+    if let Err(refused) = check(&app, &attempt, &account, &form.password).await {
+        return with_cookie(attempt, refused);
+    }
+    let visitor = attempt.visitor();
+    let body = json!({
+        "signedIn": true,
+        "visitorId": visitor.map(|v| v.visitor_id.to_string()),
+        "isReturning": visitor.map(|v| v.is_returning),
+        "riskStatus": visitor.map(|v| v.risk_status.as_str()),
+        "recentFailures": attempt.failures,
+    });
+    with_cookie(attempt, answer(StatusCode::OK, body))
+}
 
-    let subject = app.janitor.subject_id(&form.username);
-    let recent = VelocityQuery::new(ActivityKey::Subject(subject.clone()))
-        .action(Action::SignIn)
-        .window_ms(FAILURE_WINDOW_MS);
-    let failures = match app.janitor.velocity(&recent).await {
-        Ok(summary) => summary
-            .counts
-            .get(&EventType::LoginFailure)
-            .copied()
-            .unwrap_or(0),
-        Err(error) => return internal("velocity read failed", error),
-    };
-    let (event_type, status, body) = if failures >= MAX_FAILURES {
-        (
-            EventType::ActionDenied,
-            StatusCode::TOO_MANY_REQUESTS,
-            json!({"error": "Too many failed sign-ins; try again later"}),
-        )
-    } else if app.accounts.verify(&form.username, &form.password) {
-        (
-            EventType::LoginSuccess,
-            StatusCode::OK,
-            json!({
-                "signedIn": true,
-                "visitorId": visitor.as_ref().map(|v| v.visitor_id.to_string()),
-                "isReturning": visitor.as_ref().map(|v| v.is_returning),
-                "riskStatus": visitor.as_ref().map(|v| v.risk_status.as_str()),
-                "recentFailures": failures,
-            }),
-        )
-    } else {
-        (
-            EventType::LoginFailure,
-            StatusCode::UNAUTHORIZED,
-            json!({"error": "Wrong username or password"}),
-        )
-    };
-    let mut event = EventInput::builder(&event_id(), event_type)
-        .action(Action::SignIn)
-        .subject(subject);
-    if let Some(visitor) = &visitor {
-        event = event.visitor(visitor.visitor_id.clone());
-    }
-    let recorded = match event.build() {
-        Ok(event) => app.janitor.record_event(&event).await,
-        Err(error) => return internal("event refused", error),
-    };
-    if let Err(error) = recorded {
-        return internal("event not recorded", error);
-    }
-    match identified {
-        Some(identified) => (status, identified, Json(body)).into_response(),
-        None => answer(status, body),
+/// `response`, with the `__visitor` cookie when the browser was identified.
+fn with_cookie(attempt: Attempt, response: Response) -> Response {
+    match attempt.identified {
+        Some(identified) => (identified, response).into_response(),
+        None => response,
     }
 }
 
@@ -205,20 +260,20 @@ async fn erase(State(app): State<App>, request: Request) -> Response {
         Ok(form) => form,
         Err(response) => return response,
     };
-    if !app.accounts.verify(&form.username, &form.password) {
-        return answer(
-            StatusCode::UNAUTHORIZED,
-            json!({"error": "Wrong username or password"}),
-        );
+    // Erasure checks the password too: through the same quota and lock as sign-in, or it would be a way to
+    // guess one without either.
+    let account = directory::canonical_account(&form.username);
+    let attempt = match attempt(&app, &parts, &account, None).await {
+        Ok(attempt) => attempt,
+        Err(response) => return response,
+    };
+    if let Err(refused) = check(&app, &attempt, &account, &form.password).await {
+        return refused;
     }
     // The account, and the browser it signs in from: evidence about other accounts that names this browser
     // (another account's failed sign-ins from it) is kept, detached from it.
     let browser = app.janitor.visitor_cookie(&parts.headers);
-    let erased = match app
-        .janitor
-        .erase_account(&form.username, browser.as_ref())
-        .await
-    {
+    let erased = match app.janitor.erase_account(&account, browser.as_ref()).await {
         Ok(erased) => erased,
         Err(error) => return internal("erasure failed", error),
     };

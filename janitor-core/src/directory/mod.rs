@@ -41,5 +41,5 @@ pub use key::{
 };
 pub use memory::MemoryIdentityStore;
 pub(crate) use service::account_subject;
-pub use service::{IdentityDirectory, MAX_ACCOUNT_ID_CHARS};
+pub use service::{canonical_account, IdentityDirectory, MAX_ACCOUNT_ID_CHARS};
 pub use store::{store_cleanup_batch, IdentityStore, KeyWrite, SubjectRecord};

@@ -12,6 +12,19 @@ use crate::label::LabelKey;
 /// Characters of an account id (not trimmed).
 pub const MAX_ACCOUNT_ID_CHARS: usize = 512;
 
+/// The canonical form of an account name: surrounding whitespace removed and every letter lower-cased (Unicode's
+/// default lowercase mapping, `str::to_lowercase`). `Ada`, `ada` and ` ADA ` are one account.
+///
+/// Every label the library makes of an account (its quota counter, its evidence subject, its erasure) is a keyed
+/// digest of the exact bytes it is given, as on every Janitor implementation. An application whose password
+/// check ignores case or spaces must therefore pass this form (or its own, always the same) to every call, or
+/// each spelling gets a quota and a lockout of its own. It does not apply Unicode normalization (NFC): an
+/// application that accepts names typed on several systems normalizes them first. Instances sharing a database
+/// must agree on the form, since the reference's instances key whatever the application passes.
+pub fn canonical_account(name: &str) -> String {
+    name.trim().to_lowercase()
+}
+
 /// The subject label of an account id of 1–512 characters under `key`: the rule of
 /// [`IdentityDirectory::subject_id`], shared with erasure.
 pub(crate) fn account_subject(
@@ -217,5 +230,20 @@ impl<S: IdentityStore> IdentityDirectory<S> {
     /// before `now_ms`.
     pub async fn cleanup(&self, batch: usize, now_ms: i64) -> Result<u64, DirectoryError> {
         Ok(self.store.cleanup(batch, now_ms).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canonical_account;
+
+    #[test]
+    fn spellings_of_one_name_are_one_account() {
+        for spelling in ["ada@example.com", "Ada@Example.COM", "  ADA@example.com\t"] {
+            assert_eq!(canonical_account(spelling), "ada@example.com");
+        }
+        assert_eq!(canonical_account("ÉMILIE"), "émilie");
+        // Inner spaces are part of the name.
+        assert_eq!(canonical_account(" a b "), "a b");
     }
 }
