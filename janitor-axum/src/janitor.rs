@@ -211,8 +211,9 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     /// payload (a client that leaves the payload out is counted all the same), then identifies `payload`, when
     /// there is one, with the request's `__visitor` cookie. `Ok(None)` means the quotas had room and there
     /// was nothing to identify. The [`Identified`] holds the private identity and, as response parts, the
-    /// cookie the response must set. With extended signals on, their header is read from `parts` too, and a bad
-    /// one is refused as [`Refusal::InvalidPayload`].
+    /// cookie the response must set. With extended signals on, their header is read from `parts` too; a bad one
+    /// means no extended signals (logged at debug), never a failed request, as on every application route (the
+    /// endpoint refuses it).
     ///
     /// It checks neither the origin ([`check_origin`](Self::check_origin), [`origin_layer`](Self::origin_layer))
     /// nor the body's size (the handler read it): see
@@ -233,7 +234,7 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
         parts: &http::request::Parts,
         payload: &VisitorPayload,
     ) -> Result<Identified, Refusal> {
-        identify::identify_visitor(&self.inner, parts, payload)
+        identify::identify_visitor(&self.inner, parts, payload, identify::Route::Application)
             .await
             .inspect_err(|refusal| crate::telemetry::refused(*refusal))
     }

@@ -27,11 +27,13 @@ pub(crate) fn extended_signals(headers: &HeaderMap) -> Result<Option<ExtendedSig
     };
     // Two values would make the signals a guess about which one a proxy kept.
     if values.next().is_some() || value.len() > MAX_EXTENDED_HEADER {
+        tracing::debug!("refused extended signals: repeated or over {MAX_EXTENDED_HEADER} bytes");
         return Err(Refusal::InvalidPayload);
     }
-    let json = BASE64URL
-        .decode(value.as_bytes())
-        .map_err(|_| Refusal::InvalidPayload)?;
+    let json = BASE64URL.decode(value.as_bytes()).map_err(|_| {
+        tracing::debug!("refused extended signals: not base64url");
+        Refusal::InvalidPayload
+    })?;
     ExtendedSignals::from_slice(&json)
         .map(Some)
         .map_err(|error| {

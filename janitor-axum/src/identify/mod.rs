@@ -188,7 +188,7 @@ async fn identify<S: Stores, E: Evaluator>(
     parts: &Parts,
     payload: &VisitorPayload,
 ) -> Result<(Response, Identity), Refusal> {
-    let identified = identify_visitor(janitor, parts, payload).await?;
+    let identified = identify_visitor(janitor, parts, payload, Route::Endpoint).await?;
     let identity = identified.identity();
     let mut response = if janitor.config.endpoint.expose_client_scores() {
         response::json(StatusCode::OK, identity)
@@ -221,7 +221,9 @@ pub(crate) async fn identify_parts<S: Stores, E: Evaluator>(
     let identified = async {
         claim_quota(janitor, context).await?;
         match payload {
-            Some(payload) => identify_visitor(janitor, parts, payload).await.map(Some),
+            Some(payload) => identify_visitor(janitor, parts, payload, Route::Application)
+                .await
+                .map(Some),
             None => Ok(None),
         }
     };
@@ -230,12 +232,23 @@ pub(crate) async fn identify_parts<S: Stores, E: Evaluator>(
         .inspect_err(|refusal| telemetry::refused(*refusal))
 }
 
+/// Where an identification runs, which decides what a bad extended-signals header does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// The identify endpoint: a bad header is refused as an invalid payload, as a bad payload is.
+    Endpoint,
+    /// A route of the application (a sign-in form): a bad header means no extended signals, never a failed
+    /// form, as the tolerant payload field means no payload.
+    Application,
+}
+
 /// The engine on `payload` with the cookie of `parts` (and, with network evidence, the digest of the client's
 /// network; with extended signals, those of its header), and the cookie to set.
 pub(crate) async fn identify_visitor<S: Stores, E: Evaluator>(
     janitor: &Inner<S, E>,
     parts: &Parts,
     payload: &VisitorPayload,
+    route: Route,
 ) -> Result<Identified, Refusal> {
     let config = &janitor.config;
     let cookie = cookie::visitor(&parts.headers);
@@ -245,9 +258,11 @@ pub(crate) async fn identify_visitor<S: Stores, E: Evaluator>(
         .flatten()
         .map(|address| NetworkDigest::of(&config.key, address));
     // Off, the header is ignored rather than refused: an enabled client may reach a server that is not.
-    let extended = match config.extended_signals() {
-        true => extended::extended_signals(&parts.headers)?,
-        false => None,
+    let extended = match (config.extended_signals(), route) {
+        (false, _) => None,
+        (true, Route::Endpoint) => extended::extended_signals(&parts.headers)?,
+        // Logged at debug where it was read.
+        (true, Route::Application) => extended::extended_signals(&parts.headers).unwrap_or(None),
     };
     let request = IdentifyRequest::new(payload, janitor_core::now_ms())
         .with_cookie(cookie.as_ref())
