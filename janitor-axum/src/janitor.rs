@@ -375,10 +375,11 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     /// browser, in one atomic step (see [`janitor_core::erasure`]).
     ///
     /// Goes: the subject row, its keys, delegations, learning sessions, device links and the events about it;
-    /// with a browser, its visitor row, observations, links and anonymous events. Stays, detached from the
-    /// erased account and browser: events about other accounts (another account's failed sign-ins from the
-    /// same browser keep counting). The application must authorize the request and pass only a browser the
-    /// account holder presents as theirs.
+    /// with a browser linked to the account (it signed in to it, or holds a device link to it), its visitor row,
+    /// observations, links and anonymous events; any other browser is left alone and
+    /// [`AccountErasure::visitor_not_linked`] says so. Stays, detached from the erased account and browser:
+    /// events about other accounts (another account's failed sign-ins from the same browser keep counting). The
+    /// application must authorize the request.
     pub async fn erase_account(
         &self,
         account_id: &str,

@@ -236,7 +236,7 @@ async fn erasure_removes_the_account_and_its_browser<S: Stores>(stores: S) {
     // The sign-in, and the erasure's own two password checks (the wrong one and the right one).
     assert_eq!(
         erased.body,
-        json!({"erasedEvents": 3, "erasedVisitor": true})
+        json!({"erasedEvents": 3, "erasedVisitor": true, "visitorNotLinked": false})
     );
     assert_eq!(erased.cookie.as_deref(), Some("__visitor="));
     assert!(sign_in_events(&janitor, "ada").await.is_empty());
@@ -323,7 +323,30 @@ async fn erasure_is_no_way_around_the_lock<S: Stores>(stores: S) {
     assert_eq!(locked.status, 429, "{}", locked.body);
 }
 
+/// Visitor ids reach page scripts: dave presents ada's browser id with his own erasure, and ada's browser keeps
+/// its history (her next sign-in from it is still returning), while dave's account goes.
+async fn erasure_leaves_a_browser_that_is_not_the_accounts_own<S: Stores>(stores: S) {
+    let (janitor, address) = site(stores, None).await;
+    let adas = post(address, "/login", &sign_in(PASSWORD), None).await;
+    let adas_cookie = adas.cookie.clone().unwrap();
+    let dave = json!({"username": "dave", "password": DAVE}).to_string();
+    let erased = post(address, "/account/erase", &dave, Some(&adas_cookie)).await;
+    assert_eq!(erased.status, 200, "{}", erased.body);
+    assert_eq!(erased.body["erasedVisitor"], false, "{}", erased.body);
+    assert_eq!(erased.body["visitorNotLinked"], true, "{}", erased.body);
+    assert!(sign_in_events(&janitor, "dave").await.is_empty());
+    let again = post(address, "/login", &sign_in(PASSWORD), Some(&adas_cookie)).await;
+    assert_eq!(
+        (
+            again.body["visitorId"].clone(),
+            again.body["isReturning"].clone()
+        ),
+        (adas.body["visitorId"].clone(), json!(true))
+    );
+}
+
 on_both_stores!(
+    erasure_leaves_a_browser_that_is_not_the_accounts_own,
     erasure_is_no_way_around_the_lock,
     a_sign_in_identifies_the_browser_and_records_the_success,
     a_form_without_a_valid_payload_signs_in_and_a_bad_form_records_nothing,

@@ -6,8 +6,11 @@
 //! - the account's subject row, its verified keys, every delegation naming it (as principal or actor), its
 //!   learning sessions (labelled with it or predicted for it) and its device links;
 //! - the events where it is the subject, and the events that name it as actor and name no other subject;
-//! - with a browser: the visitor row, its observations, every device link of that browser, and the browser's
-//!   events that name no other subject (anonymous and session-only events).
+//! - with a browser that is the account's own (it signed in to the account: a login-success event names both;
+//!   or a device link joins them): the visitor row, its observations, every device link of that browser, and
+//!   the browser's events that name no other subject (anonymous and session-only events). Any other browser is
+//!   left alone, and [`AccountErasure::visitor_not_linked`] says so: visitor ids reach page scripts, so one
+//!   account holder must not erase another's browser by presenting its id.
 //!
 //! An event about **another** subject is evidence about that subject: it is kept and only *detached* — the
 //! erased actor and the erased browser are removed from it (`actor_id` / `visitor_id` set to none, and the key
@@ -52,6 +55,10 @@ pub struct AccountErasure {
     pub learning_sessions_deleted: u64,
     /// The browser's visitor row existed (and is gone, with its observations).
     pub visitor_erased: bool,
+    /// The browser given with the account exists and was left alone: it never signed in to the account (no
+    /// login-success event names both) and holds no device link to it.
+    #[serde(default)]
+    pub visitor_not_linked: bool,
 }
 
 /// Why [`erase_account`] erased nothing.
@@ -114,8 +121,8 @@ pub fn detached(
 
 /// Erases the account `account_id` (labelled with `key`, as every service labels it) and, when given, the
 /// browser the request came with, in one atomic step of `stores` (see the [module](self) for what goes and
-/// what stays). The application must authorize the request; pass the browser only when it is the account
-/// holder's own (its `__visitor` cookie on the request that asks for erasure, say).
+/// what stays). The application must authorize the request; the browser (its `__visitor` cookie on the request
+/// that asks for erasure, say) is erased only when it is linked to the account.
 ///
 /// Server code holding a `Janitor` handle calls its `erase_account`, which is this.
 pub async fn erase_account<S: Stores>(

@@ -171,6 +171,14 @@ impl MemoryStores {
         let mut learning = self.learning.rows();
         let mut visitors = self.visitors.lock();
         let mut report = AccountErasure::default();
+        // With an account, its browser goes only when it is the account's own.
+        let browser = match (subject, browser) {
+            (Some(subject), Some(browser)) if !evidence.is_linked(subject, browser) => {
+                report.visitor_not_linked = visitors.has_visitor(browser);
+                None
+            }
+            _ => browser,
+        };
         evidence.erase(subject, browser, &mut report);
         if let Some(subject) = subject {
             report.subject_existed = evidence.remove_subject(subject);

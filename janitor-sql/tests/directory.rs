@@ -293,6 +293,7 @@ async fn erase_account_leaves_no_trace_and_keeps_other_accounts_evidence() {
             delegations_deleted: 1,
             learning_sessions_deleted: 1,
             visitor_erased: true,
+            visitor_not_linked: false,
         };
         assert_eq!(report, expected);
         for needle in [ACCOUNT, s.me.as_str(), browser.as_str()] {

@@ -283,6 +283,8 @@ async fn erase(State(app): State<App>, request: Request) -> Response {
         Json(json!({
             "erasedEvents": erased.events_deleted,
             "erasedVisitor": erased.visitor_erased,
+            // A browser id presented with an account that never signed in from it is not erased.
+            "visitorNotLinked": erased.visitor_not_linked,
         })),
     )
         .into_response()

@@ -251,6 +251,23 @@ impl Inner {
             .collect()
     }
 
+    /// Whether `browser` is the account `subject`'s own: a device link joins them, or the browser signed in to
+    /// the account (a login-success event names both), in any scope.
+    pub(crate) fn is_linked(&self, subject: &SubjectId, browser: &VisitorId) -> bool {
+        let linked = filed(&self.links_by_visitor, browser.as_str())
+            .iter()
+            .any(|id| self.links.get(id).is_some_and(|l| l.subject_id == *subject));
+        let signed_in = |id: &String| {
+            self.events.get(id).is_some_and(|e| {
+                e.event_type == EventType::LoginSuccess && e.subject_id.as_ref() == Some(subject)
+            })
+        };
+        linked
+            || filed(&self.events_by_visitor, browser.as_str())
+                .iter()
+                .any(signed_in)
+    }
+
     /// Erases `subject` and `browser` from evidence, in every scope: each event naming either is deleted or
     /// detached as [`event_fate`] says, and their links are deleted. Adds the counts to `report`; the subject
     /// row is [`remove_subject`](Self::remove_subject)'s.

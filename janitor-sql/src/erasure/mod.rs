@@ -25,17 +25,26 @@ pub(crate) async fn erase(
 ) -> Result<AccountErasure, StoreError> {
     let mut connection = database.connection().await?;
     connection.begin().await?;
-    let (subject_existed, visitor_existed) = lock(&mut connection, subject, browser).await?;
-    if !subject_existed && !visitor_existed {
+    let (subject_existed, visitor_existed, linked) =
+        lock(&mut connection, subject, browser).await?;
+    // With an account, its browser goes only when it is the account's own.
+    let not_linked = subject.is_some() && visitor_existed && !linked;
+    let browser = browser.filter(|_| visitor_existed && !not_linked);
+    if !subject_existed && browser.is_none() {
         // The foreign keys leave no event or link naming a row that does not exist: nothing to erase.
         connection.commit().await?;
-        return Ok(AccountErasure::default());
+        let report = AccountErasure::default();
+        return Ok(AccountErasure {
+            visitor_not_linked: not_linked,
+            ..report
+        });
     }
     let mut report = erase_evidence(&mut connection, subject, browser).await?;
+    report.visitor_not_linked = not_linked;
     if let Some(subject) = subject.filter(|_| subject_existed) {
         erase_subject(&mut connection, subject, &mut report).await?;
     }
-    if let Some(browser) = browser.filter(|_| visitor_existed) {
+    if let Some(browser) = browser {
         let delete = crate::visitor_store::statements::DELETE_VISITOR;
         let deleted = connection.execute(delete, &[&browser.as_str()]).await?;
         report.visitor_erased = deleted > 0;
@@ -48,7 +57,7 @@ async fn lock(
     connection: &mut Connection<'_>,
     subject: Option<&SubjectId>,
     browser: Option<&VisitorId>,
-) -> Result<(bool, bool), StoreError> {
+) -> Result<(bool, bool, bool), StoreError> {
     let subject = subject.map(SubjectId::as_str);
     let browser = browser.map(VisitorId::as_str);
     let rows = connection
@@ -61,7 +70,7 @@ async fn lock(
         row.try_get::<_, bool>(column)
             .map_err(|e| unreadable("erasure targets", e))
     };
-    Ok((exists(0)?, exists(1)?))
+    Ok((exists(0)?, exists(1)?, exists(2)?))
 }
 
 async fn erase_subject(

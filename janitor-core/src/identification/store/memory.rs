@@ -159,6 +159,11 @@ impl Inner {
         }
     }
 
+    /// Whether a visitor row exists.
+    pub(crate) fn has_visitor(&self, visitor: &VisitorId) -> bool {
+        self.visitors.contains_key(visitor.as_str())
+    }
+
     /// Deletes a visitor with its observations; returns whether it existed.
     pub(crate) fn remove_visitor(&mut self, visitor: &VisitorId) -> bool {
         let Some(entry) = self.visitors.remove(visitor.as_str()) else {

@@ -33,6 +33,7 @@ pub async fn erasing_an_account_keeps_another_accounts_lockout(
         delegations_deleted: 1,
         learning_sessions_deleted: 1,
         visitor_erased: true,
+        visitor_not_linked: false,
     };
     assert_eq!(
         report, expected,
@@ -183,6 +184,59 @@ pub async fn erasing_a_browser_deletes_its_anonymous_events(fresh: impl Fresh<()
     assert_eq!(f.observations(&other).await, 1);
 }
 
+/// Case: Erasing an account takes only a browser linked to it.
+///
+/// Visitor ids reach page scripts, so an account holder could present another's: the browser goes with the
+/// account only when it signed in to it or holds a device link to it, and the report says when it stayed.
+pub async fn erasing_an_account_takes_only_its_own_browser(fresh: impl Fresh<(), Store: Stores>) {
+    let f = family(fresh).await;
+    let (victims, signed_in, linked) = (f.browser(1).await, f.browser(2).await, f.browser(3).await);
+    let (mallory, alice, bob) = (f.account("mallory"), f.account("alice"), f.account("bob"));
+    // Mallory only failed to sign in from the victim's browser, and the victim signed in as alice there.
+    f.record(failure("mallory-fail", &mallory, &victims)).await;
+    let alice_in = |id: &str, browser: &VisitorId| {
+        EventInput::builder(id, EventType::LoginSuccess)
+            .subject(alice.clone())
+            .visitor(browser.clone())
+    };
+    f.record(alice_in("alice-there", &victims)).await;
+    let report = f.erase("mallory", Some(&victims)).await;
+    assert_eq!(
+        (
+            report.subject_existed,
+            report.events_deleted,
+            report.visitor_erased,
+            report.visitor_not_linked
+        ),
+        (true, 1, false, true),
+        "erasing_an_account_takes_only_its_own_browser: an unlinked browser stays"
+    );
+    assert_eq!(
+        f.observations(&victims).await,
+        1,
+        "the victim's browser kept its history"
+    );
+    assert_eq!(f.count(ActivityKey::Subject(alice.clone())).await, 1);
+    // A browser that signed in to the account goes with it, and so does one with a device link.
+    f.record(alice_in("alice-in", &signed_in)).await;
+    let report = f.erase("alice", Some(&signed_in)).await;
+    assert!(
+        report.visitor_erased && !report.visitor_not_linked,
+        "{report:?}"
+    );
+    assert_eq!(f.observations(&signed_in).await, 0);
+    f.record(EventInput::builder("bob-in", EventType::LoginSuccess).subject(bob.clone()))
+        .await;
+    f.link(&bob, &linked, "bob-passkey").await;
+    let report = f.erase("bob", Some(&linked)).await;
+    assert!(
+        report.visitor_erased && !report.visitor_not_linked,
+        "{report:?}"
+    );
+    assert_eq!(f.observations(&linked).await, 0);
+    assert_eq!(f.observations(&victims).await, 1);
+}
+
 /// Case: Erasing a browser alone keeps lockouts.
 pub async fn erasing_a_browser_alone_keeps_lockouts(fresh: impl Fresh<(), Store: Stores>) {
     let f = family(fresh).await;
@@ -221,6 +275,7 @@ pub async fn erasure_is_idempotent(fresh: impl Fresh<(), Store: Stores>) {
     let (alice, dave) = (f.account("alice"), f.account("dave"));
     f.fail_sign_ins("dave-fail", &dave, &browser, 3).await;
     f.record(failure("alice-fail", &alice, &browser)).await;
+    f.link(&alice, &browser, "alice-passkey").await;
     f.settle_in(&alice, "alice@example.com").await;
     let first = f.erase("alice", Some(&browser)).await;
     assert!(first.subject_existed && first.visitor_erased);

@@ -189,6 +189,7 @@ macro_rules! stores_tests {
             erasing_an_account_keeps_another_accounts_lockout,
             erasing_an_actor_detaches_it_from_events_about_others,
             erasing_a_browser_deletes_its_anonymous_events,
+            erasing_an_account_takes_only_its_own_browser,
             erasing_a_browser_alone_keeps_lockouts,
             erasure_is_idempotent,
             erasing_without_a_browser_leaves_the_browser,
