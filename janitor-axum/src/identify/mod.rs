@@ -21,6 +21,7 @@ use crate::admission::{settle_unread, AdmissionConfig, AdmissionSlot};
 use crate::config::JanitorConfig;
 use crate::identity::Identified;
 use crate::janitor::Inner;
+use crate::origin::ClientAddress;
 use crate::refusal::Refusal;
 use crate::telemetry;
 use tracing::Instrument;
@@ -232,6 +233,16 @@ pub(crate) async fn identify_parts<S: Stores, E: Evaluator>(
         .inspect_err(|refusal| telemetry::refused(*refusal))
 }
 
+/// The digest of the request's network: `None` when nobody is named, a fresh one that matches no other when
+/// the forwarding headers cannot be read or conflict (see [`NetworkDigest::unplaced`]).
+fn network_digest(parts: &Parts, config: &JanitorConfig) -> Option<NetworkDigest> {
+    match crate::origin::client_address(parts, &config.origin) {
+        ClientAddress::Known(address) => Some(NetworkDigest::of(&config.key, address)),
+        ClientAddress::Unnamed => None,
+        ClientAddress::Unreadable => Some(NetworkDigest::unplaced(&config.key)),
+    }
+}
+
 /// Where an identification runs, which decides what a bad extended-signals header does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Route {
@@ -252,11 +263,10 @@ pub(crate) async fn identify_visitor<S: Stores, E: Evaluator>(
 ) -> Result<Identified, Refusal> {
     let config = &janitor.config;
     let cookie = cookie::visitor(&parts.headers);
-    let network = config
-        .network_evidence()
-        .then(|| crate::origin::client_address(parts, &config.origin))
-        .flatten()
-        .map(|address| NetworkDigest::of(&config.key, address));
+    let network = match config.network_evidence() {
+        true => network_digest(parts, config),
+        false => None,
+    };
     // Off, the header is ignored rather than refused: an enabled client may reach a server that is not.
     let extended = match (config.extended_signals(), route) {
         (false, _) => None,

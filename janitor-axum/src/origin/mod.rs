@@ -20,7 +20,7 @@ use crate::config::OriginConfig;
 use crate::refusal::Refusal;
 use policy::is_cross_origin;
 
-pub(crate) use client::client_address;
+pub(crate) use client::{client_address, ClientAddress};
 
 pub use layer::{OriginLayer, OriginService};
 

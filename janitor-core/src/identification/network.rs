@@ -83,6 +83,17 @@ impl NetworkDigest {
         Self::new(key, NetworkPrefix::of(address))
     }
 
+    /// The digest of a network nobody can name: a visit whose forwarding headers conflict or cannot be read.
+    /// It is fresh for every visit (a keyed label of a random value, shaped like every other digest), so it
+    /// confirms no candidate, and a candidate seen only on another network is vetoed as from any new network:
+    /// a client that garbles its headers gains nothing a plain request from its own network would not.
+    pub fn unplaced(key: &LabelKey) -> Self {
+        let nonce: [u8; 16] = rand::random();
+        let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+        let value = compact_json(&serde_json::json!(["network-unplaced-v1", nonce]));
+        NetworkDigest(key.label(&value))
+    }
+
     /// A digest as stored (a store reading its rows back).
     pub fn from_stored(digest: String) -> Self {
         NetworkDigest(digest)
@@ -120,6 +131,19 @@ mod tests {
         assert_eq!(prefix("2001:db8:2::1"), "2001:db8:2::/48");
         assert_eq!(prefix("::ffff:198.51.100.9"), "198.51.100.0/24");
         assert_eq!(prefix("::1"), "::/48");
+    }
+
+    #[test]
+    fn an_unplaced_network_is_another_one_each_time() {
+        let key = LabelKey::new(&"k".repeat(32), "app").unwrap();
+        let (first, second) = (NetworkDigest::unplaced(&key), NetworkDigest::unplaced(&key));
+        assert_ne!(first, second);
+        let placed = NetworkDigest::of(&key, "203.0.113.1".parse().unwrap());
+        assert_eq!(
+            first.as_str().len(),
+            placed.as_str().len(),
+            "shaped like any digest"
+        );
     }
 
     #[test]
