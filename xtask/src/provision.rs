@@ -1,5 +1,5 @@
 //! What `cargo xtask test` sets up before the tests: the Debian packages they use (PostgreSQL, Chromium and its
-//! WebDriver, PgBouncer) and a PostgreSQL server at `DATABASE_URL`.
+//! WebDriver, PgBouncer, nginx) and a PostgreSQL server at `DATABASE_URL`.
 //!
 //! Each set-up looks first and acts only on what is missing, so a prepared machine spends no time here. The
 //! choices are functions of what was observed (files, the port, the user), kept apart from the commands that act
@@ -33,6 +33,8 @@ pub const PACKAGE_FILES: &[(&str, &str)] = &[
     ("chromium", "/usr/bin/chromium"),
     ("chromium-driver", "/usr/bin/chromedriver"),
     ("pgbouncer", "/usr/sbin/pgbouncer"),
+    // The reverse proxy of docs/deploying.md, run in front of the sign-in example (janitor-axum/tests/nginx.rs).
+    ("nginx", "/usr/sbin/nginx"),
 ];
 
 /// Where Debian keeps the configuration of each cluster, as `<version>/<name>/`.

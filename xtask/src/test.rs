@@ -9,7 +9,7 @@ use crate::capacity::{status, workspace_root};
 use crate::provision;
 
 /// The packages the tests use, installed when missing.
-pub const PACKAGES_STEP: &str = "packages: PostgreSQL, Chromium, ChromeDriver, PgBouncer";
+pub const PACKAGES_STEP: &str = "packages: PostgreSQL, Chromium, ChromeDriver, PgBouncer, nginx";
 
 /// The PostgreSQL server at `DATABASE_URL`, started when it is the machine's own and down.
 pub const POSTGRES_STEP: &str = "PostgreSQL server";

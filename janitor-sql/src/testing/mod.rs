@@ -21,7 +21,7 @@ pub mod population;
 pub mod ports;
 pub mod statements;
 mod suites;
-mod tied;
+pub mod tied;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
