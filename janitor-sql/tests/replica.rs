@@ -306,3 +306,33 @@ async fn lookups_on_a_replica_gone_silent_answer_from_the_primary_within_the_bou
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lookup_dropped_during_its_lag_reading_leaves_the_next_reading_to_another() {
+    with_schemas(|schemas| async move {
+        let primary = schemas.fresh().await;
+        let relay = Relay::start(server_address()).unwrap();
+        let standby = through(&relay, &primary);
+        let replica = LookupReplica::new(standby.clone(), 1_000, CHECK_MS).unwrap();
+        let store = reading_on(&primary, &replica);
+        save(&store, 1, "a").await;
+
+        // The request's client goes away while its lookup waits on the lag reading: the lookup is dropped.
+        relay.silence();
+        let lookup = look_up(&store, "a", (&primary, &standby));
+        let dropped = tokio::time::timeout(Duration::from_millis(100), lookup).await;
+        assert!(dropped.is_err(), "the reading was still waiting");
+        assert_eq!(replica.last_state(), None);
+
+        // The next lookup takes a reading, and reads the standby.
+        relay.resume();
+        let (found, on_primary, on_standby) = look_up(&store, "a", (&primary, &standby)).await;
+        assert_eq!(replica.last_state(), Some(ReplicaState::Primary));
+        assert_eq!((found, on_primary, on_standby), (vec![visitor(1)], 0, 2));
+        drop((store, replica, standby));
+        tokio::task::spawn_blocking(move || drop(relay))
+            .await
+            .unwrap();
+    })
+    .await;
+}

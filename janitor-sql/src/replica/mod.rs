@@ -50,7 +50,7 @@ struct Inner {
     check_every: Duration,
     /// The last reading and when it was taken; `None` before the first.
     last: Mutex<Option<(Instant, ReplicaState)>>,
-    /// A lookup is reading the lag now: the others go on with the last reading.
+    /// A lookup is reading the lag now: the others go on with the last reading. Taken through [`Checking`].
     checking: AtomicBool,
 }
 
@@ -161,15 +161,9 @@ impl LookupReplica {
         let fresh = last.is_some_and(|(at, _)| at.elapsed() < self.inner.check_every);
         let state = if fresh {
             last.map(|(_, state)| state)
-        } else if self
-            .inner
-            .checking
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
+        } else if let Some(_taking) = Checking::take(&self.inner.checking) {
             let state = lag::read(&self.inner.database, self.timeout).await;
             self.record(state);
-            self.inner.checking.store(false, Ordering::Release);
             Some(state)
         } else {
             last.map(|(_, state)| state)
@@ -194,6 +188,26 @@ impl LookupReplica {
             .last
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some((Instant::now(), state));
+    }
+}
+
+/// The right to take the next lag reading, held by one lookup at a time. Dropping it gives the right back,
+/// however the reading ends: a lookup whose request is dropped while it waits on the replica (its client went
+/// away) must not leave the right taken, or no reading would be taken again and the last one would stand.
+struct Checking<'a>(&'a AtomicBool);
+
+impl<'a> Checking<'a> {
+    /// The right, unless another lookup holds it.
+    fn take(flag: &'a AtomicBool) -> Option<Checking<'a>> {
+        flag.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| Checking(flag))
+    }
+}
+
+impl Drop for Checking<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 
