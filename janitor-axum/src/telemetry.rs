@@ -11,7 +11,7 @@
 //! | `janitor_budget_denials_total` | `reason` (budget, concurrency, circuit-open, storage) | calls the shared budget refused |
 //! | `janitor_db_pool_wait_seconds` | | waits for a pooled connection |
 //! | `janitor_db_pool_timeouts_total` | | waits that ran out |
-//! | `janitor_db_statement_timeouts_total` | | statements the client cancelled (transaction pooling) |
+//! | `janitor_db_statement_timeouts_total` | | statements the client gave up on (transaction pooling, the lookup replica's bound) |
 //! | `janitor_db_unavailable_total` | | every outcome reported as "unavailable": connections refused or timed out, pool waits out, lost connections, statement timeouts |
 //! | `janitor_maintenance_deleted_total` | `what` (observations, visitors, quotas, events, links, delegations) | rows cleanup removed |
 //!
@@ -147,11 +147,11 @@ fn register_database_metrics() {
     for (name, help) in [
         (
             "janitor_db_pool_timeouts_total",
-            "Waits for a pooled database connection that ran out (answered 503)",
+            "Waits for a pooled database connection that ran out (answered 503, or by the primary for the lookup replica)",
         ),
         (
             "janitor_db_statement_timeouts_total",
-            "Statements the client cancelled at their timeout (transaction pooling)",
+            "Statements the client gave up on at their timeout (transaction pooling, the lookup replica's bound)",
         ),
         (
             "janitor_db_unavailable_total",

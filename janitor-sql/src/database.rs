@@ -203,6 +203,39 @@ impl Database {
             inner: &self.inner,
         })
     }
+
+    /// Runs one statement within `limit`, whatever holds it: the wait for a connection, connecting, or a
+    /// server that took the statement and never answers. The server's own statement timeout cannot bound that
+    /// last case, since a server that does not answer does not enforce it either. A connection whose statement
+    /// was given up on leaves the pool: its session may still be running it, or be gone.
+    pub(crate) async fn query_within(
+        &self,
+        limit: std::time::Duration,
+        sql: &str,
+        params: &[&dyn Param],
+    ) -> Result<Vec<Row>, StoreError> {
+        let deadline = tokio::time::Instant::now() + limit;
+        let gave_up = |what: &str| {
+            count_unavailable();
+            StoreError::Unavailable(format!(
+                "no {what} within {} ms (given up by the client)",
+                limit.as_millis()
+            ))
+        };
+        let Ok(connection) = tokio::time::timeout_at(deadline, self.connection()).await else {
+            #[cfg(feature = "metrics")]
+            metrics::counter!("janitor_db_pool_timeouts_total").increment(1);
+            return Err(gave_up("connection"));
+        };
+        let mut connection = connection?;
+        let outcome = tokio::time::timeout_at(deadline, connection.query(sql, params)).await;
+        outcome.unwrap_or_else(|_| {
+            connection.broken = true;
+            #[cfg(feature = "metrics")]
+            metrics::counter!("janitor_db_statement_timeouts_total").increment(1);
+            Err(gave_up("answer"))
+        })
+    }
 }
 
 /// Counts one outcome reported as [`StoreError::Unavailable`] (`janitor_db_unavailable_total`, feature

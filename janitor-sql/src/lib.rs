@@ -44,7 +44,7 @@ pub use migrate::{migrate, MigrateError, MigrationReport};
 pub use quota_store::PgQuotaStore;
 pub use replica::{
     LookupReplica, ReplicaState, REPLICA_CHECK_INTERVAL_MS, REPLICA_ENV_VARIABLES,
-    REPLICA_MAX_LAG_MS,
+    REPLICA_MAX_LAG_MS, REPLICA_TIMEOUT_MS,
 };
 pub use stores::PgStores;
 pub use visitor_store::{LookupRead, PgVisitorStore, COVERING_LOOKUP_INDEXES};

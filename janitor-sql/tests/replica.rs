@@ -2,7 +2,12 @@
 //! streaming replication). Lookups read the standby while it keeps up; with its replay paused past the lag
 //! bound they read the primary, and find what was written since; with replay resumed they go back; with the
 //! standby down they read the primary without an error. Every other statement stays on the primary.
+//!
+//! A standby that goes silent (its connections open, nothing coming back) is the tests' server behind a relay
+//! the test silences: it reads as a primary, which the lookup reads, until the relay holds every byte.
 
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use janitor_core::identification::candidates::probes_for;
@@ -10,6 +15,8 @@ use janitor_core::testing::visitor;
 use janitor_core::testing::visitor_store::observation;
 use janitor_core::{Retention, VisitorId, VisitorStore};
 use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
+use janitor_sql::testing::relay::Relay;
+use janitor_sql::testing::{database_url, with_schemas};
 use janitor_sql::{
     Database, DatabaseConfig, LookupReplica, PgVisitorStore, ReplicaState, SetupError,
 };
@@ -193,4 +200,139 @@ async fn the_lookup_reads_the_replica_within_its_lag_bound_and_the_primary_other
     tokio::task::spawn_blocking(move || drop((primary_cluster, standby_cluster)))
         .await
         .unwrap();
+}
+
+/// The bound the silent-standby tests give the replica.
+const TIMEOUT_MS: u64 = 200;
+
+/// How long a test waits on a lookup before it calls the lookup hung.
+const HUNG: Duration = Duration::from_secs(10);
+
+/// The address of the tests' server (`DATABASE_URL`).
+fn server_address() -> SocketAddr {
+    let config = tokio_postgres::Config::from_str(&database_url()).unwrap();
+    let host = match &config.get_hosts()[0] {
+        tokio_postgres::config::Host::Tcp(host) => host.clone(),
+        other => panic!("the tests' server is reached over TCP, not {other:?}"),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    (host.as_str(), port)
+        .to_socket_addrs()
+        .unwrap()
+        .next()
+        .unwrap()
+}
+
+/// A pool on the tests' server through `relay`, in `primary`'s schema, whose own waits (10 s) are longer
+/// than any test waits: only the replica's bound can end a wait on it sooner.
+fn through(relay: &Relay, primary: &Database) -> Database {
+    let url = format!(
+        "postgres://postgres@127.0.0.1:{}/postgres",
+        relay.address().port()
+    );
+    let config = DatabaseConfig::builder(&url)
+        .schema(primary.schema().unwrap().as_str())
+        .max_connections(2)
+        .connect_timeout_ms(10_000)
+        .wait_timeout_ms(10_000)
+        .build()
+        .unwrap();
+    Database::new(config).unwrap()
+}
+
+/// A store on `primary` reading candidates on `replica`.
+fn reading_on(primary: &Database, replica: &LookupReplica) -> PgVisitorStore {
+    PgVisitorStore::new(primary.clone(), Retention::default())
+        .with_lookup_replica(replica.clone())
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_on_a_replica_gone_silent_answer_from_the_primary_within_the_bound() {
+    with_schemas(|schemas| async move {
+        let primary = schemas.fresh().await;
+        let relay = Relay::start(server_address()).unwrap();
+        let standby = through(&relay, &primary);
+        // One reading for the whole test: the lookups below find it fresh, and go to the standby.
+        let replica = LookupReplica::new(standby.clone(), 1_000, 60_000)
+            .and_then(|replica| replica.with_timeout_ms(TIMEOUT_MS))
+            .unwrap();
+        let store = reading_on(&primary, &replica);
+        save(&store, 1, "a").await;
+        let (found, on_primary, on_standby) = look_up(&store, "a", (&primary, &standby)).await;
+        assert_eq!((found, on_primary, on_standby), (vec![visitor(1)], 0, 2));
+        assert_eq!(replica.last_state(), Some(ReplicaState::Primary));
+
+        // Silent: more lookups at once than the standby's pool has connections, so that some wait on their
+        // statement and the others on a connection.
+        relay.silence();
+        let started = Instant::now();
+        let lookups: Vec<_> = (0..4)
+            .map(|_| {
+                let store = store.clone();
+                let probes = probes_for(&observation("a"));
+                tokio::spawn(async move {
+                    let rows = tokio::time::timeout(HUNG, store.find_candidate_rows(&probes, T0));
+                    (rows.await, started.elapsed())
+                })
+            })
+            .collect();
+        for lookup in lookups {
+            let (rows, took) = lookup.await.unwrap();
+            let rows = rows.expect("no lookup hangs on the silent standby");
+            let rows = rows.expect("the primary answers");
+            assert!(rows.iter().any(|row| row.visitor_id == visitor(1)));
+            println!("a lookup on the silent standby answered after {took:?}");
+            assert!(took < Duration::from_millis(TIMEOUT_MS + 1_500), "{took:?}");
+        }
+        assert_eq!(replica.last_state(), Some(ReplicaState::Unreachable));
+
+        // A lag reading on the silent standby ends at the same bound (it was a fixed second).
+        let unread = LookupReplica::new(standby.clone(), 1_000, 60_000)
+            .and_then(|replica| replica.with_timeout_ms(TIMEOUT_MS))
+            .unwrap();
+        let started = Instant::now();
+        let (found, on_primary, _) =
+            look_up(&reading_on(&primary, &unread), "a", (&primary, &standby)).await;
+        let took = started.elapsed();
+        println!("a lookup whose lag reading met the silent standby answered after {took:?}");
+        assert_eq!((found, on_primary), (vec![visitor(1)], 1));
+        assert!(took < Duration::from_millis(900), "{took:?}");
+        assert_eq!(unread.last_state(), Some(ReplicaState::Unreachable));
+        drop((store, replica, unread, standby));
+        tokio::task::spawn_blocking(move || drop(relay))
+            .await
+            .unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lookup_dropped_during_its_lag_reading_leaves_the_next_reading_to_another() {
+    with_schemas(|schemas| async move {
+        let primary = schemas.fresh().await;
+        let relay = Relay::start(server_address()).unwrap();
+        let standby = through(&relay, &primary);
+        let replica = LookupReplica::new(standby.clone(), 1_000, CHECK_MS).unwrap();
+        let store = reading_on(&primary, &replica);
+        save(&store, 1, "a").await;
+
+        // The request's client goes away while its lookup waits on the lag reading: the lookup is dropped.
+        relay.silence();
+        let lookup = look_up(&store, "a", (&primary, &standby));
+        let dropped = tokio::time::timeout(Duration::from_millis(100), lookup).await;
+        assert!(dropped.is_err(), "the reading was still waiting");
+        assert_eq!(replica.last_state(), None);
+
+        // The next lookup takes a reading, and reads the standby.
+        relay.resume();
+        let (found, on_primary, on_standby) = look_up(&store, "a", (&primary, &standby)).await;
+        assert_eq!(replica.last_state(), Some(ReplicaState::Primary));
+        assert_eq!((found, on_primary, on_standby), (vec![visitor(1)], 0, 2));
+        drop((store, replica, standby));
+        tokio::task::spawn_blocking(move || drop(relay))
+            .await
+            .unwrap();
+    })
+    .await;
 }

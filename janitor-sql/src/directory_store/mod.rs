@@ -14,7 +14,8 @@ use tokio_postgres::types::Json;
 use tokio_postgres::Row;
 
 use crate::database::Database;
-use crate::error::unreadable;
+use crate::error::{erased_meanwhile, unreadable};
+use crate::params::Param;
 use crate::PgEvidenceStore;
 
 pub(crate) mod statements;
@@ -78,10 +79,12 @@ impl IdentityStore for PgIdentityStore {
     async fn put_key(&self, key: &KeyRecord) -> Result<KeyWrite, StoreError> {
         let mut connection = self.database.connection().await?;
         let subject = key.subject_id.as_str();
-        let rows = connection
-            .query(statements::PUT_KEY, &[&key.digest, &subject, &Json(key)])
-            .await?;
-        if !rows.is_empty() {
+        let params: [&dyn Param; 3] = [&key.digest, &subject, &Json(key)];
+        let mut rows = connection.query(statements::PUT_KEY, &params).await;
+        if erased_meanwhile(&rows) {
+            rows = connection.query(statements::PUT_KEY, &params).await;
+        }
+        if !rows?.is_empty() {
             return Ok(KeyWrite::Stored);
         }
         let missing = connection
@@ -117,19 +120,18 @@ impl IdentityStore for PgIdentityStore {
 
     async fn put_delegation(&self, delegation: &Delegation) -> Result<bool, StoreError> {
         let mut connection = self.database.connection().await?;
-        let rows = connection
-            .query(
-                statements::PUT_DELEGATION,
-                &[
-                    &delegation.id.as_str(),
-                    &delegation.principal_id.as_str(),
-                    &delegation.actor_id.as_str(),
-                    &delegation.expires_at,
-                    &Json(delegation),
-                ],
-            )
-            .await?;
-        Ok(!rows.is_empty())
+        let params: [&dyn Param; 5] = [
+            &delegation.id.as_str(),
+            &delegation.principal_id.as_str(),
+            &delegation.actor_id.as_str(),
+            &delegation.expires_at,
+            &Json(delegation),
+        ];
+        let mut rows = connection.query(statements::PUT_DELEGATION, &params).await;
+        if erased_meanwhile(&rows) {
+            rows = connection.query(statements::PUT_DELEGATION, &params).await;
+        }
+        Ok(!rows?.is_empty())
     }
 
     async fn delegation(&self, id: &DelegationId) -> Result<Option<Delegation>, StoreError> {

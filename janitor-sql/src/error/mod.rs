@@ -127,6 +127,16 @@ pub(crate) fn ends_session(error: &tokio_postgres::Error) -> bool {
     }
 }
 
+/// Whether a write failed on a foreign key (SQLSTATE 23503, the end of the text [`from_postgres`] gives it): a
+/// row it names is not there. Besides a caller naming a row that never existed, that is what a write meets
+/// when an erasure deletes the subject or browser it names while the write waits for that row's lock: a race,
+/// not an outage. Run once more, the write sees what the erasure left — and answers as the memory store does
+/// after an erasure (a subject row that the write creates when missing is created again; a write that needs
+/// an existing subject finds none). A row still missing then, such as an erased browser, is a data error.
+pub(crate) fn erased_meanwhile<T>(outcome: &Result<T, StoreError>) -> bool {
+    matches!(outcome, Err(StoreError::Data(text)) if text.ends_with("(SQLSTATE 23503)"))
+}
+
 /// A row that does not read as what the schema promises.
 pub(crate) fn unreadable(what: &str, error: impl std::fmt::Display) -> StoreError {
     StoreError::Data(format!("cannot read {what}: {error}"))

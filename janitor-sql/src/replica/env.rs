@@ -2,7 +2,7 @@
 
 use janitor_core::config::EnvSource;
 
-use super::{LookupReplica, REPLICA_CHECK_INTERVAL_MS, REPLICA_MAX_LAG_MS};
+use super::{LookupReplica, REPLICA_CHECK_INTERVAL_MS, REPLICA_MAX_LAG_MS, REPLICA_TIMEOUT_MS};
 use crate::config::DatabaseSettings;
 use crate::database::Database;
 use crate::error::SetupError;
@@ -12,21 +12,24 @@ pub const REPLICA_ENV_VARIABLES: &[&str] = &[
     "JANITOR_DATABASE_REPLICA_URL",
     "JANITOR_DATABASE_REPLICA_MAX_LAG_MS",
     "JANITOR_DATABASE_REPLICA_CHECK_INTERVAL_MS",
+    "JANITOR_DATABASE_REPLICA_TIMEOUT_MS",
 ];
 
 impl LookupReplica {
     /// The replica `JANITOR_DATABASE_REPLICA_URL` names (libpq's forms; a list of standbys with
     /// `target_session_attrs=read-only`, say), pooled with the primary's other settings (`JANITOR_SCHEMA`,
     /// `JANITOR_DATABASE_*`), accepting `JANITOR_DATABASE_REPLICA_MAX_LAG_MS` of lag read every
-    /// `JANITOR_DATABASE_REPLICA_CHECK_INTERVAL_MS`. `None` without the URL; the other two set without it are
+    /// `JANITOR_DATABASE_REPLICA_CHECK_INTERVAL_MS`, waiting on it at most
+    /// `JANITOR_DATABASE_REPLICA_TIMEOUT_MS`. `None` without the URL; the other three set without it are
     /// refused, since they would do nothing.
     pub fn from_env(env: &EnvSource) -> Result<Option<LookupReplica>, SetupError> {
         let max_lag_ms = env.number("JANITOR_DATABASE_REPLICA_MAX_LAG_MS")?;
         let check_interval_ms = env.number("JANITOR_DATABASE_REPLICA_CHECK_INTERVAL_MS")?;
+        let timeout_ms = env.number("JANITOR_DATABASE_REPLICA_TIMEOUT_MS")?;
         let Some(url) = env.text("JANITOR_DATABASE_REPLICA_URL") else {
-            if max_lag_ms.is_some() || check_interval_ms.is_some() {
+            if max_lag_ms.is_some() || check_interval_ms.is_some() || timeout_ms.is_some() {
                 return Err(SetupError::InvalidUrl(
-                    "JANITOR_DATABASE_REPLICA_MAX_LAG_MS or _CHECK_INTERVAL_MS is set without \
+                    "JANITOR_DATABASE_REPLICA_MAX_LAG_MS, _CHECK_INTERVAL_MS or _TIMEOUT_MS is set without \
                      JANITOR_DATABASE_REPLICA_URL"
                         .into(),
                 ));
@@ -42,7 +45,8 @@ impl LookupReplica {
             database,
             REPLICA_MAX_LAG_MS.or_default(max_lag_ms)?,
             REPLICA_CHECK_INTERVAL_MS.or_default(check_interval_ms)?,
-        )
+        )?
+        .with_timeout_ms(REPLICA_TIMEOUT_MS.or_default(timeout_ms)?)
         .map(Some)
     }
 }
@@ -64,9 +68,11 @@ mod tests {
             ("JANITOR_SCHEMA", "tenant_a"),
             ("JANITOR_DATABASE_REPLICA_URL", REPLICA),
             ("JANITOR_DATABASE_REPLICA_MAX_LAG_MS", "250"),
+            ("JANITOR_DATABASE_REPLICA_TIMEOUT_MS", "300"),
         ]);
         let replica = LookupReplica::from_env(&env).unwrap().expect("a replica");
         assert_eq!(replica.inner.max_lag.as_millis(), 250);
+        assert_eq!(replica.timeout().as_millis(), 300);
         assert_eq!(
             replica.inner.check_every.as_millis(),
             u128::from(REPLICA_CHECK_INTERVAL_MS.default)
@@ -98,6 +104,7 @@ mod tests {
         for (name, limit) in [
             ("MAX_LAG_MS", REPLICA_MAX_LAG_MS),
             ("CHECK_INTERVAL_MS", REPLICA_CHECK_INTERVAL_MS),
+            ("TIMEOUT_MS", REPLICA_TIMEOUT_MS),
         ] {
             let edges = [
                 (limit.min - 1, false),

@@ -42,23 +42,13 @@ const READING: &str = "SELECT pg_is_in_recovery(), \
           ELSE COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - pg_last_xact_replay_timestamp())::float8 * 1000, \
                         'Infinity'::float8) END";
 
-/// The longest a reading may take: the lookup that takes it waits for it, and a standby that does not answer
-/// within this is treated as unreachable until the next reading.
-pub(crate) const READING_DEADLINE: Duration = Duration::from_secs(1);
-
-/// Reads the state of the server behind `database`, within [`READING_DEADLINE`].
-pub(crate) async fn read(database: &Database) -> ReplicaState {
-    tokio::time::timeout(READING_DEADLINE, read_now(database))
-        .await
-        .unwrap_or(ReplicaState::Unreachable)
-}
-
-async fn read_now(database: &Database) -> ReplicaState {
-    let Ok(mut connection) = database.connection().await else {
+/// Reads the state of the server behind `database`, giving up after `limit`: a standby that does not answer
+/// within it (the lookup taking the reading waits for it) is unreachable until the next reading.
+pub(crate) async fn read(database: &Database, limit: Duration) -> ReplicaState {
+    let Ok(rows) = database.query_within(limit, READING, &[]).await else {
         return ReplicaState::Unreachable;
     };
-    let rows = connection.query(READING, &[]).await;
-    let Some(row) = rows.as_deref().ok().and_then(<[_]>::first) else {
+    let Some(row) = rows.first() else {
         return ReplicaState::Unreachable;
     };
     let (Ok(recovering), Ok(receiving), Ok(lag_ms)) = (

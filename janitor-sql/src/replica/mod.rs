@@ -13,10 +13,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use janitor_core::config::Limit;
+use janitor_core::StoreError;
+use tokio_postgres::Row;
 
 use crate::config::SchemaName;
 use crate::database::Database;
 use crate::error::SetupError;
+use crate::params::Param;
 
 pub use env::REPLICA_ENV_VARIABLES;
 pub use lag::ReplicaState;
@@ -27,12 +30,18 @@ pub const REPLICA_MAX_LAG_MS: Limit<u64> = Limit::new("replica_max_lag_ms", 1_00
 /// interval and process, made by the lookup that finds the last reading too old.
 pub const REPLICA_CHECK_INTERVAL_MS: Limit<u64> =
     Limit::new("replica_check_interval_ms", 500, 10, 60_000);
+/// The longest a lookup waits on the replica before it reads the primary instead (milliseconds; default
+/// 1 s): once for a connection and the lookup's statement together, and once for a lag reading. A standby
+/// that stops answering without closing its connections (a lost machine, a partition) never enforces its own
+/// statement timeout, so this bound is the client's.
+pub const REPLICA_TIMEOUT_MS: Limit<u64> = Limit::new("replica_timeout_ms", 1_000, 10, 60_000);
 
 /// Where the cookieless lookup may read: a pool on a replica, its accepted lag, and what it last found there.
 /// Cheap to clone; clones share the pool and the last reading.
 #[derive(Clone)]
 pub struct LookupReplica {
     inner: Arc<Inner>,
+    timeout: Duration,
 }
 
 struct Inner {
@@ -41,7 +50,7 @@ struct Inner {
     check_every: Duration,
     /// The last reading and when it was taken; `None` before the first.
     last: Mutex<Option<(Instant, ReplicaState)>>,
-    /// A lookup is reading the lag now: the others go on with the last reading.
+    /// A lookup is reading the lag now: the others go on with the last reading. Taken through [`Checking`].
     checking: AtomicBool,
 }
 
@@ -50,6 +59,7 @@ impl std::fmt::Debug for LookupReplica {
         f.debug_struct("LookupReplica")
             .field("max_lag", &self.inner.max_lag)
             .field("check_every", &self.inner.check_every)
+            .field("timeout", &self.timeout)
             .field("last", &self.last_state())
             .finish_non_exhaustive()
     }
@@ -57,7 +67,8 @@ impl std::fmt::Debug for LookupReplica {
 
 impl LookupReplica {
     /// The replica behind `database` (built like the primary's, with the same schema), accepting up to
-    /// `max_lag_ms` of replay lag and reading it every `check_interval_ms`. Opens nothing yet.
+    /// `max_lag_ms` of replay lag and reading it every `check_interval_ms`, waiting on it at most
+    /// [`REPLICA_TIMEOUT_MS`]'s default (see [`with_timeout_ms`](Self::with_timeout_ms)). Opens nothing yet.
     pub fn new(
         database: Database,
         max_lag_ms: u64,
@@ -73,7 +84,22 @@ impl LookupReplica {
                 last: Mutex::new(None),
                 checking: AtomicBool::new(false),
             }),
+            timeout: Duration::from_millis(REPLICA_TIMEOUT_MS.default),
         })
+    }
+
+    /// The same replica, waiting at most `ms` on it before the lookup reads the primary: for a connection and
+    /// the lookup's statement together, and for a lag reading ([`REPLICA_TIMEOUT_MS`]: 10–60,000). Give it a
+    /// little more than the lookup takes on the replica at its busiest; what the bound costs is one wait this
+    /// long per lookup in flight when the standby goes silent.
+    pub fn with_timeout_ms(self, ms: u64) -> Result<LookupReplica, SetupError> {
+        let timeout = Duration::from_millis(REPLICA_TIMEOUT_MS.check(ms)?);
+        Ok(LookupReplica { timeout, ..self })
+    }
+
+    /// How long a lookup waits on the replica before it reads the primary.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// The replica's pool (for its counters, or the application's own read-only statements).
@@ -104,10 +130,29 @@ impl LookupReplica {
             .map(|(_, state)| state)
     }
 
+    /// Runs the lookup's statement on the replica when it may be read there now. `None` sends it to the
+    /// primary: the replica may not be read, or it failed as unavailable or did not answer within
+    /// [`timeout`](Self::timeout), and is left alone until the next reading. A data error is the statement's
+    /// own, and is returned.
+    pub(crate) async fn query(
+        &self,
+        sql: &str,
+        params: &[&dyn Param],
+    ) -> Option<Result<Vec<Row>, StoreError>> {
+        let database = self.usable().await?;
+        match database.query_within(self.timeout, sql, params).await {
+            Err(StoreError::Unavailable(_)) => {
+                self.failed();
+                None
+            }
+            done => Some(done),
+        }
+    }
+
     /// The replica's pool when the lookup may read there now: the last reading is fresh and within the bound.
     /// A lookup that finds the reading older than the interval takes a new one first, unless another lookup
     /// is taking it.
-    pub(crate) async fn usable(&self) -> Option<&Database> {
+    async fn usable(&self) -> Option<&Database> {
         let last = *self
             .inner
             .last
@@ -116,15 +161,9 @@ impl LookupReplica {
         let fresh = last.is_some_and(|(at, _)| at.elapsed() < self.inner.check_every);
         let state = if fresh {
             last.map(|(_, state)| state)
-        } else if self
-            .inner
-            .checking
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            let state = lag::read(&self.inner.database).await;
+        } else if let Some(_taking) = Checking::take(&self.inner.checking) {
+            let state = lag::read(&self.inner.database, self.timeout).await;
             self.record(state);
-            self.inner.checking.store(false, Ordering::Release);
             Some(state)
         } else {
             last.map(|(_, state)| state)
@@ -135,7 +174,7 @@ impl LookupReplica {
     }
 
     /// A read on the replica failed as unavailable: the lookup goes to the primary until the next reading.
-    pub(crate) fn failed(&self) {
+    fn failed(&self) {
         self.record(ReplicaState::Unreachable);
     }
 
@@ -149,6 +188,26 @@ impl LookupReplica {
             .last
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some((Instant::now(), state));
+    }
+}
+
+/// The right to take the next lag reading, held by one lookup at a time. Dropping it gives the right back,
+/// however the reading ends: a lookup whose request is dropped while it waits on the replica (its client went
+/// away) must not leave the right taken, or no reading would be taken again and the last one would stand.
+struct Checking<'a>(&'a AtomicBool);
+
+impl<'a> Checking<'a> {
+    /// The right, unless another lookup holds it.
+    fn take(flag: &'a AtomicBool) -> Option<Checking<'a>> {
+        flag.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| Checking(flag))
+    }
+}
+
+impl Drop for Checking<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 

@@ -19,6 +19,7 @@ pub mod cluster;
 pub mod pgbouncer;
 pub mod population;
 pub mod ports;
+pub mod relay;
 pub mod statements;
 mod suites;
 pub mod tied;

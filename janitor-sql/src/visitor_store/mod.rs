@@ -83,18 +83,12 @@ impl PgVisitorStore {
     }
 
     /// The lookup's rows: on the replica when it may be read, on the primary otherwise, and on the primary
-    /// again when the replica fails as unavailable (a data error is the statement's, and is returned).
+    /// again when the replica fails as unavailable or does not answer within its bound (a data error is the
+    /// statement's, and is returned).
     async fn lookup_rows(&self, sql: &str, params: &[&dyn Param]) -> Result<Vec<Row>, StoreError> {
         if let Some(replica) = &self.replica {
-            if let Some(database) = replica.usable().await {
-                let rows = match database.connection().await {
-                    Ok(mut connection) => connection.query(sql, params).await,
-                    Err(error) => Err(error),
-                };
-                match rows {
-                    Err(StoreError::Unavailable(_)) => replica.failed(),
-                    done => return done,
-                }
+            if let Some(done) = replica.query(sql, params).await {
+                return done;
             }
         }
         let mut connection = self.database.connection().await?;
