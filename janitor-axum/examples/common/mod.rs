@@ -179,25 +179,9 @@ async fn serve<S: Stores, E: Evaluator + 'static, W: Site>(
     println!("{} on http://{local}/", W::NAME);
     tracing::info!(%local, ?limits, "serving");
     // Bounded heads, idle connections and connection count; the peer address on every request lets trusted
-    // proxies (JANITOR_TRUSTED_PROXIES) be told apart from everyone else.
-    serve::serve(listener, app, limits, stopped()).await?;
+    // proxies (JANITOR_TRUSTED_PROXIES) be told apart from everyone else. SIGTERM or Ctrl-C stops it after the
+    // requests in flight are answered.
+    serve::serve(listener, app, limits, serve::shutdown_signal()).await?;
     println!("stopped: the requests in flight were answered");
     Ok(())
-}
-
-/// Resolves at Ctrl-C or SIGTERM (what container runtimes send), so the server stops taking connections and
-/// answers the requests in flight before it exits.
-async fn stopped() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    if let Ok(mut terminate) =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-    {
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
-        }
-        return;
-    }
-    let _ = interrupt.await;
 }
