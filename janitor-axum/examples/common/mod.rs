@@ -18,8 +18,10 @@
 //! - `RUST_LOG`: the log filter (default `info,tokio_postgres=info`; `tokio_postgres` logs statement
 //!   parameters at debug level: visitor ids, user agents, signals).
 //!
-//! Unless `JANITOR_ENVIRONMENT` says otherwise the examples run in development mode: the cookie is not
-//! `Secure` (loopback only) and the endpoint shows the scores.
+//! Unless `JANITOR_ENVIRONMENT=production` the examples run in development mode, whether
+//! `JANITOR_ENVIRONMENT=development` says so or the variable is unset: the cookie is not `Secure` (so the
+//! endpoint answers loopback hosts only) and the endpoint shows the scores, unless `JANITOR_COOKIE_SECURE` or
+//! `JANITOR_EXPOSE_CLIENT_SCORES` say otherwise, and a secret is made up when none is given.
 
 use std::error::Error;
 use std::io::IsTerminal;
@@ -32,8 +34,8 @@ use janitor_axum::jev::JevConfig;
 use janitor_axum::protection::budget::BudgetConfig;
 use janitor_axum::serve::{self, ServeConfig};
 use janitor_axum::{
-    DynJanitor, EnvSource, Environment, Evaluator, Janitor, JanitorConfig, JanitorSettings,
-    JevBehindBudget, MaintenanceSchedule, MemoryStores, Stores,
+    DynJanitor, EnvSource, Environment, Evaluator, Janitor, JanitorConfig, JanitorConfigError,
+    JanitorSettings, JevBehindBudget, MaintenanceSchedule, MemoryStores, Stores,
 };
 use metrics_exporter_prometheus::PrometheusBuilder;
 
@@ -70,7 +72,7 @@ async fn run(site: impl Site) -> Result<(), Box<dyn Error>> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,tokio_postgres=info")),
         )
         .init();
-    let setup = setup()?;
+    let setup = setup(&EnvSource::process())?;
     match std::env::var("DATABASE_URL") {
         Ok(_) => serve_postgres(setup, site, addr).await,
         Err(_) => {
@@ -107,15 +109,23 @@ impl Setup {
 /// not report.
 const EXAMPLE_VARIABLES: &[&str] = &["JANITOR_ADDR", "JANITOR_DEMO_PASSWORD"];
 
-/// The configuration from the environment, in development mode unless told otherwise.
-fn setup() -> Result<Setup, Box<dyn Error>> {
-    let mut settings =
-        JanitorSettings::from_env_with_own(&EnvSource::process(), EXAMPLE_VARIABLES)?;
-    if settings.environment.is_none() {
-        settings.environment = Some(Environment::Development);
+/// The library's settings from `env`, in development mode unless told otherwise (see the module's
+/// documentation).
+pub fn settings(env: &EnvSource) -> Result<JanitorSettings, JanitorConfigError> {
+    let mut settings = JanitorSettings::from_env_with_own(env, EXAMPLE_VARIABLES)?;
+    // Development means the same whether the variable says it or is unset: a quick look in a browser on this
+    // machine, over plain HTTP, with the scores on the page.
+    let environment = *settings.environment.get_or_insert(Environment::Development);
+    if environment == Environment::Development {
         settings.cookie.secure.get_or_insert(false);
         settings.endpoint.expose_client_scores.get_or_insert(true);
     }
+    Ok(settings)
+}
+
+/// The configuration from `env`, in development mode unless told otherwise.
+fn setup(env: &EnvSource) -> Result<Setup, Box<dyn Error>> {
+    let mut settings = settings(env)?;
     // Refused in production: instances sharing a database must share the secret.
     let development_secret = settings.fill_development_secret()?;
     if development_secret {
