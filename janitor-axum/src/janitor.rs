@@ -106,7 +106,7 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     /// A handle whose engine asks `evaluator` (wrap it in the shared inference budget:
     /// `janitor_core::protection::budget::BudgetedEvaluator` over `stores.budget()`).
     pub fn with_evaluator(config: JanitorConfig, stores: S, evaluator: Option<E>) -> Self {
-        crate::telemetry::handle_built(&config);
+        crate::telemetry::handle_built(&config, stores.kind());
         let engine = Engine::new(stores.visitors(config.retention), config.engine)
             .with_optional_evaluator(evaluator);
         let quotas = config

@@ -20,7 +20,8 @@
 //! building the handle. The `janitor_db_*` metrics are there with feature `postgres`, `janitor_jev_calls_total`
 //! with feature `jev`.
 //!
-//! Logs: the request quotas at info when a handle is built; one `janitor.identify` span per identification
+//! Logs: the stores (a warning for the memory stores in production) and the request quotas at info when a
+//! handle is built; one `janitor.identify` span per identification
 //! with its outcome and risk status; warnings for overload, storage failures and provider failures, and info
 //! for quota denials, each at most once a second with the count of those left out.
 
@@ -28,9 +29,9 @@ use std::time::Duration;
 
 use janitor_core::identification::engine::{IdentifyMetrics, IdentifyPath};
 use janitor_core::throttle::Throttle;
-use janitor_core::Identity;
+use janitor_core::{Identity, StoresKind};
 
-use crate::config::JanitorConfig;
+use crate::config::{Environment, JanitorConfig};
 use crate::janitor::Maintenance;
 use crate::refusal::Refusal;
 
@@ -57,10 +58,19 @@ const MAINTAINED: [&str; 6] = [
     "delegations",
 ];
 
-/// What a handle reports once, when it is built: its request quotas in the log (an operator should see a
-/// quota that is off, or on when it was not meant to be, before the first 429), and with feature `metrics`
-/// every metric described and every counter at zero.
-pub(crate) fn handle_built(config: &JanitorConfig) {
+/// What a handle reports once, when it is built: its stores and request quotas in the log (an operator should
+/// see an instance on the wrong stores before its visitors are lost, and a quota that is off, or on when it was
+/// not meant to be, before the first 429), and with feature `metrics` every metric described and every
+/// counter at zero.
+pub(crate) fn handle_built(config: &JanitorConfig, stores: StoresKind) {
+    match (stores, config.environment()) {
+        // A misspelled or missing DATABASE_URL in production lands here, and nothing else would say so.
+        (StoresKind::Memory, Environment::Production) => tracing::warn!(
+            "stores: in memory, in production: each instance keeps its own visitors, quota counters and \
+             evidence, and nothing survives a restart; use PostgreSQL (DATABASE_URL) to share them and keep them"
+        ),
+        (stores, _) => tracing::info!("stores: {stores}"),
+    }
     match config.quotas() {
         Some(quotas) => tracing::info!("request quotas on: {quotas}"),
         None => tracing::info!("request quotas off"),
@@ -314,7 +324,7 @@ mod tests {
     #[test]
     fn a_built_handle_logs_its_quotas() {
         let off = JanitorConfig::builder().secret(SECRET).build().unwrap();
-        let logs = captured_logs(|| handle_built(&off));
+        let logs = captured_logs(|| handle_built(&off, StoresKind::Memory));
         assert!(logs.contains("INFO"), "{logs}");
         assert!(logs.contains("request quotas off"), "{logs}");
         let only_account = QuotaConfig::builder()
@@ -328,9 +338,46 @@ mod tests {
             .quotas(only_account)
             .build()
             .unwrap();
-        let logs = captured_logs(|| handle_built(&on));
+        let logs = captured_logs(|| handle_built(&on, StoresKind::Memory));
         assert!(
             logs.contains("request quotas on: global off, account 3, session off, window 60000 ms"),
+            "{logs}"
+        );
+    }
+
+    #[test]
+    fn a_built_handle_says_which_stores_it_runs_on_and_warns_of_memory_in_production() {
+        let production = JanitorConfig::builder().secret(SECRET).build().unwrap();
+        // Through the handle: the memory stores say what they are.
+        let logs = captured_logs(|| {
+            crate::Janitor::new(production.clone(), janitor_core::MemoryStores::new());
+        });
+        let line = logs.lines().find(|l| l.contains("stores:")).unwrap_or("");
+        assert!(line.contains("WARN"), "{logs}");
+        for consequence in [
+            "each instance keeps its own visitors",
+            "nothing survives a restart",
+            "PostgreSQL (DATABASE_URL)",
+        ] {
+            assert!(line.contains(consequence), "{consequence}: {logs}");
+        }
+
+        let development = JanitorConfig::builder()
+            .secret(SECRET)
+            .environment(Environment::Development)
+            .build()
+            .unwrap();
+        let logs = captured_logs(|| handle_built(&development, StoresKind::Memory));
+        assert!(logs.contains("INFO") && !logs.contains("WARN"), "{logs}");
+        assert!(
+            logs.contains("stores: in memory (this process only, lost at a restart)"),
+            "{logs}"
+        );
+
+        let logs = captured_logs(|| handle_built(&production, StoresKind::Shared("PostgreSQL")));
+        assert!(!logs.contains("WARN"), "{logs}");
+        assert!(
+            logs.contains("INFO") && logs.contains("stores: PostgreSQL (shared by every instance)"),
             "{logs}"
         );
     }

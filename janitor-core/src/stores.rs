@@ -54,6 +54,13 @@ pub trait Stores: Clone + Send + Sync + 'static {
     /// The learning store.
     fn learning(&self) -> Self::Learning;
 
+    /// Where these stores keep their state, which a handle built on them says at start: an instance running
+    /// on the memory stores by mistake (a misspelled `DATABASE_URL`, say) must not go unnoticed until its
+    /// visitors are lost. The default knows nothing of a family made elsewhere and gives its type's name.
+    fn kind(&self) -> StoresKind {
+        StoresKind::Other(std::any::type_name::<Self>())
+    }
+
     /// Records `fingerprint` (a keyed fingerprint of the secret, see
     /// [`LabelKey::fingerprint`](crate::LabelKey::fingerprint)) for `namespace` if none is recorded yet, and says
     /// whether the recorded one is the same. Stores that no other process shares have nothing to compare:
@@ -88,6 +95,28 @@ pub trait Stores: Clone + Send + Sync + 'static {
         &self,
         visitor: &VisitorId,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+/// Where a family of stores keeps its state ([`Stores::kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoresKind {
+    /// This process's memory ([`MemoryStores`]): each instance keeps its own visitors, quota counters and
+    /// evidence, and nothing survives a restart.
+    Memory,
+    /// A database every instance shares, which outlives them, by name (`"PostgreSQL"`).
+    Shared(&'static str),
+    /// A family this crate does not know, by name.
+    Other(&'static str),
+}
+
+impl std::fmt::Display for StoresKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoresKind::Memory => f.write_str("in memory (this process only, lost at a restart)"),
+            StoresKind::Shared(name) => write!(f, "{name} (shared by every instance)"),
+            StoresKind::Other(name) => f.write_str(name),
+        }
+    }
 }
 
 /// What [`Stores::check_key`] found.
@@ -222,6 +251,10 @@ impl Stores for MemoryStores {
 
     fn learning(&self) -> Self::Learning {
         self.learning.clone()
+    }
+
+    fn kind(&self) -> StoresKind {
+        StoresKind::Memory
     }
 
     async fn erase_account(

@@ -2,7 +2,7 @@
 
 use janitor_core::erasure::AccountErasure;
 use janitor_core::evidence::SubjectId;
-use janitor_core::{KeyCheck, Retention, StoreError, Stores, VisitorId};
+use janitor_core::{KeyCheck, Retention, StoreError, Stores, StoresKind, VisitorId};
 
 use std::sync::Arc;
 
@@ -90,6 +90,10 @@ impl Stores for PgStores {
 
     fn learning(&self) -> Self::Learning {
         PgLearningStore::new(self.database.clone())
+    }
+
+    fn kind(&self) -> StoresKind {
+        StoresKind::Shared("PostgreSQL")
     }
 
     /// One statement, in `janitor_key_checks`.

@@ -93,6 +93,29 @@ pub fn extract(markdown: &str) -> Result<App, String> {
     })
 }
 
+/// The crates the application's `use` lines name that its Cargo.toml does not list (under either spelling of
+/// the name): rustdoc, which compiles the guide with janitor-axum's dev-dependencies, would not notice one.
+pub fn unlisted_crates(app: &App) -> Vec<String> {
+    let listed = |name: &str| {
+        let dashed = name.replace('_', "-");
+        app.dependencies.lines().any(|line| {
+            line.starts_with(&format!("{name} ")) || line.starts_with(&format!("{dashed} "))
+        })
+    };
+    let mut unlisted: Vec<String> = [&app.main, &app.sign_in]
+        .into_iter()
+        .flat_map(|code| code.lines())
+        .filter_map(|line| line.trim_start().strip_prefix("use "))
+        .filter_map(|path| path.split("::").next())
+        .filter(|root| !["std", "core", "alloc", "crate", "self", "super"].contains(root))
+        .filter(|root| !listed(root))
+        .map(str::to_owned)
+        .collect();
+    unlisted.sort();
+    unlisted.dedup();
+    unlisted
+}
+
 /// A line rustdoc compiles but does not show.
 fn is_hidden(line: &str) -> bool {
     let line = line.trim_start();
@@ -104,19 +127,27 @@ pub fn run(root: &Path) -> Result<(), String> {
     let markdown =
         std::fs::read_to_string(root.join(GUIDE)).map_err(|e| format!("{GUIDE}: {e}"))?;
     let app = extract(&markdown)?;
+    let unlisted = unlisted_crates(&app);
+    if !unlisted.is_empty() {
+        return Err(format!(
+            "the guide's code uses crates its Cargo.toml does not list: {}",
+            unlisted.join(", ")
+        ));
+    }
     let scratch = Scratch::new()?;
     scratch.write(&app, &root.join("janitor-axum"), &root.join("Cargo.lock"))?;
     let target = root.join("target");
     let binary = scratch.build(&target)?;
     scratch.test(&target)?;
     println!("guide's tests (section 7): passed");
-    walk("memory", &binary, &[])?;
+    walk("memory", &binary, &[], &["INFO", "stores: in memory"])?;
     let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned());
     let schema = format!("janitor_guide_{}", std::process::id());
     let walked = walk(
         "PostgreSQL",
         &binary,
         &[("DATABASE_URL", url.as_str()), ("JANITOR_SCHEMA", &schema)],
+        &["stores: PostgreSQL", "sslmode="],
     );
     let dropped = drop_schema(&url, &schema);
     walked.and(dropped)
@@ -200,21 +231,33 @@ impl Drop for Scratch {
     }
 }
 
-/// The application as a child process, killed when dropped (on every path, failures included).
+/// The application as a child process, killed when dropped (on every path, failures included), with the file
+/// its standard error (its log) goes to, removed then too.
 struct Served {
     child: Child,
     address: SocketAddr,
+    log: PathBuf,
+}
+
+impl Served {
+    /// What the application has logged so far.
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
 }
 
 impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
     }
 }
 
-/// Starts the application with the guide's settings, plus `extra`, on a free loopback port.
-fn serve(binary: &Path, extra: &[(&str, &str)]) -> Result<Served, String> {
+/// Starts the application with the guide's settings, plus `extra`, on a free loopback port; its log goes to
+/// `log`.
+fn serve(binary: &Path, extra: &[(&str, &str)], log: PathBuf) -> Result<Served, String> {
+    let stderr = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
     let address = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(|e| format!("no free port: {e}"))?;
@@ -232,16 +275,22 @@ fn serve(binary: &Path, extra: &[(&str, &str)]) -> Result<Served, String> {
         .env("ADDR", address.to_string())
         .envs(extra.iter().copied())
         .stdin(Stdio::null())
-        .stdout(Stdio::null());
+        .stdout(Stdio::null())
+        .stderr(stderr);
     let child = command
         .spawn()
         .map_err(|e| format!("{}: {e}", binary.display()))?;
-    let mut served = Served { child, address };
+    let mut served = Served {
+        child,
+        address,
+        log,
+    };
     let started = Instant::now();
     while TcpStream::connect(address).is_err() {
         if let Ok(Some(status)) = served.child.try_wait() {
             return Err(format!(
-                "the guide's application exited at start ({status})"
+                "the guide's application exited at start ({status}):\n{}",
+                served.log()
             ));
         }
         if started.elapsed() > START_TIMEOUT {
@@ -333,9 +382,16 @@ fn expect(ok: bool, what: &str) -> Result<(), String> {
     }
 }
 
-/// Serves the application and walks through the guide's promises; prints one line per step.
-fn walk(stores: &str, binary: &Path, extra: &[(&str, &str)]) -> Result<(), String> {
-    let served = serve(binary, extra)?;
+/// Serves the application and walks through the guide's promises; prints one line per step. `said` are lines
+/// its log must hold by the end: what the library says at start reaches the operator only through the
+/// subscriber the guide's `main` installs.
+fn walk(stores: &str, binary: &Path, extra: &[(&str, &str)], said: &[&str]) -> Result<(), String> {
+    let log = std::env::temp_dir().join(format!(
+        "janitor-guide-{}-{}.log",
+        std::process::id(),
+        stores.to_lowercase()
+    ));
+    let served = serve(binary, extra, log)?;
     let at = served.address;
     let payload =
         r#"{"signals":{"userAgent":"Mozilla/5.0 Chrome/131.0","timezone":"Europe/Paris"}}"#;
@@ -413,6 +469,12 @@ fn walk(stores: &str, binary: &Path, extra: &[(&str, &str)]) -> Result<(), Strin
         counted,
         &fail("/metrics counts the cross-site refusal", &metrics),
     )?;
+    let log = served.log();
+    if let Some(missing) = said.iter().find(|line| !log.contains(*line)) {
+        return Err(format!(
+            "{stores}: the log does not say {missing:?}:\n{log}"
+        ));
+    }
     println!(
         "guide on {stores}: sign-in 200, five failures 401, cross-site 403, erasure 200 (cookie cleared), \
          the locked account's erasure 429, the other account still locked (429), its quota spent without a payload (429, Retry-After {})",
@@ -465,5 +527,27 @@ mod tests {
         assert!(
             app.sign_in.contains("mod tests") && app.dependencies.contains("[dev-dependencies]")
         );
+        assert_eq!(unlisted_crates(&app), Vec::<String>::new());
+        // Without a subscriber the library's warnings (a misspelled variable, the memory stores in
+        // production) go nowhere.
+        assert!(
+            app.main.contains("tracing_subscriber::fmt()") && app.main.contains("EnvFilter"),
+            "the guide's main installs no log subscriber"
+        );
+    }
+
+    #[test]
+    fn a_crate_the_code_uses_must_be_listed() {
+        let app = |dependencies: &str| App {
+            dependencies: dependencies.to_owned(),
+            main: "use std::io;\nuse tracing_subscriber::EnvFilter;\nuse crate::x;\n".to_owned(),
+            sign_in: "    use serde::Deserialize;\n".to_owned(),
+        };
+        assert_eq!(
+            unlisted_crates(&app("serde = \"1\"\n")),
+            ["tracing_subscriber"]
+        );
+        let listed = "serde = \"1\"\ntracing-subscriber = \"0.3\"\n";
+        assert!(unlisted_crates(&app(listed)).is_empty());
     }
 }

@@ -3,6 +3,9 @@
 //! stops cleanly on Ctrl-C or SIGTERM.
 //!
 //! - `JANITOR_ADDR`: where to listen (default `127.0.0.1:3000`).
+//! - `JANITOR_METRICS_ADDR`: where to serve `/metrics` alone, off the public listener (`127.0.0.1:9090`, say,
+//!   reachable from this machine only); unset, `/metrics` is served beside the site's routes, and anyone who
+//!   can reach the site can read it.
 //! - `DATABASE_URL`: use PostgreSQL (migrations are applied at start) instead of the in-memory store, with the
 //!   other `JANITOR_SCHEMA` and `JANITOR_DATABASE_*` variables of `janitor_sql::DatabaseConfig::from_env`
 //!   (`JANITOR_DATABASE_POOL_MODE=transaction` behind PgBouncer).
@@ -18,8 +21,10 @@
 //! - `RUST_LOG`: the log filter (default `info,tokio_postgres=info`; `tokio_postgres` logs statement
 //!   parameters at debug level: visitor ids, user agents, signals).
 //!
-//! Unless `JANITOR_ENVIRONMENT` says otherwise the examples run in development mode: the cookie is not
-//! `Secure` (loopback only) and the endpoint shows the scores.
+//! Unless `JANITOR_ENVIRONMENT=production` the examples run in development mode, whether
+//! `JANITOR_ENVIRONMENT=development` says so or the variable is unset: the cookie is not `Secure` (so the
+//! endpoint answers loopback hosts only) and the endpoint shows the scores, unless `JANITOR_COOKIE_SECURE` or
+//! `JANITOR_EXPOSE_CLIENT_SCORES` say otherwise, and a secret is made up when none is given.
 
 use std::error::Error;
 use std::io::IsTerminal;
@@ -32,8 +37,8 @@ use janitor_axum::jev::JevConfig;
 use janitor_axum::protection::budget::BudgetConfig;
 use janitor_axum::serve::{self, ServeConfig};
 use janitor_axum::{
-    DynJanitor, EnvSource, Environment, Evaluator, Janitor, JanitorConfig, JanitorSettings,
-    JevBehindBudget, MaintenanceSchedule, MemoryStores, Stores,
+    DynJanitor, EnvSource, Environment, Evaluator, Janitor, JanitorConfig, JanitorConfigError,
+    JanitorSettings, JevBehindBudget, MaintenanceSchedule, MemoryStores, Stores,
 };
 use metrics_exporter_prometheus::PrometheusBuilder;
 
@@ -57,11 +62,29 @@ pub async fn main(site: impl Site) -> ExitCode {
     }
 }
 
+/// Where the examples listen: the site, and `/metrics` when it has a listener of its own.
+#[derive(Debug, Clone, Copy)]
+struct Addresses {
+    public: SocketAddr,
+    metrics: Option<SocketAddr>,
+}
+
+/// The address in `variable`, or `default`.
+fn address(variable: &str, default: Option<&str>) -> Result<Option<SocketAddr>, String> {
+    let Some(text) = std::env::var(variable).ok().or(default.map(str::to_owned)) else {
+        return Ok(None);
+    };
+    let address = text.parse();
+    address
+        .map(Some)
+        .map_err(|e| format!("{variable} must be host:port: {e}"))
+}
+
 async fn run(site: impl Site) -> Result<(), Box<dyn Error>> {
-    let addr: SocketAddr = std::env::var("JANITOR_ADDR")
-        .unwrap_or_else(|_| "127.0.0.1:3000".to_owned())
-        .parse()
-        .map_err(|e| format!("JANITOR_ADDR must be host:port: {e}"))?;
+    let addr = Addresses {
+        public: address("JANITOR_ADDR", Some("127.0.0.1:3000"))?.expect("a default"),
+        metrics: address("JANITOR_METRICS_ADDR", None)?,
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
@@ -70,7 +93,7 @@ async fn run(site: impl Site) -> Result<(), Box<dyn Error>> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,tokio_postgres=info")),
         )
         .init();
-    let setup = setup()?;
+    let setup = setup(&EnvSource::process())?;
     match std::env::var("DATABASE_URL") {
         Ok(_) => serve_postgres(setup, site, addr).await,
         Err(_) => {
@@ -105,17 +128,29 @@ impl Setup {
 
 /// The `JANITOR_*` variables the examples read themselves, which the library's check of misspelled names must
 /// not report.
-const EXAMPLE_VARIABLES: &[&str] = &["JANITOR_ADDR", "JANITOR_DEMO_PASSWORD"];
+const EXAMPLE_VARIABLES: &[&str] = &[
+    "JANITOR_ADDR",
+    "JANITOR_METRICS_ADDR",
+    "JANITOR_DEMO_PASSWORD",
+];
 
-/// The configuration from the environment, in development mode unless told otherwise.
-fn setup() -> Result<Setup, Box<dyn Error>> {
-    let mut settings =
-        JanitorSettings::from_env_with_own(&EnvSource::process(), EXAMPLE_VARIABLES)?;
-    if settings.environment.is_none() {
-        settings.environment = Some(Environment::Development);
+/// The library's settings from `env`, in development mode unless told otherwise (see the module's
+/// documentation).
+pub fn settings(env: &EnvSource) -> Result<JanitorSettings, JanitorConfigError> {
+    let mut settings = JanitorSettings::from_env_with_own(env, EXAMPLE_VARIABLES)?;
+    // Development means the same whether the variable says it or is unset: a quick look in a browser on this
+    // machine, over plain HTTP, with the scores on the page.
+    let environment = *settings.environment.get_or_insert(Environment::Development);
+    if environment == Environment::Development {
         settings.cookie.secure.get_or_insert(false);
         settings.endpoint.expose_client_scores.get_or_insert(true);
     }
+    Ok(settings)
+}
+
+/// The configuration from `env`, in development mode unless told otherwise.
+fn setup(env: &EnvSource) -> Result<Setup, Box<dyn Error>> {
+    let mut settings = settings(env)?;
     // Refused in production: instances sharing a database must share the secret.
     let development_secret = settings.fill_development_secret()?;
     if development_secret {
@@ -134,7 +169,7 @@ fn setup() -> Result<Setup, Box<dyn Error>> {
 async fn serve_postgres(
     setup: Setup,
     site: impl Site,
-    addr: SocketAddr,
+    addr: Addresses,
 ) -> Result<(), Box<dyn Error>> {
     use janitor_axum::postgres::LookupReplica;
     use janitor_axum::{Database, DatabaseConfig, EnvSource, PgStores};
@@ -152,7 +187,7 @@ async fn serve_postgres(
 }
 
 #[cfg(not(feature = "postgres"))]
-async fn serve_postgres(_: Setup, _: impl Site, _: SocketAddr) -> Result<(), Box<dyn Error>> {
+async fn serve_postgres(_: Setup, _: impl Site, _: Addresses) -> Result<(), Box<dyn Error>> {
     Err("DATABASE_URL is set, but this build has no PostgreSQL stores (enable the `postgres` feature)".into())
 }
 
@@ -160,7 +195,7 @@ async fn serve<S: Stores, E: Evaluator + 'static, W: Site>(
     janitor: Janitor<S, E>,
     development_secret: bool,
     site: W,
-    addr: SocketAddr,
+    addr: Addresses,
 ) -> Result<(), Box<dyn Error>> {
     // Instances sharing a database must share the secret: refuse to start otherwise. A secret made up for
     // this run is new every time, so it is not held to the one recorded by an earlier run.
@@ -168,36 +203,31 @@ async fn serve<S: Stores, E: Evaluator + 'static, W: Site>(
         janitor.check_key().await?;
     }
     let _maintenance = janitor.spawn_maintenance(MaintenanceSchedule::default());
-    let metrics = PrometheusBuilder::new().install_recorder()?;
-    let app = janitor
-        .router()
-        .merge(site.routes(&janitor.to_dyn()))
-        .route("/metrics", get(move || async move { metrics.render() }));
+    let recorder = PrometheusBuilder::new().install_recorder()?;
+    let metrics = get(move || async move { recorder.render() });
+    let app = janitor.router().merge(site.routes(&janitor.to_dyn()));
     let limits = ServeConfig::from_env(&EnvSource::process())?;
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let listener = tokio::net::TcpListener::bind(addr.public).await?;
     let local = listener.local_addr()?;
     println!("{} on http://{local}/", W::NAME);
     tracing::info!(%local, ?limits, "serving");
     // Bounded heads, idle connections and connection count; the peer address on every request lets trusted
-    // proxies (JANITOR_TRUSTED_PROXIES) be told apart from everyone else.
-    serve::serve(listener, app, limits, stopped()).await?;
+    // proxies (JANITOR_TRUSTED_PROXIES) be told apart from everyone else. SIGTERM or Ctrl-C stops it after the
+    // requests in flight are answered.
+    let Some(metrics_addr) = addr.metrics else {
+        let app = app.route("/metrics", metrics);
+        serve::serve(listener, app, limits, serve::shutdown_signal()).await?;
+        println!("stopped: the requests in flight were answered");
+        return Ok(());
+    };
+    // A listener of its own, which a proxy passing the site's routes never reaches.
+    let internal = tokio::net::TcpListener::bind(metrics_addr).await?;
+    println!("metrics on http://{}/metrics", internal.local_addr()?);
+    let internal_app = axum::Router::new().route("/metrics", metrics);
+    tokio::try_join!(
+        serve::serve(listener, app, limits, serve::shutdown_signal()),
+        serve::serve(internal, internal_app, limits, serve::shutdown_signal()),
+    )?;
     println!("stopped: the requests in flight were answered");
     Ok(())
-}
-
-/// Resolves at Ctrl-C or SIGTERM (what container runtimes send), so the server stops taking connections and
-/// answers the requests in flight before it exits.
-async fn stopped() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    if let Ok(mut terminate) =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-    {
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
-        }
-        return;
-    }
-    let _ = interrupt.await;
 }

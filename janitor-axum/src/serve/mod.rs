@@ -26,13 +26,13 @@
 //!
 //! ```no_run
 //! use axum::{routing::get, Router};
-//! use janitor_axum::serve::{serve, ServeConfig};
+//! use janitor_axum::serve::{serve, shutdown_signal, ServeConfig};
 //!
 //! # async fn run() -> std::io::Result<()> {
 //! let app = Router::new().route("/", get(|| async { "hello" }));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-//! let stop = async { let _ = tokio::signal::ctrl_c().await; };
-//! serve(listener, app, ServeConfig::default(), stop).await
+//! // Stops on SIGTERM or Ctrl-C, after answering the requests in flight.
+//! serve(listener, app, ServeConfig::default(), shutdown_signal()).await
 //! # }
 //! ```
 
@@ -93,6 +93,47 @@ pub async fn serve(
         shutdown,
     )
     .await
+}
+
+/// Resolves when the process is asked to stop: on SIGTERM (what systemd, Kubernetes, Docker and every other
+/// process manager send) or on Ctrl-C (SIGINT); where there is no SIGTERM (Windows), on Ctrl-C alone. Give it to
+/// [`serve`] as its `shutdown`, so that a stop answers the requests in flight and the process exits 0, instead
+/// of a request cut off and an exit status of 143:
+///
+/// ```no_run
+/// # async fn run(app: axum::Router) -> std::io::Result<()> {
+/// use janitor_axum::serve::{serve, shutdown_signal, ServeConfig};
+///
+/// let listener = tokio::net::TcpListener::bind("0.0.0.0:3000").await?;
+/// serve(listener, app, ServeConfig::default(), shutdown_signal()).await
+/// # }
+/// ```
+///
+/// Its handlers are installed when it is first polled (`serve` polls it before it accepts a connection), and
+/// from then on these signals no longer end the process by themselves. A handler the system refuses leaves
+/// that signal to its default effect and waits for the other one: a stop is never taken to have been asked.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                terminate.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
 }
 
 /// [`serve`] on any listener giving peer addresses (one that counts its connections, say), with the pool the

@@ -10,7 +10,7 @@ use janitor_core::erasure::AccountErasure;
 use janitor_core::evidence::SubjectId;
 use janitor_core::identification::candidates::{LookupRow, Probe};
 use janitor_core::identification::store::{CleanupReport, VisitWrite, VisitorStore};
-use janitor_core::{Observation, Retention, StoreError, Stores, VisitorId};
+use janitor_core::{Observation, Retention, StoreError, Stores, StoresKind, VisitorId};
 
 /// Runs each named `async fn scenario<S: Stores>(stores: S)` as a test on the in-memory stores and, with the
 /// `postgres` feature, as another on a fresh PostgreSQL schema.
@@ -85,6 +85,9 @@ impl<S: Stores> Stores for Hooked<S> {
     }
     fn learning(&self) -> Self::Learning {
         self.stores.learning()
+    }
+    fn kind(&self) -> StoresKind {
+        self.stores.kind()
     }
     async fn erase_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
         self.stores.erase_visitor(visitor).await

@@ -97,6 +97,46 @@ impl SslSettings {
     pub fn roots(&self) -> RootCerts {
         self.root_cert.clone().unwrap_or_default()
     }
+
+    /// Whether TLS is required but the server is not authenticated (`require` without `sslrootcert`): it looks
+    /// safe and is not, so it is said as a warning.
+    pub fn encrypts_without_authenticating(&self) -> bool {
+        self.mode == SslMode::Require && !self.verifies_chain()
+    }
+
+    /// What connections with these settings do, in words, for the line a pool logs when it is built.
+    pub fn describe(&self) -> String {
+        let roots = match self.roots() {
+            RootCerts::System => "a CA of the system's store".to_owned(),
+            RootCerts::File(path) => format!("a CA of {}", path.display()),
+        };
+        match self.mode {
+            SslMode::Disable => "sslmode=disable: plain connections, never TLS (for loopback only)".into(),
+            #[cfg(not(feature = "tls"))]
+            SslMode::Prefer => "sslmode=prefer (the default): plain connections, since this build has no TLS \
+                                (janitor-sql's `tls` feature)"
+                .into(),
+            #[cfg(feature = "tls")]
+            SslMode::Prefer => "sslmode=prefer (the default): TLS when the server offers it, plain otherwise, \
+                                and the server's certificate is not checked, so a man in the middle goes \
+                                unnoticed; use verify-full in production"
+                .into(),
+            SslMode::Require if !self.verifies_chain() => "sslmode=require encrypts but does not \
+                                                          authenticate the server: use verify-full with \
+                                                          sslrootcert"
+                .into(),
+            SslMode::Require => format!(
+                "sslmode=require with sslrootcert: TLS, with a server certificate signed by {roots} (as \
+                 verify-ca), for any host name"
+            ),
+            SslMode::VerifyCa => format!(
+                "sslmode=verify-ca: TLS, with a server certificate signed by {roots}, for any host name"
+            ),
+            SslMode::VerifyFull => format!(
+                "sslmode=verify-full: TLS, with a server certificate signed by {roots} and issued for the host"
+            ),
+        }
+    }
 }
 
 /// libpq parameters for client certificates and revocation lists: refused, since connections would silently go
@@ -239,6 +279,30 @@ mod tests {
 
     fn split(text: &str) -> (String, SslSettings) {
         split_any(text).unwrap()
+    }
+
+    #[test]
+    fn each_mode_says_what_it_does() {
+        let said = |query: &str| split(&format!("postgres://db/app?{query}")).1.describe();
+        assert!(said("sslmode=disable").starts_with("sslmode=disable: plain connections"));
+        assert!(said("x=1").starts_with("sslmode=prefer (the default): "));
+        assert!(said("sslmode=require").contains("does not authenticate the server"));
+        assert_eq!(
+            said("sslmode=require&sslrootcert=/etc/ca.pem"),
+            "sslmode=require with sslrootcert: TLS, with a server certificate signed by a CA of /etc/ca.pem \
+             (as verify-ca), for any host name"
+        );
+        assert!(said("sslmode=verify-ca")
+            .contains("signed by a CA of the system's store, for any host"));
+        assert!(said("sslmode=verify-full").ends_with("and issued for the host"));
+        let warned: Vec<bool> = ["disable", "prefer", "require", "verify-ca", "verify-full"]
+            .iter()
+            .map(|mode| {
+                let (_, settings) = split(&format!("postgres://db/app?sslmode={mode}"));
+                settings.encrypts_without_authenticating()
+            })
+            .collect();
+        assert_eq!(warned, [false, false, true, false, false]);
     }
 
     #[test]

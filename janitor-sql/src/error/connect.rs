@@ -52,6 +52,11 @@ impl Target {
         Target(Some(hosts.join(", ")).filter(|hosts| !hosts.is_empty()))
     }
 
+    /// The hosts and ports, when known.
+    pub(crate) fn hosts(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+
     /// A pool handed in, whose address this crate does not know.
     pub(crate) fn unknown() -> Target {
         Target(None)
