@@ -534,6 +534,8 @@ mod tests {
             app.main.contains("tracing_subscriber::fmt()") && app.main.contains("EnvFilter"),
             "the guide's main installs no log subscriber"
         );
+        // install_recorder leaves the upkeep to the caller; without it the recorder grows until a scrape.
+        assert!(app.main.contains(".run_upkeep()"), "the guide's main runs no recorder upkeep");
     }
 
     #[test]

@@ -204,6 +204,14 @@ async fn serve<S: Stores, E: Evaluator + 'static, W: Site>(
     }
     let _maintenance = janitor.spawn_maintenance(MaintenanceSchedule::default());
     let recorder = PrometheusBuilder::new().install_recorder()?;
+    // The recorder's upkeep: without it, histogram samples pile up until a scrape (about 50 bytes a request).
+    let upkeep = recorder.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            upkeep.run_upkeep();
+        }
+    });
     let metrics = get(move || async move { recorder.render() });
     let app = janitor.router().merge(site.routes(&janitor.to_dyn()));
     let limits = ServeConfig::from_env(&EnvSource::process())?;
