@@ -53,7 +53,8 @@ pub const MIN_SECRET_DISTINCT: usize = 6;
 ///   unit, so the secret is also 32 long as Rust, Elixir (bytes), JavaScript (UTF-16 units) and Python
 ///   (code points) count; `LabelKey::new` alone would take 16 emoji, which JavaScript counts as 32;
 /// - not only whitespace;
-/// - at least [`MIN_SECRET_DISTINCT`] distinct characters;
+/// - at least [`MIN_SECRET_DISTINCT`] distinct characters, none of them making up half of the secret or more
+///   (`"abcdef"` and 27 `a`s);
 /// - not one shorter string repeated (`"0123456789abcdef"` twice), nor such a repetition with a partial last
 ///   copy or up to two characters added (`"abcdefabcdef…ab"`, `"passwordpassword…1"`);
 /// - not mostly a run of consecutive characters (`"0123456789…"`);
@@ -61,8 +62,8 @@ pub const MIN_SECRET_DISTINCT: usize = 6;
 ///
 /// No rule can measure entropy from one sample; these catch what people actually deploy by mistake (a run
 /// of one key, a pattern typed by hand, a test fixture) and never refuse a generated secret in practice: 32
-/// random hex digits show fewer than 6 distinct digits with probability below 10⁻¹², and are a repetition
-/// with probability below 10⁻¹⁸.
+/// random hex digits show fewer than 6 distinct digits with probability below 10⁻¹², one digit 16 times or
+/// more with probability below 10⁻⁹, and are a repetition with probability below 10⁻¹⁸.
 pub fn check_secret_strength(secret: &str) -> Result<(), LabelError> {
     let characters = secret.chars().count();
     if characters < MIN_SECRET_UNITS {
@@ -80,6 +81,16 @@ pub fn check_secret_strength(secret: &str) -> Result<(), LabelError> {
         ));
     }
     let chars: Vec<char> = secret.chars().collect();
+    let most = distinct
+        .iter()
+        .map(|d| chars.iter().filter(|c| *c == d).count())
+        .max()
+        .unwrap_or(0);
+    if most * 2 >= characters {
+        return Err(LabelError::WeakSecret(
+            "one character makes up half of it or more",
+        ));
+    }
     if repeats_a_unit(&chars) {
         return Err(LabelError::WeakSecret("it is one shorter string repeated"));
     }
@@ -445,11 +456,20 @@ mod tests {
             weak(&six.replace('f', "e")),
             "it has fewer than 6 distinct characters"
         );
-        // Repetition means the whole secret: a repeated run inside it is fine, and so is a non-ASCII secret.
+        // Repetition means the whole secret: a repeated run inside it is fine, and so is a non-ASCII secret;
+        // but not one character making up half of it (the probe's `abcdef` and 27 `a`s), at the bound ±1.
         assert_eq!(
-            check_secret_strength("aaaaaaaaaaaaaaaaaaaaaaaaaa-f3a91c07be5d"),
+            check_secret_strength("aaaaaaaaaaaaaaa-f3a91c07be5d4e2a6b0c"),
             Ok(())
         );
+        assert_eq!(
+            weak(&format!("abcdef{}", "a".repeat(27))),
+            "one character makes up half of it or more"
+        );
+        let half = format!("{}{}", "x".repeat(16), "f3a91c07be5d4e28");
+        assert_eq!(weak(&half), "one character makes up half of it or more");
+        let under_half = format!("{}{}", "x".repeat(15), "f3a91c07be5d4e28b");
+        assert_eq!(check_secret_strength(&under_half), Ok(()));
         assert_eq!(
             check_secret_strength("ключ-для-подписи-меток-2026-ξψω-€"),
             Ok(())

@@ -535,7 +535,10 @@ mod tests {
             "the guide's main installs no log subscriber"
         );
         // install_recorder leaves the upkeep to the caller; without it the recorder grows until a scrape.
-        assert!(app.main.contains(".run_upkeep()"), "the guide's main runs no recorder upkeep");
+        assert!(
+            app.main.contains(".run_upkeep()"),
+            "the guide's main runs no recorder upkeep"
+        );
     }
 
     #[test]
