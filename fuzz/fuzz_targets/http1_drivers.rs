@@ -11,7 +11,8 @@
 //! The differences the project keeps on purpose are left out: `Transfer-Encoding` beside `Content-Length`,
 //! which the pooled driver refuses and hyper frames by its chunks (docs/http.md), and `100 Continue` for a body
 //! that has already arrived, which hyper sends and the pooled driver need not. So is an input with HTTP/2's
-//! preface after a refused head, which hyper alone closes without an answer.
+//! preface after a refused head, which hyper alone closes without an answer, and a chunked input with a bare
+//! LF after its `chunked` (the pooled driver refuses a bare LF in trailers, where hyper reads a line end).
 
 #![no_main]
 
@@ -58,7 +59,7 @@ impl Seen {
 }
 
 fuzz_target!(|data: &[u8]| {
-    if both_framings(data) || later_h2_preface(data) {
+    if both_framings(data) || later_h2_preface(data) || bare_lf_after_chunked(data) {
         return;
     }
     let runtime = runtime();
@@ -69,6 +70,21 @@ fuzz_target!(|data: &[u8]| {
         "the pooled driver and hyper differ:\n pooled: {pooled:?}\n hyper:  {hyper:?}"
     );
 });
+
+/// A bare LF anywhere after the first `chunked` (any case): it may sit in trailers. Wider than the
+/// difference itself, which needs the decoder to place; a bare LF in a head is still compared where no
+/// chunked body comes before it.
+fn bare_lf_after_chunked(data: &[u8]) -> bool {
+    let Some(at) = data
+        .windows(7)
+        .position(|w| w.eq_ignore_ascii_case(b"chunked"))
+    else {
+        return false;
+    };
+    data[at..]
+        .windows(2)
+        .any(|pair| pair[1] == b'\n' && pair[0] != b'\r')
+}
 
 fn runtime() -> &'static Runtime {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
