@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::extract::ConnectInfo;
 use axum::routing;
 use axum::Router;
-use common::wire::{driver, get, within, Connection, SETTLE};
+use common::wire::{driver, get, post_with_length, within, Connection, SETTLE};
 use janitor_axum::serve::{serve, Driver, ServeConfig};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -90,6 +90,7 @@ fn driven(config: ServeConfig) -> ServeConfig {
     ServeConfig::builder()
         .driver(driver())
         .header_read_timeout_ms(config.header_read_timeout().as_millis() as u64)
+        .body_read_timeout_ms(config.body_read_timeout().as_millis() as u64)
         .keep_alive_timeout_ms(config.keep_alive_timeout().as_millis() as u64)
         .idle_at_capacity_ms(config.idle_at_capacity().as_millis() as u64)
         .max_header_bytes(config.max_header_bytes())
@@ -102,6 +103,73 @@ fn limits() -> janitor_axum::serve::ServeConfigBuilder {
     ServeConfig::builder()
         .header_read_timeout_ms(400)
         .keep_alive_timeout_ms(800)
+}
+
+/// A route of the application that reads its form, answering any error reading it as the guide does (413).
+fn form_app() -> Router {
+    let read = |body: axum::body::Body| async move {
+        match axum::body::to_bytes(body, 1 << 30).await {
+            Ok(bytes) => (http::StatusCode::OK, bytes.len().to_string()),
+            Err(_) => (http::StatusCode::PAYLOAD_TOO_LARGE, String::new()),
+        }
+    };
+    app().route("/form", routing::post(read))
+}
+
+/// The probe's two holds on an application route: a `Content-Length` of 1,000,000,000 with no body, and a
+/// body trickled a byte every 50 ms. Each is answered 408 at the body's deadline (300 ms here) and closed,
+/// whatever the handler made of the error, on both drivers; a body that arrives in time is read.
+#[tokio::test]
+async fn a_body_that_does_not_arrive_in_time_is_408_on_every_route() {
+    for driver in [Driver::Pooled, Driver::Hyper] {
+        let config = ServeConfig::builder()
+            .driver(driver)
+            .body_read_timeout_ms(300)
+            .build()
+            .unwrap();
+        let served = Served::on_driver(config, form_app()).await;
+        let mut never = served.open().await;
+        let started = tokio::time::Instant::now();
+        let request = post_with_length("/form", 1_000_000_000, b"{");
+        let reply = within("the body's deadline", never.exchange(&request)).await;
+        assert_eq!(reply.unwrap().head.status, 408, "{driver:?}");
+        assert!(
+            started.elapsed() >= Duration::from_millis(290),
+            "{driver:?}"
+        );
+        assert!(
+            never.closed_within(Duration::from_secs(10)).await,
+            "{driver:?}"
+        );
+
+        let mut trickle = served.open().await;
+        trickle
+            .write(&post_with_length("/form", 100, b"a"))
+            .await
+            .unwrap();
+        // Still sending a byte every 50 ms as the deadline nears.
+        for _ in 0..4 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            trickle.write(b"a").await.unwrap();
+        }
+        let reply = within("the trickled body's answer", trickle.read_reply()).await;
+        assert_eq!(reply.unwrap().head.status, 408, "{driver:?}");
+
+        let mut honest = served.open().await;
+        let reply = within(
+            "an honest form",
+            honest.exchange(&post_with_length("/form", 5, b"hello")),
+        )
+        .await;
+        let reply = reply.unwrap();
+        assert_eq!(
+            (reply.head.status, reply.text()),
+            (200, "5".to_owned()),
+            "{driver:?}"
+        );
+        served.answers().await;
+        served.stop().await;
+    }
 }
 
 #[tokio::test]

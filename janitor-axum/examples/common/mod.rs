@@ -219,8 +219,9 @@ async fn serve<S: Stores, E: Evaluator + 'static, W: Site>(
     let local = listener.local_addr()?;
     println!("{} on http://{local}/", W::NAME);
     tracing::info!(%local, ?limits, "serving");
-    // Bounded heads, idle connections and connection count; the peer address on every request lets trusted
-    // proxies (JANITOR_TRUSTED_PROXIES) be told apart from everyone else. SIGTERM or Ctrl-C stops it after the
+    // Bounded heads, bodies (408 past JANITOR_BODY_READ_TIMEOUT_MS, on every route), idle connections and
+    // connection count; the peer address on every request lets trusted proxies (JANITOR_TRUSTED_PROXIES) be
+    // told apart from everyone else. SIGTERM or Ctrl-C stops it after the
     // requests in flight are answered.
     let Some(metrics_addr) = addr.metrics else {
         let app = app.route("/metrics", metrics);

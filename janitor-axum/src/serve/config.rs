@@ -8,6 +8,12 @@ use janitor_core::config::{ConfigError, EnvSource, Limit};
 /// Past it the connection is closed: a client sending its headers a byte at a time holds nothing for long.
 pub const HEADER_READ_TIMEOUT_MS: Limit<u64> =
     Limit::new("header_read_timeout_ms", 10_000, 100, 300_000);
+/// Longest a request's body may take to arrive in full on any route, from the end of its head, in milliseconds
+/// (default 10 s). Past it a handler still reading gets an error, the request is answered 408 and the
+/// connection closed: a body trickled a byte at a time, or a `Content-Length` never sent, holds a handler and a
+/// connection for this long at most. The endpoint's own bound (5 s, `REQUEST_TIMEOUT_MS`) comes first.
+pub const BODY_READ_TIMEOUT_MS: Limit<u64> =
+    Limit::new("body_read_timeout_ms", 10_000, 100, 300_000);
 /// Longest a connection may wait for the first byte of its next request, in milliseconds (default 60 s), from
 /// the moment it is accepted or its last answer has been sent.
 pub const KEEP_ALIVE_TIMEOUT_MS: Limit<u64> =
@@ -52,6 +58,7 @@ impl Driver {
 pub struct ServeConfig {
     driver: Driver,
     header_read_timeout_ms: u64,
+    body_read_timeout_ms: u64,
     keep_alive_timeout_ms: u64,
     idle_at_capacity_ms: u64,
     max_header_bytes: usize,
@@ -63,6 +70,7 @@ impl Default for ServeConfig {
         ServeConfig {
             driver: Driver::default(),
             header_read_timeout_ms: HEADER_READ_TIMEOUT_MS.default,
+            body_read_timeout_ms: BODY_READ_TIMEOUT_MS.default,
             keep_alive_timeout_ms: KEEP_ALIVE_TIMEOUT_MS.default,
             idle_at_capacity_ms: IDLE_AT_CAPACITY_MS.default,
             max_header_bytes: MAX_HEADER_BYTES.default,
@@ -81,13 +89,15 @@ impl ServeConfig {
     pub const ENV_VARIABLES: &'static [&'static str] = &[
         "JANITOR_SERVE_DRIVER",
         "JANITOR_HEADER_READ_TIMEOUT_MS",
+        "JANITOR_BODY_READ_TIMEOUT_MS",
         "JANITOR_KEEP_ALIVE_TIMEOUT_MS",
         "JANITOR_IDLE_AT_CAPACITY_MS",
         "JANITOR_MAX_HEADER_BYTES",
         "JANITOR_MAX_CONNECTIONS",
     ];
 
-    /// The limits the process's `JANITOR_HEADER_READ_TIMEOUT_MS`, `JANITOR_KEEP_ALIVE_TIMEOUT_MS`,
+    /// The limits the process's `JANITOR_HEADER_READ_TIMEOUT_MS`, `JANITOR_BODY_READ_TIMEOUT_MS`,
+    /// `JANITOR_KEEP_ALIVE_TIMEOUT_MS`,
     /// `JANITOR_IDLE_AT_CAPACITY_MS`, `JANITOR_MAX_HEADER_BYTES` and `JANITOR_MAX_CONNECTIONS` set, the driver
     /// `JANITOR_SERVE_DRIVER` names (`pooled` or `hyper`), the defaults for the others.
     pub fn from_env(env: &EnvSource) -> Result<ServeConfig, ServeConfigError> {
@@ -101,6 +111,9 @@ impl ServeConfig {
         }
         if let Some(v) = env.number("JANITOR_HEADER_READ_TIMEOUT_MS")? {
             builder = builder.header_read_timeout_ms(v);
+        }
+        if let Some(v) = env.number("JANITOR_BODY_READ_TIMEOUT_MS")? {
+            builder = builder.body_read_timeout_ms(v);
         }
         if let Some(v) = env.number("JANITOR_KEEP_ALIVE_TIMEOUT_MS")? {
             builder = builder.keep_alive_timeout_ms(v);
@@ -125,6 +138,11 @@ impl ServeConfig {
     /// Longest wait for a request head to arrive in full, from its first byte.
     pub fn header_read_timeout(&self) -> Duration {
         Duration::from_millis(self.header_read_timeout_ms)
+    }
+
+    /// Longest wait for a request's body to arrive in full, from the end of its head.
+    pub fn body_read_timeout(&self) -> Duration {
+        Duration::from_millis(self.body_read_timeout_ms)
     }
 
     /// Longest wait for the first byte of the next request.
@@ -165,6 +183,7 @@ pub enum ServeConfigError {
 pub struct ServeConfigBuilder {
     driver: Option<Driver>,
     header_read_timeout_ms: Option<u64>,
+    body_read_timeout_ms: Option<u64>,
     keep_alive_timeout_ms: Option<u64>,
     idle_at_capacity_ms: Option<u64>,
     max_header_bytes: Option<usize>,
@@ -181,6 +200,12 @@ impl ServeConfigBuilder {
     /// Longest wait for a whole request head from its first byte: 100–300,000 ms, default 10,000.
     pub fn header_read_timeout_ms(mut self, ms: u64) -> Self {
         self.header_read_timeout_ms = Some(ms);
+        self
+    }
+
+    /// Longest wait for a whole request body from the end of its head: 100–300,000 ms, default 10,000.
+    pub fn body_read_timeout_ms(mut self, ms: u64) -> Self {
+        self.body_read_timeout_ms = Some(ms);
         self
     }
 
@@ -214,6 +239,7 @@ impl ServeConfigBuilder {
             driver: self.driver.unwrap_or_default(),
             header_read_timeout_ms: HEADER_READ_TIMEOUT_MS
                 .or_default(self.header_read_timeout_ms)?,
+            body_read_timeout_ms: BODY_READ_TIMEOUT_MS.or_default(self.body_read_timeout_ms)?,
             keep_alive_timeout_ms: KEEP_ALIVE_TIMEOUT_MS.or_default(self.keep_alive_timeout_ms)?,
             idle_at_capacity_ms: IDLE_AT_CAPACITY_MS.or_default(self.idle_at_capacity_ms)?,
             max_header_bytes: MAX_HEADER_BYTES.or_default(self.max_header_bytes)?,
@@ -237,6 +263,11 @@ mod tests {
             (
                 b().header_read_timeout_ms(300_000),
                 b().header_read_timeout_ms(300_001),
+            ),
+            (b().body_read_timeout_ms(100), b().body_read_timeout_ms(99)),
+            (
+                b().body_read_timeout_ms(300_000),
+                b().body_read_timeout_ms(300_001),
             ),
             (
                 b().keep_alive_timeout_ms(100),
@@ -282,6 +313,7 @@ mod tests {
     fn the_environment_sets_each_limit() {
         let env = EnvSource::from_pairs([
             ("JANITOR_HEADER_READ_TIMEOUT_MS", "2000"),
+            ("JANITOR_BODY_READ_TIMEOUT_MS", "3000"),
             ("JANITOR_KEEP_ALIVE_TIMEOUT_MS", "5000"),
             ("JANITOR_IDLE_AT_CAPACITY_MS", "250"),
             ("JANITOR_MAX_HEADER_BYTES", "8192"),
@@ -298,6 +330,7 @@ mod tests {
         let unknown = EnvSource::from_pairs([("JANITOR_SERVE_DRIVER", "h2")]);
         assert!(ServeConfig::from_env(&unknown).is_err());
         assert_eq!(config.header_read_timeout(), Duration::from_secs(2));
+        assert_eq!(config.body_read_timeout(), Duration::from_secs(3));
         assert_eq!(config.keep_alive_timeout(), Duration::from_secs(5));
         assert_eq!(config.idle_at_capacity(), Duration::from_millis(250));
         assert_eq!(config.max_header_bytes(), 8192);

@@ -38,6 +38,7 @@
 
 mod config;
 mod connection;
+mod deadline;
 mod pool;
 mod pooled;
 mod signal;
@@ -61,8 +62,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
 
 pub use config::{
-    Driver, ServeConfig, ServeConfigBuilder, ServeConfigError, HEADER_READ_TIMEOUT_MS,
-    IDLE_AT_CAPACITY_MS, KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS, MAX_HEADER_BYTES,
+    Driver, ServeConfig, ServeConfigBuilder, ServeConfigError, BODY_READ_TIMEOUT_MS,
+    HEADER_READ_TIMEOUT_MS, IDLE_AT_CAPACITY_MS, KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS,
+    MAX_HEADER_BYTES,
 };
 use connection::{Clock, GuardedBody, Watched};
 pub use pool::{BufferPool, BUFFERS_KEPT, BUFFER_BYTES};
@@ -254,7 +256,7 @@ async fn serve_connection<Io>(
         Box::pin(async move {
             let mut request = request.map(axum::body::Body::new);
             request.extensions_mut().insert(ConnectInfo(peer));
-            let response = answer(app, request).await;
+            let response = answer(app, request, config.body_read_timeout()).await;
             Ok::<_, Infallible>(response.map(|inner| GuardedBody {
                 inner,
                 guard: Some(guard),
@@ -339,7 +341,11 @@ fn framing_refused() -> axum::response::Response {
 /// The application's answer, or 400 for a request naming no host or more than one (RFC 9112 §3.2): an
 /// HTTP/1.1 request without `Host`, two `Host` headers, or an absolute-form target naming another host than
 /// `Host`. Both drivers answer through here, so they agree.
-async fn answer(app: Router, request: http::Request<axum::body::Body>) -> axum::response::Response {
+async fn answer(
+    app: Router,
+    request: http::Request<axum::body::Body>,
+    body_timeout: std::time::Duration,
+) -> axum::response::Response {
     // The framing first, as the pooled driver refuses it while reading the head, before any other check.
     if request
         .headers()
@@ -357,8 +363,10 @@ async fn answer(app: Router, request: http::Request<axum::body::Body>) -> axum::
         }
         Ok(_) => {}
     }
-    match app.oneshot(request).await {
+    let (request, deadline) = deadline::bound(request, body_timeout);
+    let response = match app.oneshot(request).await {
         Ok(response) => response,
         Err(never) => match never {},
-    }
+    };
+    deadline::answer_if_passed(deadline.as_deref(), response)
 }

@@ -142,7 +142,7 @@ where
     let mut request = head.request.map(|()| body);
     request.extensions_mut().insert(ConnectInfo(peer));
     let answer = tokio::select! {
-        answer = super::answer(app.clone(), request) => answer,
+        answer = super::answer(app.clone(), request, config.body_read_timeout()) => answer,
         () = link.peer_gone() => return Next::Close,
     };
     // The answer says whether the connection closes after it: when shutting down, or when the body's end
