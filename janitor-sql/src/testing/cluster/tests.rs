@@ -3,6 +3,12 @@
 
 use super::*;
 
+/// A port no other test of this process is given (below the ephemeral range, where a listener another test
+/// binds to port 0 cannot land: one did, and a cluster meant to fail found that listener and counted as started).
+fn own_port() -> u16 {
+    crate::testing::ports::free_span(1).unwrap()
+}
+
 const OWNER: &str = "janitor-cluster-test";
 
 fn test_dir(name: &str) -> PathBuf {
@@ -53,7 +59,7 @@ fn port_is_bindable(port: u16) -> bool {
 
 #[test]
 fn a_cluster_starts_answers_refuses_a_second_start_and_is_removed() {
-    let (dir, port) = (test_dir("fresh"), free_port().unwrap());
+    let (dir, port) = (test_dir("fresh"), own_port());
     let cluster = Cluster::start(spec(&dir, port, false)).unwrap();
     assert_eq!(
         cluster.url(),
@@ -105,7 +111,7 @@ fn a_cluster_starts_answers_refuses_a_second_start_and_is_removed() {
 
 #[test]
 fn a_reused_cluster_keeps_its_data_and_a_foreign_directory_is_refused() {
-    let (dir, port) = (test_dir("reuse"), free_port().unwrap());
+    let (dir, port) = (test_dir("reuse"), own_port());
     let first = Cluster::start(spec(&dir, port, true)).unwrap();
     query(
         &first.url(),
@@ -170,7 +176,7 @@ fn a_taken_port_is_refused_before_anything_is_created() {
 fn a_server_that_cannot_start_shows_its_log_and_leaves_nothing() {
     // A socket path past the 107-byte limit of Unix sockets: initdb succeeds, the server refuses to start.
     let dir = test_dir(&"long".repeat(28));
-    let port = free_port().unwrap();
+    let port = own_port();
     let message = Cluster::start(spec(&dir, port, false)).unwrap_err();
     assert!(
         message.contains("ended before accepting connections"),
@@ -188,13 +194,13 @@ fn a_server_that_cannot_start_shows_its_log_and_leaves_nothing() {
 #[test]
 fn a_standby_replicates_synchronously_and_is_promoted_when_its_primary_crashes() {
     let (primary_dir, standby_dir) = (test_dir("primary"), test_dir("standby"));
-    let mut primary_spec = spec(&primary_dir, free_port().unwrap(), false);
+    let mut primary_spec = spec(&primary_dir, own_port(), false);
     primary_spec
         .settings
         .push(("synchronous_standby_names".into(), "*".into()));
     let mut primary = Cluster::start(primary_spec).unwrap();
     let mut standby =
-        Cluster::start_standby(spec(&standby_dir, free_port().unwrap(), false), &primary).unwrap();
+        Cluster::start_standby(spec(&standby_dir, own_port(), false), &primary).unwrap();
     assert_eq!(
         query(&standby.url(), "SELECT pg_is_in_recovery()").unwrap(),
         ["t"]
@@ -224,11 +230,7 @@ fn a_standby_replicates_synchronously_and_is_promoted_when_its_primary_crashes()
         ["2"]
     );
     assert!(
-        Cluster::start_standby(
-            spec(&test_dir("reused"), free_port().unwrap(), true),
-            &standby
-        )
-        .is_err(),
+        Cluster::start_standby(spec(&test_dir("reused"), own_port(), true), &standby).is_err(),
         "a standby is never reused"
     );
     drop((primary, standby));
