@@ -12,12 +12,9 @@
 // collect() returns the same payload without sending it, for a form of the application to carry beside its
 // own fields:  fetch("/login", {method: "POST", body: JSON.stringify({email, password, visitor: client.collect()})}).
 //
-// Extended signals (off by default): createVisitorClient({extendedSignals: true}) also sends settings and exact
-// versions that tell identical devices apart (available screen area, userAgentData's platform version and full
-// version list, Intl calendar, numbering system and hour cycle, colour-scheme, reduced-motion and contrast
-// preferences) in the `janitor-extended-signals` header, never in the payload: a server that does not read them
-// ignores the header, so the payload stays exactly the contract's. For a form, `await client.headers()` gives the
-// header to add to the application's own request.
+// Extended signals (off by default): createVisitorClient({extendedSignals: true}) also sends, in a header, the
+// settings and exact versions janitor-extended.js collects (it is loaded from beside this file only then). For a
+// form, `await client.headers()` gives the header to add to the application's own request.
 //
 // Privacy: the behaviour counters count events only; no position, key, form value or URL is read or sent.
 
@@ -98,55 +95,8 @@ const signals = () => {
   }) || {};
 };
 
-const EXTENDED_HEADER = "janitor-extended-signals";
-const HOUR_CYCLES = ["h11", "h12", "h23", "h24"];
-const matches = (query) => attempt(() => matchMedia(query).matches);
-
-let versionsCache;
-// userAgentData's high-entropy values are a promise, and fixed for the page's life: asked for once. Browsers
-// without userAgentData (Safari, Firefox) give nothing.
-const versions = () =>
-  (versionsCache ||= Promise.resolve(
-    attempt(() => navigator.userAgentData.getHighEntropyValues(["platformVersion", "fullVersionList"]))
-  )
-    .then((v) =>
-      pack({
-        platformVersion: str(v && v.platformVersion, 32),
-        fullVersionList: Array.isArray(v && v.fullVersionList)
-          ? v.fullVersionList.slice(0, 16).map((b) => ({ brand: str(String(b.brand), 64), version: str(String(b.version), 32) }))
-          : undefined,
-      })
-    )
-    .catch(() => undefined));
-
-// The extended signals, in the bounds the server enforces.
-const extended = async () => {
-  const s = screen;
-  const dates = attempt(() => Intl.DateTimeFormat(undefined, { hour: "numeric" }).resolvedOptions()) || {};
-  return (
-    pack({
-      screen: pack({ availWidth: int(s.availWidth, SIZE_MAX), availHeight: int(s.availHeight, SIZE_MAX) }),
-      userAgentData: await versions(),
-      intl: pack({
-        calendar: str(dates.calendar, 32),
-        numberingSystem: str(dates.numberingSystem, 32),
-        hourCycle: HOUR_CYCLES.includes(dates.hourCycle) ? dates.hourCycle : undefined,
-      }),
-      preferences: pack({
-        colorScheme: ["dark", "light"].find((c) => matches(`(prefers-color-scheme: ${c})`)),
-        reducedMotion: matches("(prefers-reduced-motion: reduce)"),
-        contrast: ["more", "less", "custom", "no-preference"].find((c) => matches(`(prefers-contrast: ${c})`)),
-      }),
-    }) || {}
-  );
-};
-
-// A header value is ASCII: the JSON's UTF-8 bytes in base64url, without padding.
-const base64url = (text) =>
-  btoa(Array.from(new TextEncoder().encode(text), (b) => String.fromCharCode(b)).join(""))
-    .replace(/\+/g, "-")
-    .replace(/\//g, "_")
-    .replace(/=+$/, "");
+// The extended signals' part, fetched from beside this file the first time they are asked for.
+let extendedPart;
 
 const failure = (message, status) => Object.assign(new Error(message), { status });
 
@@ -205,7 +155,9 @@ export function createVisitorClient({
 
   // The extended signals' header, or none when they are off.
   const extendedHeaders = async () =>
-    extendedSignals ? { [EXTENDED_HEADER]: base64url(JSON.stringify(await extended())) } : {};
+    extendedSignals
+      ? (await (extendedPart ||= import(new URL("janitor-extended.js", import.meta.url)))).headers({ pack, str, int, attempt })
+      : {};
 
   const sleep = (run, ms) =>
     new Promise((wake) => {

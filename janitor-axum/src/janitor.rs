@@ -176,7 +176,8 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     /// A router with the endpoint at its path (any method; the endpoint answers 405 itself), behind this
     /// handle's admission layer: when `max_in_flight_requests` are being measured, the next request is refused
     /// with 503 before anything else happens. The browser client is served at the script path (GET and HEAD),
-    /// outside the admission layer: a static file must load even while measurements are busy.
+    /// and its extended signals' part beside it (`janitor-extended.js`), outside the admission layer: a static
+    /// file must load even while measurements are busy.
     pub fn router(&self) -> Router {
         Router::new()
             .route(
@@ -186,6 +187,10 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
             .route(
                 self.inner.config.endpoint.script_path(),
                 get(crate::script::serve),
+            )
+            .route(
+                &crate::script::extended_script_path(self.inner.config.endpoint.script_path()),
+                get(crate::script::serve_extended),
             )
             .with_state(self.clone())
     }

@@ -1,5 +1,6 @@
 //! The browser client, served from the binary: `janitor.js`, an ES module that collects the payload's signals
-//! and calls the endpoint (see the README's "Add the client to your app").
+//! and calls the endpoint (see the README's "Add the client to your app"), and beside it `janitor-extended.js`,
+//! the part it loads only when the page turns the extended signals on.
 
 use std::sync::LazyLock;
 
@@ -14,16 +15,32 @@ use sha2::{Digest, Sha256};
 /// The browser client's source, as served at the script path.
 pub const CLIENT_SCRIPT: &str = include_str!("../assets/janitor.js");
 
+/// The extended signals' part of the client, served beside it as [`EXTENDED_SCRIPT_NAME`]: the client imports
+/// it only when `extendedSignals` is on, so every other page loads [`CLIENT_SCRIPT`] alone.
+pub const EXTENDED_SCRIPT: &str = include_str!("../assets/janitor-extended.js");
+
+/// The file name the client imports the extended part by, from the folder it was served from.
+pub const EXTENDED_SCRIPT_NAME: &str = "janitor-extended.js";
+
 /// A strong validator that changes whenever the embedded file does: the first 128 bits of its SHA-256.
-static ETAG_VALUE: LazyLock<String> = LazyLock::new(|| {
-    let digest = Sha256::digest(CLIENT_SCRIPT.as_bytes());
+fn etag_of(source: &str) -> String {
+    let digest = Sha256::digest(source.as_bytes());
     let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
     format!("\"{hex}\"")
-});
+}
+
+static ETAG_VALUE: LazyLock<String> = LazyLock::new(|| etag_of(CLIENT_SCRIPT));
+static EXTENDED_ETAG: LazyLock<String> = LazyLock::new(|| etag_of(EXTENDED_SCRIPT));
 
 /// The `ETag` the script is served with (quotes included).
 pub fn client_script_etag() -> &'static str {
     &ETAG_VALUE
+}
+
+/// Where the extended part is served for a client served at `script_path`: beside it.
+pub(crate) fn extended_script_path(script_path: &str) -> String {
+    let folder = script_path.rfind('/').map_or("/", |at| &script_path[..=at]);
+    format!("{folder}{EXTENDED_SCRIPT_NAME}")
 }
 
 /// Whether an `If-None-Match` header names the current version (`*`, or a tag in its list; `W/` tags compare
@@ -40,12 +57,20 @@ fn matches(headers: &HeaderMap, etag: &str) -> bool {
 
 /// Answers a GET (or HEAD) for the script: the file, or 304 when the browser's copy is current.
 pub(crate) async fn serve(headers: HeaderMap) -> Response {
-    let etag = client_script_etag();
-    let fresh = matches(&headers, etag);
+    answer(&headers, CLIENT_SCRIPT, client_script_etag())
+}
+
+/// Answers a GET (or HEAD) for the extended part, as [`serve`] does for the client.
+pub(crate) async fn serve_extended(headers: HeaderMap) -> Response {
+    answer(&headers, EXTENDED_SCRIPT, &EXTENDED_ETAG)
+}
+
+fn answer(headers: &HeaderMap, source: &'static str, etag: &str) -> Response {
+    let fresh = matches(headers, etag);
     let mut response = if fresh {
         Response::new(Body::empty())
     } else {
-        Response::new(Body::from(CLIENT_SCRIPT))
+        Response::new(Body::from(source))
     };
     if fresh {
         *response.status_mut() = StatusCode::NOT_MODIFIED;
@@ -76,6 +101,20 @@ mod tests {
             headers.append(IF_NONE_MATCH, HeaderValue::from_str(v).unwrap());
         }
         headers
+    }
+
+    #[test]
+    fn the_extended_part_is_served_beside_the_client() {
+        assert_eq!(extended_script_path("/janitor.js"), "/janitor-extended.js");
+        assert_eq!(
+            extended_script_path("/static/js/c.js"),
+            "/static/js/janitor-extended.js"
+        );
+        assert_ne!(*EXTENDED_ETAG, client_script_etag());
+        assert!(CLIENT_SCRIPT.contains(&format!(
+            "import(new URL(\"{EXTENDED_SCRIPT_NAME}\", import.meta.url))"
+        )));
+        assert!(EXTENDED_SCRIPT.contains("export async function headers("));
     }
 
     #[test]

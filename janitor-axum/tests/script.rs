@@ -153,3 +153,73 @@ async fn loads_while_measurements_are_busy() {
         .unwrap();
     assert_eq!(script.status(), StatusCode::OK);
 }
+
+/// The client's size as the README states it: `gzip -9` of the file, within 2 % of the figure there (another
+/// gzip may differ by a few bytes), and at most 4 KiB, which the extended signals' part no longer weighs on.
+#[test]
+fn the_readme_states_the_clients_gzipped_size() {
+    let mut gzip = std::process::Command::new("gzip")
+        .args(["-9", "-n", "-c"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("gzip");
+    std::io::Write::write_all(&mut gzip.stdin.take().unwrap(), CLIENT_SCRIPT.as_bytes()).unwrap();
+    let measured = gzip.wait_with_output().unwrap().stdout.len();
+    assert!(
+        measured <= 4_096,
+        "the default client is {measured} bytes gzipped"
+    );
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let stated = readme
+        .split(" bytes gzipped")
+        .next()
+        .and_then(|before| before.split_whitespace().last())
+        .map(|n| {
+            n.replace(',', "")
+                .parse::<usize>()
+                .expect("a number before \"bytes gzipped\"")
+        })
+        .expect("the README states the client's size");
+    let off = stated.abs_diff(measured) as f64 / measured as f64;
+    assert!(
+        off <= 0.02,
+        "the README says {stated} bytes gzipped, gzip -9 gives {measured}"
+    );
+}
+
+#[tokio::test]
+async fn the_extended_part_is_served_beside_the_client() {
+    let handle = janitor(common::config("script-tests"));
+    let response = handle
+        .router()
+        .oneshot(get("/janitor-extended.js").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
+    let served = body(response).await;
+    assert!(String::from_utf8(served)
+        .unwrap()
+        .contains("janitor-extended-signals"));
+    let moved = common::config("script-tests").endpoint(
+        EndpointConfig::builder()
+            .script_path("/static/client.js")
+            .build()
+            .unwrap(),
+    );
+    let response = janitor(moved)
+        .router()
+        .oneshot(
+            get("/static/janitor-extended.js")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+}

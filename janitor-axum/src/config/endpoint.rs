@@ -125,6 +125,14 @@ impl EndpointConfigBuilder {
                 reason: "must differ from endpoint_path",
             });
         }
+        // The client's extended part is served beside it, under its own name.
+        let extended = crate::script::extended_script_path(&script_path);
+        if extended == script_path || extended == path {
+            return Err(JanitorConfigError::Invalid {
+                field: "script_path",
+                reason: "must leave the name janitor-extended.js beside it to the client's extended part",
+            });
+        }
         Ok(EndpointConfig {
             path,
             script_path,
@@ -176,6 +184,15 @@ mod tests {
         assert_eq!(c.max_body_bytes(), 16_384);
         assert_eq!(c.request_timeout(), Duration::from_secs(5));
         assert!(!c.expose_client_scores());
+    }
+
+    #[test]
+    fn the_extended_part_keeps_its_name_beside_the_script() {
+        let script = |path: &str| EndpointConfig::builder().script_path(path);
+        refused(script("/janitor-extended.js"), "script_path");
+        let beside_endpoint = script("/api/client.js").path("/api/janitor-extended.js");
+        refused(beside_endpoint, "script_path");
+        assert!(script("/static/client.js").build().is_ok());
     }
 
     #[test]
