@@ -104,3 +104,63 @@ async fn answers_written_before_a_timeout_reach_a_client_that_reads_late_on_eith
         assert!(!reset, "{}: the connection was reset", driver.name());
     }
 }
+
+/// A client that pipelines `requests` reads of a 10 KiB answer and reads nothing for `stall`, on a server whose
+/// keep-alive wait is 300 ms; then reads all it can. The complete answers it read, and whether the connection
+/// ended with a reset.
+async fn unread_pipeline(driver: Driver, requests: usize, stall: Duration) -> (usize, bool) {
+    use janitor_axum::serve::{serve, ServeConfig};
+    let page = "x".repeat(10_240);
+    let app = axum::Router::new().route("/page", axum::routing::get(move || async move { page }));
+    let config = ServeConfig::builder()
+        .driver(driver)
+        .keep_alive_timeout_ms(300)
+        .build()
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, app, config, std::future::pending()));
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4_096).unwrap();
+    let mut stream = socket.connect(address).await.unwrap();
+    let one = "GET /page HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    stream
+        .write_all(one.repeat(requests).as_bytes())
+        .await
+        .unwrap();
+    tokio::time::sleep(stall).await;
+    let mut received = Vec::new();
+    let mut buffer = vec![0u8; 65_536];
+    let reset = loop {
+        match tokio::time::timeout(Duration::from_secs(20), stream.read(&mut buffer)).await {
+            Ok(Ok(0)) => break false,
+            Ok(Err(_)) => break true,
+            Ok(Ok(n)) => received.extend_from_slice(&buffer[..n]),
+            Err(_) => panic!("no byte within 20 s"),
+        }
+    };
+    let answer = 10_240 + "HTTP/1.1 200 OK\r\n".len();
+    let complete = statuses(&received).len().min(received.len() / answer);
+    (complete, reset)
+}
+
+/// The bound on a client that pipelines and stops reading (docs/http.md): once no byte of an answer has been
+/// taken for the keep-alive wait, the connection ends, without a reset, so the answers written stay readable,
+/// and the requests after them go unanswered. Before, the pooled driver waited for such a client forever and
+/// hyper's reset the connection at the keep-alive wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_let_go_after_the_keep_alive_wait_on_either_driver() {
+    for driver in [Driver::Pooled, Driver::Hyper] {
+        let (answers, reset) = unread_pipeline(driver, 1_000, Duration::from_millis(1_500)).await;
+        println!(
+            "{}: {answers} of 1,000 answers read, reset: {reset}",
+            driver.name()
+        );
+        assert!(!reset, "{}: the connection was reset", driver.name());
+        assert!(
+            (1..1_000).contains(&answers),
+            "{}: {answers} answers: the client that stopped reading was not let go",
+            driver.name()
+        );
+    }
+}

@@ -15,13 +15,15 @@ pub const HEADER_READ_TIMEOUT_MS: Limit<u64> =
 pub const BODY_READ_TIMEOUT_MS: Limit<u64> =
     Limit::new("body_read_timeout_ms", 10_000, 100, 300_000);
 /// Longest a connection may wait for the first byte of its next request, in milliseconds (default 60 s), from
-/// the moment it is accepted or its last answer has been sent.
+/// the moment it is accepted or its last answer has been sent. It also bounds a client that stops reading: an
+/// answer of which it takes no byte for this long ends the connection (what was sent stays readable).
 pub const KEEP_ALIVE_TIMEOUT_MS: Limit<u64> =
     Limit::new("keep_alive_timeout_ms", 60_000, 100, 3_600_000);
 /// Longest a connection may wait for the first byte of a request while the server is at `max_connections`, in
 /// milliseconds (default one second). At capacity, connections idle for longer are closed (checked every
 /// 100 ms until a slot frees), so idle connections, a flood of them included, cannot keep new clients out for
-/// the whole `keep_alive_timeout`. Connections in the middle of a request are never cut.
+/// the whole `keep_alive_timeout`. Connections in the middle of a request are never cut, nor one whose
+/// request's first byte has reached the server when it is weighed.
 pub const IDLE_AT_CAPACITY_MS: Limit<u64> = Limit::new("idle_at_capacity_ms", 1_000, 10, 3_600_000);
 /// Largest request head (request line and headers), in bytes (default 16 KiB). A larger one is answered 431
 /// and the connection closed. A pooled buffer holds 8 KiB and hyper reads nothing smaller at once, hence the

@@ -23,6 +23,9 @@ pub(super) struct Clock {
     started: Instant,
     phase: AtomicU8,
     since_ms: AtomicU64,
+    /// Since when a write has waited for the client to take a byte, in milliseconds from the start plus one
+    /// (0: no write waits).
+    write_waits_ms: AtomicU64,
 }
 
 impl Clock {
@@ -31,7 +34,23 @@ impl Clock {
             started: Instant::now(),
             phase: AtomicU8::new(WAITING),
             since_ms: AtomicU64::new(0),
+            write_waits_ms: AtomicU64::new(0),
         })
+    }
+
+    fn write_polled<T>(&self, write: &Poll<T>) {
+        if write.is_ready() {
+            self.write_waits_ms.store(0, Ordering::Relaxed);
+        } else if self.write_waits_ms.load(Ordering::Relaxed) == 0 {
+            let now = self.started.elapsed().as_millis() as u64;
+            self.write_waits_ms.store(now + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// When a write waiting for the client to take a byte has waited `stall`, if one waits.
+    pub(super) fn stalled_at(&self, stall: Duration) -> Option<Instant> {
+        let since = self.write_waits_ms.load(Ordering::Relaxed).checked_sub(1)?;
+        Some(self.started + Duration::from_millis(since) + stall)
     }
 
     fn set(&self, phase: u8) {
@@ -110,11 +129,17 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        let this = self.get_mut();
+        let write = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.clock.write_polled(&write);
+        write
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        let this = self.get_mut();
+        let flush = Pin::new(&mut this.inner).poll_flush(cx);
+        this.clock.write_polled(&flush);
+        flush
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -126,7 +151,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let write = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.clock.write_polled(&write);
+        write
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -5,7 +5,8 @@
 //! Without them a client sending its headers a byte a second keeps a connection (and its buffer) forever,
 //! and a thousand such clients pin memory and file descriptors. Here:
 //! - a head that has not arrived in full within `header_read_timeout` of its first byte closes the connection;
-//! - a connection with no request for `keep_alive_timeout` (from its accept or its last answer) is closed;
+//! - a connection with no request for `keep_alive_timeout` (from its accept or its last answer) is closed, and
+//!   so is one whose client takes no byte of an answer for as long (what it was sent stays readable);
 //! - a head larger than `max_header_bytes` is answered 431 and the connection closed;
 //! - past `max_connections` no connection is accepted until one closes, and connections waiting for a request
 //!   longer than `idle_at_capacity` are closed meanwhile, so an idle flood cannot keep new clients out;
@@ -20,7 +21,8 @@
 //! are parsed by `httparse`, hyper's own parser. The hyper driver keeps two 8 KiB buffers per connection for
 //! the connection's whole life.
 //!
-//! A request's body is the application's to bound (the identify endpoint bounds its own by size and time).
+//! A request's body is bounded in time on every route (`body_read_timeout`: 408 and the connection closed); its
+//! size is the application's to bound (the identify endpoint bounds its own).
 //! TLS and HTTP/2 belong to the proxy in front
 //! ([docs/deploying.md](https://github.com/janitor-rust/janitor/blob/main/docs/deploying.md)).
 //!
@@ -270,23 +272,30 @@ async fn serve_connection<Io>(
         .max_header_size(config.max_header_bytes());
     let mut connection = builder.serve_connection(io, service);
     let mut stop_seen = false;
-    loop {
+    let done = loop {
         let deadline = clock.deadline(config.header_read_timeout(), config.keep_alive_timeout());
+        let stalled_at = clock.stalled_at(config.keep_alive_timeout());
         // While a request is answered, look again after a while: its end restarts the keep-alive wait.
-        let wake =
-            deadline.unwrap_or_else(|| tokio::time::Instant::now() + config.header_read_timeout());
+        let wake = deadline
+            .unwrap_or_else(|| tokio::time::Instant::now() + config.header_read_timeout())
+            .min(stalled_at.unwrap_or(tokio::time::Instant::now() + config.keep_alive_timeout()));
+        // Biased: a head that has arrived is read (and the clock told) before the accept loop's word is weighed.
         tokio::select! {
-            done = std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)) => {
-                if done.is_ok() {
-                    let socket = connection.into_parts().io.into_inner();
-                    // Boxed: its buffer exists only while a connection closes, not in every connection.
-                    Box::pin(linger(socket, &mut signals, config.idle_at_capacity())).await;
-                }
-                return;
-            }
+            biased;
+            done = std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)) => break done,
             () = tokio::time::sleep_until(wake) => {
+                // A client that stopped reading (its answers unread for the keep-alive wait) is let go as a
+                // finished connection is, so that what it was sent stays readable; dropping the socket with
+                // its requests unread would reset the connection.
+                let stalled = clock.stalled_at(config.keep_alive_timeout());
+                if stalled.is_some_and(|at| at <= tokio::time::Instant::now()) {
+                    break Ok(());
+                }
                 let still = clock.deadline(config.header_read_timeout(), config.keep_alive_timeout());
                 if deadline.is_some() && still == deadline {
+                    if stalled.is_some() {
+                        break Ok(());
+                    }
                     return;
                 }
             }
@@ -299,14 +308,33 @@ async fn serve_connection<Io>(
                         Pin::new(&mut connection).graceful_shutdown();
                     }
                     Ok(Signal::AtCapacity) => {
-                        if clock.idle_since().is_some_and(|since| since.elapsed() >= config.idle_at_capacity()) {
-                            return;
+                        let idle_past = || {
+                            clock.idle_since().is_some_and(|since| since.elapsed() >= config.idle_at_capacity())
+                        };
+                        if idle_past() {
+                            // A head may have reached the socket since the runtime last looked: let it look
+                            // once more and hyper read, so that a request already sent is never closed as idle.
+                            tokio::task::yield_now().await;
+                            let polled = std::future::poll_fn(|cx| {
+                                std::task::Poll::Ready(connection.poll_without_shutdown(cx))
+                            })
+                            .await;
+                            match polled {
+                                std::task::Poll::Ready(done) => break done,
+                                std::task::Poll::Pending if idle_past() => return,
+                                std::task::Poll::Pending => {}
+                            }
                         }
                     }
                     Ok(Signal::Serving) => {}
                 }
             }
         }
+    };
+    if done.is_ok() {
+        let socket = connection.into_parts().io.into_inner();
+        // Boxed: its buffer exists only while a connection closes, not in every connection.
+        Box::pin(linger(socket, &mut signals, config.idle_at_capacity())).await;
     }
 }
 
@@ -369,4 +397,69 @@ async fn answer(
         Err(never) => match never {},
     };
     deadline::answer_if_passed(deadline.as_deref(), response)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use axum::routing::get;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+    use super::*;
+
+    /// One connection of `driver` over an in-memory pipe, told what the test's accept loop says.
+    fn connection(driver: Driver, signals: Signals) -> (DuplexStream, tokio::task::JoinHandle<()>) {
+        let (client, server) = tokio::io::duplex(4096);
+        let app = Router::new().route("/", get(|| async { "served" }));
+        let config = ServeConfig::builder()
+            .driver(driver)
+            .idle_at_capacity_ms(IDLE_AT_CAPACITY_MS.min)
+            .build()
+            .unwrap();
+        let peer = SocketAddr::from(([127, 0, 0, 1], 4000));
+        let task = tokio::spawn(async move {
+            match driver {
+                Driver::Pooled => {
+                    let pool = Arc::new(BufferPool::default());
+                    pooled::serve_connection(server, peer, app, config, pool, signals).await;
+                }
+                Driver::Hyper => serve_connection(server, peer, app, config, signals).await,
+            }
+        });
+        (client, task)
+    }
+
+    /// A connection idle past `idle_at_capacity` whose request head arrives in the same turn as the word that the
+    /// server is at capacity is answered, not closed as idle. On one thread, so both reach the connection before it
+    /// runs again: a connection that weighed them in random order closed half of such requests.
+    #[tokio::test]
+    async fn a_head_that_has_arrived_is_never_closed_as_idle() {
+        for driver in [Driver::Pooled, Driver::Hyper] {
+            for round in 0..32 {
+                let (accept_loop, signals) = signal::channel();
+                let (mut client, task) = connection(driver, signals);
+                let idle = Duration::from_millis(IDLE_AT_CAPACITY_MS.min * 3);
+                tokio::time::sleep(idle).await;
+                client
+                    .write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+                    .await
+                    .unwrap();
+                accept_loop.send_replace(Signal::AtCapacity);
+                let mut answer = vec![0u8; 12];
+                let read =
+                    tokio::time::timeout(Duration::from_secs(5), client.read_exact(&mut answer))
+                        .await
+                        .expect("an answer or a close within 5 s");
+                assert!(
+                    read.is_ok() && answer.as_slice() == b"HTTP/1.1 200",
+                    "{} driver, round {round}: the request was closed as idle ({:?})",
+                    driver.name(),
+                    String::from_utf8_lossy(&answer)
+                );
+                drop(client);
+                task.await.unwrap();
+            }
+        }
+    }
 }

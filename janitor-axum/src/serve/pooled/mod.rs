@@ -54,7 +54,7 @@ pub(super) async fn serve_connection<Io>(
 ) where
     Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let link = Link::new(io, pool);
+    let link = Link::new(io, pool, config.keep_alive_timeout());
     loop {
         if signal::stopping(&signals) {
             break;
@@ -92,12 +92,21 @@ where
     let keep_alive = tokio::time::sleep_until(idle_since + config.keep_alive_timeout());
     tokio::pin!(keep_alive);
     loop {
+        // Biased: a head that has arrived is served, whatever else the same wake brought.
         tokio::select! {
+            biased;
             first = link.first_byte() => return matches!(first, Ok(true)),
             () = &mut keep_alive => return false,
             changed = signals.changed() => {
                 if signal::idle_should_close(changed, signals, idle_since, config.idle_at_capacity()) {
-                    return false;
+                    // A head may have reached the socket since the runtime last looked: let it look once
+                    // more, so that a request already sent is never the one closed as idle.
+                    tokio::task::yield_now().await;
+                    return tokio::select! {
+                        biased;
+                        first = link.first_byte() => matches!(first, Ok(true)),
+                        () = std::future::ready(()) => false,
+                    };
                 }
             }
         }
@@ -159,6 +168,8 @@ where
     match written {
         Ok(true) if body_done => Next::KeepAlive,
         Ok(_) => Next::Linger,
+        // A client that stopped reading: what it was sent stays readable, the rest is not answered.
+        Err(stalled) if stalled.kind() == std::io::ErrorKind::TimedOut => Next::Linger,
         Err(_) => Next::Close,
     }
 }

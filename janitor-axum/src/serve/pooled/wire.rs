@@ -1,6 +1,7 @@
 //! The connection's socket and read buffer, shared by the connection (heads, answers) and the body of the
 //! request in flight (which reads only when the application asks for more).
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -18,6 +19,13 @@ use crate::serve::signal::{self, Signals};
 /// What an interim `100 Continue` answer is, on the wire.
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
+/// `step`, failed with [`io::ErrorKind::TimedOut`] when it has waited `stall`.
+async fn within<T>(stall: Duration, step: impl Future<Output = io::Result<T>>) -> io::Result<T> {
+    tokio::time::timeout(stall, step)
+        .await
+        .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
+}
+
 /// A connection's socket, the buffer it holds while a request is read (none while it waits), and where the
 /// body of the request in flight is.
 pub(super) struct Wire<Io> {
@@ -29,6 +37,8 @@ pub(super) struct Wire<Io> {
     continue_left: Option<usize>,
     /// The task reading the body, when it waits for bytes: woken when the connection reads some for it.
     body_waker: Option<Waker>,
+    /// Longest a write may wait for the client to take a byte (the keep-alive wait).
+    send_stall: Duration,
 }
 
 /// The shared handle to a [`Wire`]. Locked only inside a poll, never across an await.
@@ -41,7 +51,7 @@ impl<Io> Clone for Link<Io> {
 }
 
 impl<Io: AsyncRead + AsyncWrite + Unpin> Link<Io> {
-    pub(super) fn new(io: Io, pool: Arc<BufferPool>) -> Link<Io> {
+    pub(super) fn new(io: Io, pool: Arc<BufferPool>, send_stall: Duration) -> Link<Io> {
         Link(Arc::new(Mutex::new(Wire {
             io,
             pool,
@@ -49,6 +59,7 @@ impl<Io: AsyncRead + AsyncWrite + Unpin> Link<Io> {
             body: Decoder::Done,
             continue_left: None,
             body_waker: None,
+            send_stall,
         })))
     }
 
@@ -99,20 +110,29 @@ impl<Io: AsyncRead + AsyncWrite + Unpin> Link<Io> {
         std::future::poll_fn(|cx| self.lock().poll_peer_gone(cx)).await;
     }
 
-    /// Writes all of `bytes` and flushes.
+    /// Writes all of `bytes` and flushes. A write the client takes no byte of for the send stall bound fails
+    /// with [`io::ErrorKind::TimedOut`]: a client that stops reading cannot hold the connection.
     pub(super) async fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
+        let stall = self.lock().send_stall;
         let mut written = 0;
         while written < bytes.len() {
-            let n = std::future::poll_fn(|cx| {
-                Pin::new(&mut self.lock().io).poll_write(cx, &bytes[written..])
-            })
+            let n = within(
+                stall,
+                std::future::poll_fn(|cx| {
+                    Pin::new(&mut self.lock().io).poll_write(cx, &bytes[written..])
+                }),
+            )
             .await?;
             if n == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
             written += n;
         }
-        std::future::poll_fn(|cx| Pin::new(&mut self.lock().io).poll_flush(cx)).await
+        within(
+            stall,
+            std::future::poll_fn(|cx| Pin::new(&mut self.lock().io).poll_flush(cx)),
+        )
+        .await
     }
 
     /// Ends the sending side, then reads and drops what the client still sends for as long as
