@@ -33,6 +33,8 @@ pub struct App {
     pub main: String,
     /// `src/sign_in.rs`, from every block the guide introduces as part of it.
     pub sign_in: String,
+    /// The variables the guide's `cargo run` line sets (`JANITOR_SECRET`, made up there, aside).
+    pub run_env: Vec<(String, String)>,
 }
 
 /// Reads the application out of the guide: the `toml` block, and each `rust` block whose introducing paragraph
@@ -40,6 +42,7 @@ pub struct App {
 pub fn extract(markdown: &str) -> Result<App, String> {
     let mut dependencies = None;
     let (mut main, mut sign_in) = (String::new(), String::new());
+    let mut run_env = None;
     // The paragraph before a block introduces it; a blank line ends a paragraph, the next line starts one.
     let (mut paragraph, mut ended) = (String::new(), false);
     let mut lines = markdown.lines();
@@ -69,6 +72,8 @@ pub fn extract(markdown: &str) -> Result<App, String> {
         }
         if info == "toml" && dependencies.is_none() {
             dependencies = Some(code);
+        } else if info == "sh" && run_env.is_none() && code.contains("cargo run") {
+            run_env = Some(run_variables(&code));
         } else if info.starts_with("rust") {
             if paragraph.contains("`src/main.rs`") {
                 main.push_str(&code);
@@ -90,7 +95,20 @@ pub fn extract(markdown: &str) -> Result<App, String> {
         dependencies,
         main,
         sign_in,
+        run_env: run_env.ok_or("the guide has no `cargo run` line")?,
     })
+}
+
+/// The `NAME=value` words before `cargo run`, but the secret (the guide makes one up with a command).
+fn run_variables(command: &str) -> Vec<(String, String)> {
+    let before = command.split("cargo run").next().unwrap_or_default();
+    before
+        .split_whitespace()
+        .filter_map(|word| word.split_once('='))
+        .filter(|(name, _)| name.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+        .filter(|(name, _)| *name != "JANITOR_SECRET")
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect()
 }
 
 /// The crates the application's `use` lines name that its Cargo.toml does not list (under either spelling of
@@ -140,13 +158,22 @@ pub fn run(root: &Path) -> Result<(), String> {
     let binary = scratch.build(&target)?;
     scratch.test(&target)?;
     println!("guide's tests (section 7): passed");
-    walk("memory", &binary, &[], &["INFO", "stores: in memory"])?;
+    let run_env: Vec<(&str, &str)> = app
+        .run_env
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    walk("memory", &binary, &run_env, &["INFO", "stores: in memory"])?;
     let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned());
     let schema = format!("janitor_guide_{}", std::process::id());
     let walked = walk(
         "PostgreSQL",
         &binary,
-        &[("DATABASE_URL", url.as_str()), ("JANITOR_SCHEMA", &schema)],
+        &[
+            run_env.as_slice(),
+            &[("DATABASE_URL", url.as_str()), ("JANITOR_SCHEMA", &schema)],
+        ]
+        .concat(),
         &["stores: PostgreSQL", "sslmode="],
     );
     let dropped = drop_schema(&url, &schema);
@@ -254,7 +281,7 @@ impl Drop for Served {
     }
 }
 
-/// Starts the application with the guide's settings, plus `extra`, on a free loopback port; its log goes to
+/// Starts the application with a fresh secret and `extra` (the guide's own variables first), on a free loopback port; its log goes to
 /// `log`.
 fn serve(binary: &Path, extra: &[(&str, &str)], log: PathBuf) -> Result<Served, String> {
     let stderr = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
@@ -270,7 +297,6 @@ fn serve(binary: &Path, extra: &[(&str, &str)], log: PathBuf) -> Result<Served, 
     }
     command
         .env("JANITOR_SECRET", secret()?)
-        .env("JANITOR_ENVIRONMENT", "development")
         .env("JANITOR_QUOTA_ACCOUNT", ACCOUNT_QUOTA.to_string())
         .env("ADDR", address.to_string())
         .envs(extra.iter().copied())
@@ -415,6 +441,15 @@ fn walk(stores: &str, binary: &Path, extra: &[(&str, &str)], said: &[&str]) -> R
         .map(|c| format!("Cookie: {c}"))
         .ok_or_else(|| fail("a sign-in with a payload sets no cookie", &ada))?;
     expect(ada.status == 200, &fail("ada's sign-in", &ada))?;
+    // The guide's command runs in development mode with a cookie a browser keeps on plain HTTP.
+    let secure = ada.header("set-cookie").is_some_and(|c| {
+        c.split(';')
+            .any(|attribute| attribute.trim().eq_ignore_ascii_case("secure"))
+    });
+    expect(
+        !secure,
+        &fail("the guide's command sets a Secure cookie", &ada),
+    )?;
     for attempt in 1..=5 {
         let failed = login("dave", "guess", true, std::slice::from_ref(&cookie))?;
         expect(
@@ -510,10 +545,15 @@ mod tests {
         let guide = "# Guide\n\n```toml\n[dependencies]\njanitor-axum = \"0.1\"\n```\n\n`src/main.rs`:\n\n\
                      ```rust,no_run\n# use hidden;\nfn main() {}\n```\n\nSomething else:\n\n```rust\nfn other() {}\n```\n\n\
                      Then `src/sign_in.rs`:\n\n```rust\npub fn routes() {}\n#\n```\n\nThe rest of `src/sign_in.rs`:\n\n\
-                     ```rust\n# fn hidden() {}\nfn erase() {}\n```\n";
+                     ```rust\n# fn hidden() {}\nfn erase() {}\n```\n\nRun it:\n\n\
+                     ```sh\nJANITOR_SECRET=$(openssl rand -hex 32) JANITOR_ENVIRONMENT=development cargo run\n```\n";
         let app = extract(guide).unwrap();
         assert_eq!(app.main, "fn main() {}\n");
         assert_eq!(app.sign_in, "pub fn routes() {}\n\nfn erase() {}\n\n");
+        assert_eq!(
+            app.run_env,
+            [("JANITOR_ENVIRONMENT".into(), "development".into())]
+        );
         assert!(app.dependencies.contains(DEPENDENCY));
         assert!(extract("```toml\nserde = \"1\"\n```\n").is_err());
     }
@@ -547,6 +587,7 @@ mod tests {
             dependencies: dependencies.to_owned(),
             main: "use std::io;\nuse tracing_subscriber::EnvFilter;\nuse crate::x;\n".to_owned(),
             sign_in: "    use serde::Deserialize;\n".to_owned(),
+            run_env: Vec::new(),
         };
         assert_eq!(
             unlisted_crates(&app("serde = \"1\"\n")),

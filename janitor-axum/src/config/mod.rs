@@ -44,6 +44,8 @@ pub enum Environment {
     #[default]
     Production,
     /// Allows an insecure cookie ([`CookieConfigBuilder::secure`]), which still only works for loopback hosts.
+    /// It only permits what production refuses: the cookie stays `Secure` and the scores stay hidden unless
+    /// the configuration says otherwise (`JANITOR_COOKIE_SECURE=false`, `JANITOR_EXPOSE_CLIENT_SCORES=true`).
     Development,
 }
 
