@@ -35,7 +35,9 @@ pub use identification::evaluator::{
 pub use identification::observation::Observation;
 pub use identification::payload::{PayloadError, VisitorPayload};
 pub use identification::policy::MatchingPolicy;
-pub use identification::store::{MemoryVisitorStore, VisitorStore, DEFAULT_MAX_VISITORS};
+pub use identification::store::{
+    MemoryVisitorStore, VisitorStore, DEFAULT_MAX_BYTES, DEFAULT_MAX_VISITORS,
+};
 pub use label::{EvidenceKey, LabelError, LabelKey, ProtectionKey};
 pub use stores::{KeyCheck, MemoryStores, Stores, StoresKind};
 pub use visitor::{visitor_from_cookies, VisitorId};

@@ -191,6 +191,16 @@ impl MemoryStores {
         })
     }
 
+    /// The same stores, whose observations weigh at most `max` bytes (1 MiB to 1 TiB;
+    /// [`DEFAULT_MAX_BYTES`](crate::DEFAULT_MAX_BYTES), 256 MiB, unless set): past it the visitors holding the
+    /// oldest observations are evicted ([`MemoryVisitorStore::with_max_bytes`]).
+    pub fn with_max_bytes(self, max: usize) -> Result<Self, crate::ConfigError> {
+        Ok(MemoryStores {
+            visitors: self.visitors.with_max_bytes(max)?,
+            ..self
+        })
+    }
+
     /// Erases under every store's lock at once, so no call sees it half done. The locks are taken in the
     /// order the directory already takes its own and evidence's; learning and visitors are never held while
     /// another lock is taken, so the order cannot deadlock.

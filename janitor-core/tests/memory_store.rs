@@ -142,3 +142,80 @@ async fn past_its_capacity_a_new_visitor_evicts_the_one_seen_longest_ago() {
         janitor_core::DEFAULT_MAX_VISITORS
     );
 }
+
+/// Observations made as large as the payload allows cannot take the store past its bytes: each one that would
+/// evicts the visitors holding the oldest observations, never the one it belongs to, and what is evicted or
+/// expired is no longer counted (issue 38: at 50,000 visitors of ten such observations the store took 3.3 GB).
+#[tokio::test]
+async fn observations_past_its_bytes_evict_the_oldest_visitors() {
+    const MIB: usize = 1 << 20;
+    let store = MemoryVisitorStore::new(Retention::new(1, 10).unwrap())
+        .with_max_bytes(MIB)
+        .unwrap();
+    assert_eq!(store.max_bytes(), MIB);
+    // 60 visitors of ten observations of about 7.5 KiB counted would be 4.4 MiB.
+    let largest = |n: u64, k: u64| {
+        let mut observation = observation(&format!("{n}-{k}"));
+        let fill = |len: usize| format!("{n}-{k}-{}", "x".repeat(len));
+        observation.user_agent = Some(fill(500));
+        observation.languages = Some((0..20).map(|_| fill(55)).collect());
+        observation
+    };
+    let mut at = 0;
+    for n in 1..=60u64 {
+        store.create_visitor(&visitor(n), at).await.unwrap();
+        for k in 0..10 {
+            at += 1;
+            store
+                .save_observation(&visitor(n), &largest(n, k), at)
+                .await
+                .unwrap();
+            assert!(store.weight() <= MIB, "{} bytes held", store.weight());
+        }
+    }
+    let held = store.observation_count();
+    assert!(
+        store.evicted_count() > 0 && held < 600,
+        "{held} observations held"
+    );
+    let newest = store
+        .recent_observations(&visitor(60), 10, at)
+        .await
+        .unwrap();
+    assert_eq!(
+        newest.len(),
+        10,
+        "the newest visitor keeps its observations"
+    );
+    assert!(store
+        .recent_observations(&visitor(1), 10, at)
+        .await
+        .unwrap()
+        .is_empty());
+    // Each observation counts 4 KiB and twice its text (about 1,700 bytes here).
+    let each = store.weight() / held;
+    assert!(each > 4_096 + 2 * 1_600, "{each} bytes per observation");
+    // Past the retention, cleanup takes everything and nothing is counted.
+    let later = at + 2 * 24 * 3_600_000;
+    while store
+        .cleanup(None, 1_000, later)
+        .await
+        .unwrap()
+        .expired_deleted
+        > 0
+    {}
+    assert_eq!((store.observation_count(), store.weight()), (0, 0));
+    for refused in [MIB - 1, (1 << 40) + 1] {
+        assert_eq!(
+            store.with_max_bytes(refused).unwrap_err().field,
+            "max_bytes"
+        );
+    }
+    for accepted in [MIB, 1 << 40] {
+        assert!(store.with_max_bytes(accepted).is_ok());
+    }
+    assert_eq!(
+        MemoryVisitorStore::default().max_bytes(),
+        janitor_core::DEFAULT_MAX_BYTES
+    );
+}

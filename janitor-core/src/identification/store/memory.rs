@@ -27,16 +27,38 @@ pub const DEFAULT_MAX_VISITORS: usize = 50_000;
 /// The range of [`MemoryVisitorStore::with_max_visitors`].
 pub const MAX_VISITORS: std::ops::RangeInclusive<usize> = 1..=10_000_000;
 
+/// Bytes of observations a store holds by default before it evicts (256 MiB; see
+/// [`MemoryVisitorStore::with_max_bytes`]).
+pub const DEFAULT_MAX_BYTES: usize = 256 << 20;
+
+/// The range of [`MemoryVisitorStore::with_max_bytes`]: 1 MiB to 1 TiB.
+pub const MAX_BYTES: std::ops::RangeInclusive<usize> = (1 << 20)..=(1 << 40);
+
+/// What an observation is counted for besides its text: the observation, its entry in the store's maps, its
+/// probes' entries in the lookup buckets, and its visitor's entry. Set with the text's factor so that the count
+/// stays above the resident memory a store of 50,000 visitors was measured to take, for realistic and for the
+/// largest payloads, one or ten per visitor (`janitor-core/examples/memory_per_visitor.rs`, docs/security.md).
+const WEIGHT_FIXED: usize = 4_096;
+/// What extended client signals add besides their text, and each entry of their version list.
+const WEIGHT_EXTENDED: usize = 512;
+const WEIGHT_PER_BRAND: usize = 64;
+/// Each byte of an observation's text counts this many times: it is held in the observation and again in the
+/// probes built from it.
+const WEIGHT_PER_TEXT_BYTE: usize = 2;
+
 /// `(seen_at, insertion number)`: newest last, ties broken by insertion order, as `ORDER BY seen_at, id`.
 type Slot = (i64, u64);
 
-/// A thread-safe visitor store held in process memory, bounded by [`Retention`] and by a number of visitors.
+/// A thread-safe visitor store held in process memory, bounded by [`Retention`], by a number of visitors and by
+/// the bytes its observations weigh.
 ///
 /// It is for quick starts, tests and one small instance: nothing survives a restart, and nothing is shared
 /// between processes (use the PostgreSQL store for that). Past its capacity ([`DEFAULT_MAX_VISITORS`] unless
 /// [`with_max_visitors`](Self::with_max_visitors) says otherwise) a new visitor evicts the one holding the
-/// oldest observation, so a flood of cookieless requests costs a bounded amount of memory and the visitors
-/// seen most recently stay; docs/security.md gives the memory per visitor.
+/// oldest observation, and so does an observation that takes the store past its bytes
+/// ([`DEFAULT_MAX_BYTES`] unless [`with_max_bytes`](Self::with_max_bytes) says otherwise), so a flood of
+/// cookieless requests, or of observations made as large as the payload allows, costs a bounded amount of
+/// memory and the visitors seen most recently stay; docs/security.md gives the memory per visitor.
 ///
 /// A cheap handle: clones share the same visitors, so the engine, cleanup tasks and erasure can each hold one.
 /// Data lives as long as the last handle.
@@ -44,6 +66,7 @@ type Slot = (i64, u64);
 pub struct MemoryVisitorStore {
     retention: Retention,
     max_visitors: usize,
+    max_bytes: usize,
     inner: Arc<Mutex<Inner>>,
 }
 
@@ -59,6 +82,8 @@ impl Default for MemoryVisitorStore {
 pub(crate) struct Inner {
     next_slot: u64,
     evicted: u64,
+    /// What the observations held weigh ([`weight`]).
+    bytes: usize,
     visitors: BTreeMap<String, VisitorEntry>,
     observations: HashMap<u64, StoredObservation>,
     by_time: BTreeSet<Slot>,
@@ -77,6 +102,7 @@ struct StoredObservation {
     seen_at: i64,
     observation: Arc<Observation>,
     probes: Vec<Probe>,
+    weight: usize,
 }
 
 impl MemoryVisitorStore {
@@ -85,6 +111,7 @@ impl MemoryVisitorStore {
         MemoryVisitorStore {
             retention,
             max_visitors: DEFAULT_MAX_VISITORS,
+            max_bytes: DEFAULT_MAX_BYTES,
             inner: Arc::default(),
         }
     }
@@ -109,6 +136,27 @@ impl MemoryVisitorStore {
     /// Visitors this handle holds at most.
     pub fn max_visitors(&self) -> usize {
         self.max_visitors
+    }
+
+    /// A handle on the same visitors whose observations weigh at most `max` bytes (1 MiB to 1 TiB): an
+    /// observation that takes them past it evicts the visitors holding the oldest observations, with their
+    /// observations, until they fit. An observation weighs 4 KiB and twice its text, which stays above the
+    /// resident memory it was measured to take (docs/security.md).
+    pub fn with_max_bytes(&self, max: usize) -> Result<Self, ConfigError> {
+        Ok(MemoryVisitorStore {
+            max_bytes: check("max_bytes", max, &MAX_BYTES)?,
+            ..self.clone()
+        })
+    }
+
+    /// Bytes of observations this handle holds at most.
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// What the observations held weigh, in bytes (see [`with_max_bytes`](Self::with_max_bytes)).
+    pub fn weight(&self) -> usize {
+        self.lock().bytes
     }
 
     /// Visitors evicted to stay within the capacity since the store was made (for tests and metrics).
@@ -138,6 +186,41 @@ impl MemoryVisitorStore {
     }
 }
 
+/// What an observation counts for against the store's bytes: [`WEIGHT_FIXED`] (and [`WEIGHT_EXTENDED`] with its
+/// brands when it has extended signals) and its text, counted [`WEIGHT_PER_TEXT_BYTE`] times.
+fn weight(observation: &Observation) -> usize {
+    let text = |value: &Option<String>| value.as_ref().map_or(0, String::len);
+    let mut fixed = WEIGHT_FIXED;
+    let mut bytes = text(&observation.user_agent)
+        + text(&observation.platform)
+        + text(&observation.browser)
+        + text(&observation.timezone);
+    bytes += observation
+        .languages
+        .iter()
+        .flatten()
+        .map(String::len)
+        .sum::<usize>();
+    if let Some(graphics) = &observation.graphics {
+        bytes += text(&graphics.webgl_vendor) + text(&graphics.webgl_renderer);
+    }
+    if let Some(extended) = &observation.extended {
+        bytes += text(&extended.platform_version)
+            + text(&extended.calendar)
+            + text(&extended.numbering_system)
+            + text(&extended.hour_cycle)
+            + text(&extended.color_scheme)
+            + text(&extended.contrast);
+        let brands = extended.full_version_list.iter().flatten();
+        bytes += brands
+            .clone()
+            .map(|entry| entry.brand.len() + entry.version.len())
+            .sum::<usize>();
+        fixed += WEIGHT_EXTENDED + WEIGHT_PER_BRAND * brands.count();
+    }
+    fixed + WEIGHT_PER_TEXT_BYTE * bytes
+}
+
 impl Inner {
     /// Evicts visitors until fewer than `max` are left: the one holding the oldest observation first, then
     /// (when none holds any) the first by id.
@@ -150,13 +233,30 @@ impl Inner {
                     None => return,
                 },
             };
-            if let Some(entry) = self.visitors.remove(&oldest) {
-                for (_, id) in entry.history {
-                    self.remove(id);
-                }
-            }
-            self.evicted += 1;
+            self.evict(&oldest);
         }
+    }
+
+    /// Evicts visitors until the observations weigh at most `max` bytes, the one holding the oldest observation
+    /// first; never `keep`, the visitor whose observation was just saved.
+    fn shed_bytes(&mut self, max: usize, keep: &str) {
+        while self.bytes > max {
+            let oldest = self.by_time.iter().find_map(|(_, id)| {
+                let visitor = self.observations[id].visitor.as_str();
+                (visitor != keep).then(|| visitor.to_owned())
+            });
+            let Some(oldest) = oldest else { return };
+            self.evict(&oldest);
+        }
+    }
+
+    fn evict(&mut self, visitor: &str) {
+        if let Some(entry) = self.visitors.remove(visitor) {
+            for (_, id) in entry.history {
+                self.remove(id);
+            }
+        }
+        self.evicted += 1;
     }
 
     /// Whether a visitor row exists.
@@ -179,6 +279,7 @@ impl Inner {
         let Some(stored) = self.observations.remove(&id) else {
             return;
         };
+        self.bytes -= stored.weight;
         let slot = (stored.seen_at, id);
         self.by_time.remove(&slot);
         if let Some(visitor) = self.visitors.get_mut(stored.visitor.as_str()) {
@@ -414,6 +515,8 @@ impl VisitorStore for MemoryVisitorStore {
         for probe in &probes {
             inner.buckets.entry(probe.clone()).or_default().insert(slot);
         }
+        let weight = weight(observation);
+        inner.bytes += weight;
         inner.observations.insert(
             id,
             StoredObservation {
@@ -421,10 +524,12 @@ impl VisitorStore for MemoryVisitorStore {
                 seen_at: now_ms,
                 observation: Arc::new(observation.clone()),
                 probes,
+                weight,
             },
         );
         let cutoff = self.retention.cutoff(now_ms);
         inner.prune(visitor.as_str(), self.retention.max_per_visitor(), cutoff);
+        inner.shed_bytes(self.max_bytes, visitor.as_str());
         // With no maintenance task running, expired rows would pile up; each write retires a few, so memory
         // stays bounded by what retention allows.
         inner.expire(cutoff, EXPIRE_PER_WRITE);

@@ -16,7 +16,9 @@ use crate::visitor::VisitorId;
 
 mod memory;
 
-pub use memory::{MemoryVisitorStore, DEFAULT_MAX_VISITORS, MAX_VISITORS};
+pub use memory::{
+    MemoryVisitorStore, DEFAULT_MAX_BYTES, DEFAULT_MAX_VISITORS, MAX_BYTES, MAX_VISITORS,
+};
 
 /// Most visitors whose histories are read in one call.
 pub const MAX_BATCH_VISITORS: usize = crate::identification::candidates::CANDIDATE_LIMIT;
