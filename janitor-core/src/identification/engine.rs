@@ -294,6 +294,28 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
         self.cookieless(current, now_ms).await
     }
 
+    /// Records a visit of a visitor that exists: `false` when it no longer does. An erasure that deleted the
+    /// visitor after this identification read it leaves the write naming a row that is gone (a foreign-key
+    /// violation on PostgreSQL, an unknown visitor in memory: a data error); the visitor then has no
+    /// observation left, which tells that race from any other data error, which stays one.
+    async fn record_known(&self, write: VisitWrite<'_>) -> Result<bool, StoreError> {
+        match self.store.record_visit(write).await {
+            Ok(()) => Ok(true),
+            Err(StoreError::Data(reason)) => {
+                let left = self
+                    .store
+                    .recent_observations(write.visitor, 1, write.now_ms)
+                    .await?;
+                if left.is_empty() {
+                    Ok(false)
+                } else {
+                    Err(StoreError::Data(reason))
+                }
+            }
+            Err(other) => Err(other),
+        }
+    }
+
     fn initial_status(&self) -> RiskStatus {
         if self.evaluator.is_some() {
             RiskStatus::Unavailable
@@ -341,14 +363,16 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
             })
             .await;
         if !found.recorded {
-            self.store
-                .record_visit(VisitWrite {
-                    visitor,
-                    create: false,
-                    observation: learn.then_some(&current),
-                    now_ms,
-                })
-                .await?;
+            let write = VisitWrite {
+                visitor,
+                create: false,
+                observation: learn.then_some(&current),
+                now_ms,
+            };
+            if !self.record_known(write).await? {
+                // Erased since its history was read: the cookie now names no visitor.
+                return self.cookieless(current, now_ms).await;
+            }
         }
         let (risk, risk_status) = risk_of(evaluation, self.initial_status());
         Ok(Identification {
@@ -444,23 +468,41 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
         if let Some(best) = best {
             evaluation = best.evaluation;
         }
-        let browser_match = best.map(|b| BrowserMatch {
+        let mut browser_match = best.map(|b| BrowserMatch {
             visitor_id: b.candidate.visitor_id.clone(),
             score: b.score,
         });
-        let restored = best
+        let mut restored = best
             .filter(|_| decision.restore)
             .map(|b| (b.candidate.visitor_id.clone(), b.confidence));
-        let is_returning = restored.is_some();
-        let (visitor, confidence) = restored.unwrap_or_else(|| (VisitorId::generate(), 0.0));
-        self.store
-            .record_visit(VisitWrite {
-                visitor: &visitor,
-                create: !is_returning,
+        if let Some((id, _)) = &restored {
+            let write = VisitWrite {
+                visitor: id,
+                create: false,
                 observation: Some(&current),
                 now_ms,
-            })
-            .await?;
+            };
+            if !self.record_known(write).await? {
+                // Erased since it was read: answered as after the erasure, with nothing restored.
+                restored = None;
+                browser_match = None;
+            }
+        }
+        let is_returning = restored.is_some();
+        let (visitor, confidence) = match restored {
+            Some(restored) => restored,
+            None => {
+                let minted = VisitorId::generate();
+                let write = VisitWrite {
+                    visitor: &minted,
+                    create: true,
+                    observation: Some(&current),
+                    now_ms,
+                };
+                self.store.record_visit(write).await?;
+                (minted, 0.0)
+            }
+        };
         let (risk, risk_status) = risk_of(evaluation, self.initial_status());
         Ok(Identification {
             identity: Identity {

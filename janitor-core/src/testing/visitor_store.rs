@@ -16,11 +16,13 @@ use crate::identification::observation::{Graphics, Hardware, Observation, Screen
 use crate::identification::store::{VisitWrite, VisitorStore};
 use crate::visitor::VisitorId;
 
+mod erased_meanwhile;
 mod extended;
 mod lookup;
 mod network;
 mod returning_visit;
 
+pub use erased_meanwhile::an_erasure_between_read_and_write_is_answered_as_after_it;
 pub use extended::extended_signals_are_kept_with_observations;
 pub use lookup::lookup_rows_rank_as_observations;
 pub use network::networks_are_kept_with_observations;
@@ -630,6 +632,7 @@ macro_rules! visitor_store_tests {
             concurrent_returning_visits_add_no_rows,
             networks_are_kept_with_observations,
             extended_signals_are_kept_with_observations,
+            an_erasure_between_read_and_write_is_answered_as_after_it,
             ]
             $($setup)+
         );
