@@ -1,4 +1,5 @@
-//! Visitor ids (`vis_` + 48 lower-case hex) and reading them from a `Cookie` header.
+//! Visitor ids (`vis_` + 48 lower-case hex) and reading them, and the library's other cookies, from a request's
+//! `Cookie` headers.
 
 use std::fmt;
 
@@ -71,19 +72,28 @@ impl AsRef<str> for VisitorId {
 /// The visitor id carried by a request's `Cookie` header values, if there is exactly one `__visitor` cookie
 /// and its value is a well-formed id. Several `__visitor` cookies (a planted duplicate, say) count as none.
 pub fn visitor_from_cookies<'a>(headers: impl IntoIterator<Item = &'a str>) -> Option<VisitorId> {
+    VisitorId::parse(cookie_value(headers, COOKIE_NAME)?)
+}
+
+/// The value of the one cookie named `name` in a request's `Cookie` header values, read as browsers write
+/// them (RFC 6265 §5.2): pairs split at `;`, name and value trimmed of spaces and tabs, and a value in double
+/// quotes taken without them. Several cookies of that name, in one header or in several, count as none: a
+/// duplicate planted by a sibling domain must not choose which one is read. Every cookie the library reads
+/// goes through here, so they cannot disagree on how a header is read.
+pub fn cookie_value<'a>(headers: impl IntoIterator<Item = &'a str>, name: &str) -> Option<&'a str> {
     let mut found = None;
     for header in headers {
         for pair in header.split(';') {
-            let Some((name, value)) = pair.split_once('=') else {
+            let Some((key, value)) = pair.split_once('=') else {
                 continue;
             };
-            if name.trim() != COOKIE_NAME {
+            if key.trim_matches([' ', '\t']) != name {
                 continue;
             }
             if found.is_some() {
                 return None;
             }
-            let value = value.trim();
+            let value = value.trim_matches([' ', '\t']);
             let value = value
                 .strip_prefix('"')
                 .and_then(|v| v.strip_suffix('"'))
@@ -91,7 +101,7 @@ pub fn visitor_from_cookies<'a>(headers: impl IntoIterator<Item = &'a str>) -> O
             found = Some(value);
         }
     }
-    VisitorId::parse(found?)
+    found
 }
 
 #[cfg(test)]
@@ -131,5 +141,37 @@ mod tests {
         assert_eq!(visitor_from_cookies(["__visitor=vis_bad"]), None);
         assert_eq!(visitor_from_cookies(["x__visitor=1"]), None);
         assert_eq!(visitor_from_cookies(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn every_cookie_is_read_alike() {
+        for header in [
+            "__visitor_learning=ses_x",
+            "a=1;__visitor_learning=ses_x",
+            " __visitor_learning = ses_x ; b=2",
+            "\t__visitor_learning=\"ses_x\"\t",
+        ] {
+            assert_eq!(
+                cookie_value([header], "__visitor_learning"),
+                Some("ses_x"),
+                "{header:?}"
+            );
+        }
+        let two = ["__visitor_learning=a", " __visitor_learning=\"a\""];
+        assert_eq!(cookie_value(two, "__visitor_learning"), None);
+        assert_eq!(
+            cookie_value(
+                ["__visitor_learningx=a; x__visitor_learning=b"],
+                "__visitor_learning"
+            ),
+            None
+        );
+        // The visitor cookie the same way, then checked as an id.
+        let id = format!("vis_{}", "0f".repeat(24));
+        let spaced = format!(" __visitor = \"{id}\" ");
+        assert_eq!(
+            visitor_from_cookies([spaced.as_str()]).unwrap().as_str(),
+            id
+        );
     }
 }

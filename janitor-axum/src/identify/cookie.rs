@@ -2,17 +2,23 @@
 
 use http::header::COOKIE;
 use http::HeaderMap;
-use janitor_core::{visitor_from_cookies, VisitorId};
+use janitor_core::visitor::COOKIE_NAME;
+use janitor_core::{cookie_value, VisitorId};
 
 /// The visitor named by exactly one well-formed `__visitor` cookie, if any; forged, malformed or duplicated
 /// cookies count as none.
 pub(crate) fn visitor(headers: &HeaderMap) -> Option<VisitorId> {
-    visitor_from_cookies(
-        headers
-            .get_all(COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok()),
-    )
+    VisitorId::parse(named(headers, COOKIE_NAME)?)
+}
+
+/// The value of exactly one cookie called `name` in the request's `Cookie` headers, read the one way every
+/// cookie of the library is read ([`cookie_value`]).
+pub(crate) fn named<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    let values = headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    cookie_value(values, name)
 }
 
 /// `__visitor=<id>; HttpOnly; Secure; SameSite=Lax; Path=/; Max-Age=<secs>` (`Secure` only when asked for).

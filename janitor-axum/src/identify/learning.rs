@@ -1,7 +1,7 @@
 //! The endpoint's part in login-labelled learning: the `__visitor_learning` cookie, the request's learning
 //! context, and the call to [`Learning::observe`](janitor_core::learning::Learning::observe).
 
-use http::header::{HeaderValue, COOKIE};
+use http::header::HeaderValue;
 use http::request::Parts;
 use janitor_core::directory::AssessmentContext;
 use janitor_core::learning::{LearningCookie, LearningVisit, Login};
@@ -27,17 +27,7 @@ pub struct LearningContext {
 
 /// The value of exactly one `__visitor_learning` cookie, if the request carries exactly one.
 fn learning_cookie(parts: &Parts) -> Option<&str> {
-    let mut found = parts
-        .headers
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .filter(|(name, _)| *name == LEARNING_COOKIE_NAME)
-        .map(|(_, value)| value);
-    let first = found.next()?;
-    found.next().is_none().then_some(first)
+    super::cookie::named(&parts.headers, LEARNING_COOKIE_NAME)
 }
 
 /// `__visitor_learning=<id>; HttpOnly; Secure; SameSite=Lax; Path=/; Max-Age=<secs>`, host-only; an empty
@@ -119,6 +109,7 @@ pub(crate) async fn observe<S: Stores, E: Evaluator>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::header::COOKIE;
     use janitor_core::learning::{Prediction, PredictionStatus, SessionId};
 
     #[test]
@@ -157,5 +148,8 @@ mod tests {
         assert_eq!(learning_cookie(&two), None);
         let none = parts(&["__visitor_learningx=a; __visitor=vis_1"]);
         assert_eq!(learning_cookie(&none), None);
+        // Read as the visitor cookie is: spaces around the name and value, a quoted value.
+        let spaced = parts(&["__visitor=vis_1; __visitor_learning = \"ses_x\" "]);
+        assert_eq!(learning_cookie(&spaced), Some("ses_x"));
     }
 }
