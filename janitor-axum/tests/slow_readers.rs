@@ -67,8 +67,14 @@ async fn stalled_pipeline(
     // Whether the server reset the connection while the client was still writing is not the question: what
     // the client can read afterwards is.
     let _written = written.expect("the writes end within 20 s").unwrap();
+    let (received, reset) = read_to_the_end(&mut reader).await;
+    (statuses(&received), reset)
+}
+
+/// Everything the server sends until it ends the connection, and whether it ended with a reset.
+async fn read_to_the_end(reader: &mut (impl tokio::io::AsyncRead + Unpin)) -> (Vec<u8>, bool) {
     let mut received = Vec::new();
-    let mut buffer = vec![0u8; 16_384];
+    let mut buffer = vec![0u8; 65_536];
     let reset = loop {
         match tokio::time::timeout(Duration::from_secs(20), reader.read(&mut buffer)).await {
             Ok(Ok(0)) => break false,
@@ -77,7 +83,7 @@ async fn stalled_pipeline(
             Err(_) => panic!("no byte within 20 s"),
         }
     };
-    (statuses(&received), reset)
+    (received, reset)
 }
 
 /// The status of every status line in `bytes` (answer bodies are JSON and hold no status line).
@@ -129,18 +135,15 @@ async fn unread_pipeline(driver: Driver, requests: usize, stall: Duration) -> (u
         .await
         .unwrap();
     tokio::time::sleep(stall).await;
-    let mut received = Vec::new();
-    let mut buffer = vec![0u8; 65_536];
-    let reset = loop {
-        match tokio::time::timeout(Duration::from_secs(20), stream.read(&mut buffer)).await {
-            Ok(Ok(0)) => break false,
-            Ok(Err(_)) => break true,
-            Ok(Ok(n)) => received.extend_from_slice(&buffer[..n]),
-            Err(_) => panic!("no byte within 20 s"),
-        }
-    };
-    let answer = 10_240 + "HTTP/1.1 200 OK\r\n".len();
-    let complete = statuses(&received).len().min(received.len() / answer);
+    let (received, reset) = read_to_the_end(&mut stream).await;
+    // An answer is complete when its whole body follows its head; the last one may be cut short.
+    let body = format!("\r\n\r\n{}", "x".repeat(10_240));
+    let text = String::from_utf8_lossy(&received);
+    let complete = text
+        .split("HTTP/1.1 200")
+        .skip(1)
+        .filter(|answer| answer.ends_with(&body))
+        .count();
     (complete, reset)
 }
 
