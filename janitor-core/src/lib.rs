@@ -40,4 +40,4 @@ pub use identification::store::{
 };
 pub use label::{EvidenceKey, LabelError, LabelKey, ProtectionKey};
 pub use stores::{KeyCheck, MemoryStores, Stores, StoresKind};
-pub use visitor::{cookie_value, visitor_from_cookies, VisitorId};
+pub use visitor::{visitor_from_cookies, VisitorId};

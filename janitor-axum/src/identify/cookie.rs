@@ -2,8 +2,8 @@
 
 use http::header::COOKIE;
 use http::HeaderMap;
-use janitor_core::visitor::COOKIE_NAME;
-use janitor_core::{cookie_value, VisitorId};
+use janitor_core::visitor::{cookie_value, COOKIE_NAME};
+use janitor_core::VisitorId;
 
 /// The visitor named by exactly one well-formed `__visitor` cookie, if any; forged, malformed or duplicated
 /// cookies count as none.

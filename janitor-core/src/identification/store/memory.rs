@@ -366,6 +366,11 @@ impl Inner {
         };
         stored.seen_at = seen_at;
         if *stored.observation != *observation {
+            // The same signals with another behaviour weigh the same today; counted again all the same, so the
+            // count cannot drift if what a refresh may change ever grows.
+            let weight = weight(observation);
+            self.bytes = self.bytes - stored.weight + weight;
+            stored.weight = weight;
             stored.observation = Arc::new(observation.clone());
         }
         let moved = (seen_at, id);
