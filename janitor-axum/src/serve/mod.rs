@@ -271,62 +271,59 @@ async fn serve_connection<Io>(
         .header_read_timeout(None)
         .max_header_size(config.max_header_bytes());
     let mut connection = builder.serve_connection(io, service);
-    let mut stop_seen = false;
+    let (mut stop_seen, mut weigh_idle) = (false, false);
+    let idle_past = || {
+        clock
+            .idle_since()
+            .is_some_and(|since| since.elapsed() >= config.idle_at_capacity())
+    };
     let done = loop {
         let deadline = clock.deadline(config.header_read_timeout(), config.keep_alive_timeout());
-        let stalled_at = clock.stalled_at(config.keep_alive_timeout());
         // While a request is answered, look again after a while: its end restarts the keep-alive wait.
-        let wake = deadline
-            .unwrap_or_else(|| tokio::time::Instant::now() + config.header_read_timeout())
-            .min(stalled_at.unwrap_or(tokio::time::Instant::now() + config.keep_alive_timeout()));
-        // Biased: a head that has arrived is read (and the clock told) before the accept loop's word is weighed.
+        let wake =
+            deadline.unwrap_or_else(|| tokio::time::Instant::now() + config.header_read_timeout());
+        let wake = clock
+            .stalled_at(config.keep_alive_timeout())
+            .map_or(wake, |stalled| wake.min(stalled));
+        // Biased: a head that has arrived is read (and the clock told) before anything else is weighed.
         tokio::select! {
             biased;
             done = std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)) => break done,
+            // Weighed after the connection has been polled once more (see `AtCapacity` below).
+            () = std::future::ready(()), if weigh_idle => {
+                weigh_idle = false;
+                if idle_past() {
+                    return;
+                }
+            }
             () = tokio::time::sleep_until(wake) => {
+                let stalled = clock.stalled_at(config.keep_alive_timeout());
+                let timed_out = deadline.is_some()
+                    && clock.deadline(config.header_read_timeout(), config.keep_alive_timeout()) == deadline;
                 // A client that stopped reading (its answers unread for the keep-alive wait) is let go as a
                 // finished connection is, so that what it was sent stays readable; dropping the socket with
                 // its requests unread would reset the connection.
-                let stalled = clock.stalled_at(config.keep_alive_timeout());
-                if stalled.is_some_and(|at| at <= tokio::time::Instant::now()) {
+                if stalled.is_some_and(|at| timed_out || at <= tokio::time::Instant::now()) {
                     break Ok(());
                 }
-                let still = clock.deadline(config.header_read_timeout(), config.keep_alive_timeout());
-                if deadline.is_some() && still == deadline {
-                    if stalled.is_some() {
-                        break Ok(());
-                    }
+                if timed_out {
                     return;
                 }
             }
             changed = signals.changed(), if !stop_seen => {
-                let word = changed.map(|()| *signals.borrow());
-                match word {
+                match changed.map(|()| *signals.borrow()) {
                     Err(_) => stop_seen = true,
                     Ok(Signal::Stopping) => {
                         stop_seen = true;
                         Pin::new(&mut connection).graceful_shutdown();
                     }
-                    Ok(Signal::AtCapacity) => {
-                        let idle_past = || {
-                            clock.idle_since().is_some_and(|since| since.elapsed() >= config.idle_at_capacity())
-                        };
-                        if idle_past() {
-                            // A head may have reached the socket since the runtime last looked: let it look
-                            // once more and hyper read, so that a request already sent is never closed as idle.
-                            tokio::task::yield_now().await;
-                            let polled = std::future::poll_fn(|cx| {
-                                std::task::Poll::Ready(connection.poll_without_shutdown(cx))
-                            })
-                            .await;
-                            match polled {
-                                std::task::Poll::Ready(done) => break done,
-                                std::task::Poll::Pending if idle_past() => return,
-                                std::task::Poll::Pending => {}
-                            }
-                        }
+                    // A head may have reached the socket since the runtime last looked: let it look once more
+                    // and hyper read, so that a request already sent is never closed as idle.
+                    Ok(Signal::AtCapacity) if idle_past() => {
+                        tokio::task::yield_now().await;
+                        weigh_idle = true;
                     }
-                    Ok(Signal::Serving) => {}
+                    Ok(Signal::AtCapacity | Signal::Serving) => {}
                 }
             }
         }
