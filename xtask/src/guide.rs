@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::provision::DEFAULT_URL;
+use crate::scratch::ScratchDir;
 
 /// Where the guide lives, from the workspace root.
 pub const GUIDE: &str = "janitor-axum/src/guide.md";
@@ -182,14 +183,13 @@ pub fn run(root: &Path) -> Result<(), String> {
 
 /// A crate in a fresh temporary directory, removed when dropped.
 struct Scratch {
-    dir: PathBuf,
+    dir: ScratchDir,
 }
 
 impl Scratch {
     fn new() -> Result<Scratch, String> {
-        let dir = std::env::temp_dir().join(format!("janitor-guide-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("src")).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let dir = ScratchDir::new("guide")?;
+        std::fs::create_dir(dir.join("src")).map_err(|e| format!("{}: {e}", dir.display()))?;
         Ok(Scratch { dir })
     }
 
@@ -249,12 +249,6 @@ impl Scratch {
             ));
         }
         Ok(())
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -15,5 +15,6 @@ pub mod docker;
 pub mod guide;
 pub mod newest;
 pub mod provision;
+pub mod scratch;
 pub mod tables;
 pub mod test;

@@ -9,10 +9,12 @@
 //! (`target/newest`), so the main build is left as it was.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
+
+use crate::scratch::ScratchDir;
 
 /// The crates a user depends on.
 pub const LIBRARY_CRATES: [&str; 3] = ["janitor-core", "janitor-sql", "janitor-axum"];
@@ -156,7 +158,7 @@ fn locked(lockfile: &str) -> BTreeMap<String, String> {
 /// A copy of the checkout's files (those git tracks or would track) in a temporary directory, removed when
 /// dropped.
 struct Scratch {
-    dir: PathBuf,
+    dir: ScratchDir,
 }
 
 impl Scratch {
@@ -175,9 +177,9 @@ impl Scratch {
         if !listed.status.success() {
             return Err("git ls-files failed: the check copies a git checkout".into());
         }
-        let dir = std::env::temp_dir().join(format!("janitor-newest-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let scratch = Scratch { dir };
+        let scratch = Scratch {
+            dir: ScratchDir::new("newest")?,
+        };
         for file in listed.stdout.split(|b| *b == 0).filter(|f| !f.is_empty()) {
             let relative = Path::new(std::str::from_utf8(file).map_err(|e| e.to_string())?);
             let (from, to) = (root.join(relative), scratch.dir.join(relative));
@@ -191,12 +193,6 @@ impl Scratch {
             std::fs::copy(&from, &to).map_err(|e| format!("{}: {e}", from.display()))?;
         }
         Ok(scratch)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
