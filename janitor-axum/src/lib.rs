@@ -8,70 +8,42 @@
 struct ReadmeDoctests;
 
 pub mod admission;
+pub mod config;
 #[cfg(all(feature = "postgres", feature = "serve"))]
 #[doc = include_str!("guide.md")]
 pub mod guide {}
-mod config;
-mod dyn_janitor;
+pub mod handle;
 mod identify;
-mod identity;
-mod janitor;
+pub mod identity;
 #[cfg(feature = "jev")]
 pub mod jev;
-mod maintenance;
-mod origin;
-mod refusal;
-mod script;
+pub mod maintenance;
+pub mod origin;
+pub mod refusal;
+pub mod script;
 #[cfg(feature = "serve")]
 pub mod serve;
+mod setup;
 mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use config::{
-    known_env_variables, unknown_env_variables, warn_unknown_env, UnknownEnvVariable,
-};
-pub use config::{
-    AdmissionConfig, AdmissionSettings, CookieConfig, CookieConfigBuilder, CookieSettings,
-    EndpointConfig, EndpointConfigBuilder, EndpointSettings, Environment, EvidenceSettings,
-    JanitorConfig, JanitorConfigBuilder, JanitorConfigError, JanitorSettings, OriginConfig,
-    OriginConfigBuilder, OriginError, OriginSettings, ProxyRange, ProxyRangeError, PublicOrigin,
-    QuotaSettings, COOKIE_MAX_AGE_DAYS, ENDPOINT_PATH, MAX_BODY_BYTES, MAX_ORIGIN_ENTRIES,
-    REQUEST_TIMEOUT_MS, SCRIPT_PATH,
-};
-pub use dyn_janitor::DynJanitor;
-pub use identify::learning::{LearningContext, LEARNING_COOKIE_NAME};
+// The root holds what an application names to start and to serve; the rest is behind its module, one path
+// per item.
+pub use config::{JanitorConfig, JanitorSettings};
+pub use handle::Janitor;
 pub use identify::VisitorContext;
-pub use identity::{
-    ClearVisitorCookie, ContextFn, Identified, IdentityLayer, IdentityService,
-    MissingIdentityLayer, VisitorField, VisitorIdentity, PAYLOAD_FIELD,
-};
-pub use janitor::{Assessment, CleanupError, Janitor, KeyCheckError, Maintenance};
-pub use janitor_core::{KeyCheck, MemoryStores, Stores};
-#[cfg(feature = "postgres")]
-pub use janitor_sql::PgStores;
+pub use identity::{Identified, IdentityLayer, VisitorIdentity};
+pub use janitor_core::{Identity, MemoryStores, VisitorId, VisitorPayload};
+pub use origin::OriginLayer;
+pub use refusal::Refusal;
+pub use setup::{SetupError, SetupErrorKind};
 
-// What an application uses of the other two crates, so that `janitor-axum` is its one dependency.
-pub use janitor_core::config::EnvSource;
-pub use janitor_core::erasure::{AccountErasure, ErasureError};
-pub use janitor_core::evidence::{
-    Action, ActivityKey, ActivitySummary, EventInput, EventType, Recorded, SubjectId, VelocityQuery,
-};
-pub use janitor_core::protection::quota::QuotaConfig;
-pub use janitor_core::{
-    directory, evidence, identification, learning, protection, Evaluator, Identity, MatchingPolicy,
-    NoEvaluator, RiskStatus, StoreError, VisitorId, VisitorPayload,
-};
+// The core's services and their types, so that `janitor-axum` is an application's one dependency.
+pub use janitor_core::{directory, erasure, evidence, identification, learning, protection};
+
 /// The PostgreSQL stores (`janitor-sql`): the pool, its configuration, the migrations.
 #[cfg(feature = "postgres")]
 pub use janitor_sql as postgres;
 #[cfg(feature = "postgres")]
-pub use janitor_sql::{migrate, Database, DatabaseConfig, MigrationReport, SetupError};
-#[cfg(feature = "jev")]
-pub use jev::JevBehindBudget;
-pub use maintenance::{
-    MaintenanceSchedule, MaintenanceTask, MAINTENANCE_EVERY_MS, MAINTENANCE_STEPS,
-};
-pub use origin::{OriginLayer, OriginService};
-pub use refusal::{security_headers, Refusal, RouteRefusal};
-pub use script::{client_script_etag, CLIENT_SCRIPT};
+pub use janitor_sql::{Database, PgStores};

@@ -8,11 +8,14 @@
 
 use std::time::Duration;
 
-use janitor_core::config::{ConfigError, Limit, CLEANUP_BATCH};
-use janitor_core::{Evaluator, Stores};
+use janitor_core::config::{cleanup_batch, ConfigError, Limit, CLEANUP_BATCH};
+use janitor_core::directory::DirectoryError;
+use janitor_core::evidence::{EvidenceCleanup, EvidenceError};
+use janitor_core::identification::store::{CleanupReport, VisitorStore};
+use janitor_core::learning::LearningError;
+use janitor_core::StoreError;
 use rand::Rng;
 
-use crate::janitor::Maintenance;
 use crate::Janitor;
 
 /// Time between passes, in milliseconds.
@@ -55,6 +58,42 @@ impl MaintenanceSchedule {
     }
 }
 
+/// What one [`Janitor::cleanup`] call did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Maintenance {
+    /// Visitors and observations.
+    pub visitors: CleanupReport,
+    /// Quota rows whose window ended.
+    pub quotas: usize,
+    /// Expired events and retired links.
+    pub evidence: EvidenceCleanup,
+    /// Delegations that ended.
+    pub delegations: u64,
+    /// Learning sessions retired (ended anonymous flows, disputed flows, rows out of retention, surplus
+    /// examples).
+    pub learning_sessions: u64,
+}
+
+/// Why a cleanup step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CleanupError {
+    /// The batch size.
+    #[error(transparent)]
+    Batch(#[from] ConfigError),
+    /// A store.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The evidence store.
+    #[error(transparent)]
+    Evidence(#[from] EvidenceError),
+    /// The identity directory.
+    #[error(transparent)]
+    Directory(#[from] DirectoryError),
+    /// The learning store.
+    #[error(transparent)]
+    Learning(#[from] LearningError),
+}
+
 /// The background maintenance of one handle. Dropping it aborts the task: keep it for as long as the handle
 /// serves (`let _maintenance = janitor.spawn_maintenance(..)`; `let _ = ..` drops it at once).
 #[derive(Debug)]
@@ -74,7 +113,35 @@ impl Drop for MaintenanceTask {
     }
 }
 
-impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
+impl Janitor {
+    /// One bounded maintenance step of every store (`batch` 1–1000). Pass the returned
+    /// `visitors.next_visitor` as `after` to continue the visitor scan.
+    pub async fn cleanup(
+        &self,
+        after: Option<&str>,
+        batch: usize,
+    ) -> Result<Maintenance, CleanupError> {
+        let batch = cleanup_batch(batch)?;
+        let now = self.inner.evidence.clock().now_ms();
+        let visitors = self.inner.engine.store().cleanup(after, batch, now).await?;
+        let quotas = match &self.inner.quotas {
+            Some(q) => q.cleanup(batch, now).await?,
+            None => 0,
+        };
+        let evidence = self.inner.evidence.cleanup(batch).await?;
+        let delegations = self.inner.directory.cleanup(batch).await?;
+        let learning_sessions = self.inner.learning.cleanup().await?;
+        let step = Maintenance {
+            visitors,
+            quotas,
+            evidence,
+            delegations,
+            learning_sessions,
+        };
+        crate::telemetry::maintained(&step);
+        Ok(step)
+    }
+
     /// Runs cleanup in the background on `schedule` until the returned task is dropped. Must be called inside a
     /// Tokio runtime. Failures are logged and retried at the next pass.
     ///
@@ -82,8 +149,8 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     /// the compiler points out (`unused_must_use`).
     ///
     /// ```
-    /// # use janitor_axum::{Janitor, MaintenanceSchedule, MemoryStores};
-    /// fn start(janitor: &Janitor<MemoryStores>) {
+    /// # use janitor_axum::{Janitor, MaintenanceSchedule};
+    /// fn start(janitor: &Janitor) {
     ///     let _maintenance = janitor.spawn_maintenance(MaintenanceSchedule::default());
     ///     // ... serve while `_maintenance` is in scope
     /// }
@@ -91,8 +158,8 @@ impl<S: Stores, E: Evaluator + 'static> Janitor<S, E> {
     ///
     /// ```compile_fail
     /// #![deny(unused_must_use)]
-    /// # use janitor_axum::{Janitor, MaintenanceSchedule, MemoryStores};
-    /// fn start(janitor: &Janitor<MemoryStores>) {
+    /// # use janitor_axum::{Janitor, MaintenanceSchedule};
+    /// fn start(janitor: &Janitor) {
     ///     janitor.spawn_maintenance(MaintenanceSchedule::default()); // dropped here: nothing would run
     /// }
     /// ```

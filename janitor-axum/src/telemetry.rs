@@ -32,7 +32,7 @@ use janitor_core::throttle::Throttle;
 use janitor_core::{Identity, StoresKind};
 
 use crate::config::{Environment, JanitorConfig};
-use crate::janitor::Maintenance;
+use crate::maintenance::Maintenance;
 use crate::refusal::Refusal;
 
 /// Every `outcome` of an identification.

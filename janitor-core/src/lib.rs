@@ -7,6 +7,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+pub mod clock;
 pub mod config;
 pub mod directory;
 pub mod erasure;
@@ -23,6 +24,7 @@ pub mod testing;
 pub mod throttle;
 pub mod visitor;
 
+pub use clock::Clock;
 pub use config::{ConfigError, Limit};
 pub use error::StoreError;
 pub use identification::config::{EngineConfig, Retention};
@@ -39,5 +41,5 @@ pub use identification::store::{
     MemoryVisitorStore, VisitorStore, DEFAULT_MAX_BYTES, DEFAULT_MAX_VISITORS,
 };
 pub use label::{EvidenceKey, LabelError, LabelKey, ProtectionKey};
-pub use stores::{KeyCheck, MemoryStores, Stores, StoresKind};
+pub use stores::{ErasedStores, KeyCheck, MemoryStores, Stores, StoresKind};
 pub use visitor::{visitor_from_cookies, VisitorId};

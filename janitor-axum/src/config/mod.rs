@@ -11,11 +11,9 @@ mod origin;
 mod settings;
 mod unknown_env;
 
-use janitor_core::config::ConfigError;
 use janitor_core::evidence::EvidenceConfig;
 use janitor_core::label::{check_secret_strength, LabelError, LabelKey};
 use janitor_core::learning::{LearningConfig, LearningMode};
-use janitor_core::protection::quota::QuotaConfig;
 use janitor_core::{EngineConfig, MatchingPolicy, Retention};
 
 pub use crate::admission::AdmissionConfig;
@@ -24,6 +22,8 @@ pub use endpoint::{
     EndpointConfig, EndpointConfigBuilder, ENDPOINT_PATH, MAX_BODY_BYTES, REQUEST_TIMEOUT_MS,
     SCRIPT_PATH,
 };
+pub use janitor_core::config::{ConfigError, EnvSource};
+pub use janitor_core::protection::quota::QuotaConfig;
 pub use origin::{
     OriginConfig, OriginConfigBuilder, OriginError, ProxyRange, ProxyRangeError, PublicOrigin,
     MAX_ORIGIN_ENTRIES,
@@ -537,7 +537,6 @@ mod tests {
 
     #[test]
     fn quotas_with_every_counter_off_are_refused_in_code_words() {
-        use janitor_core::protection::quota::QuotaConfig;
         let off = QuotaConfig::builder()
             .without_global()
             .without_account()

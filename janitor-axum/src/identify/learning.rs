@@ -5,10 +5,10 @@ use http::header::HeaderValue;
 use http::request::Parts;
 use janitor_core::directory::AssessmentContext;
 use janitor_core::learning::{LearningCookie, LearningVisit, Login};
-use janitor_core::{now_ms, Evaluator, Observation, Stores, VisitorPayload};
+use janitor_core::{Observation, VisitorPayload};
 
 use super::VisitorContext;
-use crate::janitor::Inner;
+use crate::handle::Inner;
 
 /// The learning cookie's name: the visitor cookie's, with `_learning`.
 pub const LEARNING_COOKIE_NAME: &str = "__visitor_learning";
@@ -47,13 +47,9 @@ pub(crate) fn set_learning_cookie(cookie: &LearningCookie, secure: bool) -> Stri
 
 /// Who is signed in: the directory's assessment of a verified context; an account without one is a login
 /// that never labels; neither is anonymous.
-async fn login<S: Stores, E: Evaluator>(
-    janitor: &Inner<S, E>,
-    parts: &Parts,
-    context: Option<&LearningContext>,
-) -> Login {
+async fn login(janitor: &Inner, parts: &Parts, context: Option<&LearningContext>) -> Login {
     if let Some(verified) = context.and_then(|c| c.verified.as_ref()) {
-        return match janitor.directory.assess(verified, now_ms()).await {
+        return match janitor.directory.assess(verified).await {
             Ok(attribution) => Login::from_attribution(&attribution),
             Err(e) => {
                 tracing::warn!(error = %e, "the learning login could not be assessed");
@@ -74,8 +70,8 @@ async fn login<S: Stores, E: Evaluator>(
 
 /// The learning `Set-Cookie` line for this request, if any. Learning never fails the identification: a store
 /// failure is logged (without ids) and the cookie left alone.
-pub(crate) async fn observe<S: Stores, E: Evaluator>(
-    janitor: &Inner<S, E>,
+pub(crate) async fn observe(
+    janitor: &Inner,
     parts: &Parts,
     payload: &VisitorPayload,
 ) -> Option<HeaderValue> {
@@ -95,7 +91,7 @@ pub(crate) async fn observe<S: Stores, E: Evaluator>(
         login: &login,
         observation: &observation,
     };
-    let outcome = match janitor.learning.observe(visit, now_ms()).await {
+    let outcome = match janitor.learning.observe(visit).await {
         Ok(outcome) => outcome?,
         Err(e) => {
             tracing::warn!(error = %e, "learning storage failed; the identification is answered without it");

@@ -12,15 +12,13 @@ use http::request::Parts;
 use http::{HeaderMap, Method, StatusCode};
 use janitor_core::identification::network::NetworkDigest;
 use janitor_core::protection::quota::{QuotaContext, QuotaDecision};
-use janitor_core::{
-    Evaluator, IdentifyError, IdentifyRequest, Identity, StoreError, Stores, VisitorPayload,
-};
+use janitor_core::{IdentifyError, IdentifyRequest, Identity, StoreError, VisitorPayload};
 use serde::Serialize;
 
 use crate::admission::{settle_unread, AdmissionConfig, AdmissionSlot};
 use crate::config::JanitorConfig;
+use crate::handle::Inner;
 use crate::identity::Identified;
-use crate::janitor::Inner;
 use crate::origin::ClientAddress;
 use crate::refusal::Refusal;
 use crate::telemetry;
@@ -70,10 +68,7 @@ impl VisitorContext {
 }
 
 /// Runs the endpoint on one request; the identity is returned too, for [`assess`](crate::Janitor::assess).
-pub(crate) async fn handle<S: Stores, E: Evaluator>(
-    janitor: &Inner<S, E>,
-    request: Request,
-) -> (Response, Option<Identity>) {
+pub(crate) async fn handle(janitor: &Inner, request: Request) -> (Response, Option<Identity>) {
     let (parts, body) = request.into_parts();
     let config = &janitor.config;
     let anonymous = VisitorContext::default();
@@ -130,10 +125,7 @@ fn check_head(parts: &Parts, config: &JanitorConfig) -> Result<(), Refusal> {
 
 /// Claims the quotas of a request made in `context`, when quotas are on: the global counter, then the
 /// account's and the session's when the context names them.
-pub(crate) async fn claim_quota<S: Stores, E: Evaluator>(
-    janitor: &Inner<S, E>,
-    context: &VisitorContext,
-) -> Result<(), Refusal> {
+pub(crate) async fn claim_quota(janitor: &Inner, context: &VisitorContext) -> Result<(), Refusal> {
     let Some(quotas) = &janitor.quotas else {
         return Ok(());
     };
@@ -184,8 +176,8 @@ async fn read_payload(
 }
 
 /// Identifies the payload and writes the endpoint's answer with its cookie.
-async fn identify<S: Stores, E: Evaluator>(
-    janitor: &Inner<S, E>,
+async fn identify(
+    janitor: &Inner,
     parts: &Parts,
     payload: &VisitorPayload,
 ) -> Result<(Response, Identity), Refusal> {
@@ -213,8 +205,8 @@ async fn identify<S: Stores, E: Evaluator>(
 
 /// For a request on any route: claims the quotas of `context`, whether or not the request carries a payload,
 /// then identifies `payload` (when there is one) with the request's `__visitor` cookie.
-pub(crate) async fn identify_parts<S: Stores, E: Evaluator>(
-    janitor: &Inner<S, E>,
+pub(crate) async fn identify_parts(
+    janitor: &Inner,
     parts: &Parts,
     context: &VisitorContext,
     payload: Option<&VisitorPayload>,
@@ -255,8 +247,8 @@ pub(crate) enum Route {
 
 /// The engine on `payload` with the cookie of `parts` (and, with network evidence, the digest of the client's
 /// network; with extended signals, those of its header), and the cookie to set.
-pub(crate) async fn identify_visitor<S: Stores, E: Evaluator>(
-    janitor: &Inner<S, E>,
+pub(crate) async fn identify_visitor(
+    janitor: &Inner,
     parts: &Parts,
     payload: &VisitorPayload,
     route: Route,

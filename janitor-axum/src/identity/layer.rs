@@ -19,7 +19,7 @@ use super::{VisitorField, VisitorIdentity};
 use crate::admission::AdmissionSlot;
 use crate::config::MAX_BODY_BYTES;
 use crate::refusal::Refusal;
-use crate::{DynJanitor, VisitorContext};
+use crate::{Janitor, VisitorContext};
 
 /// The field of a JSON body that holds the browser's payload (what the browser client's `collect()` returns).
 pub const PAYLOAD_FIELD: &str = "visitor";
@@ -36,12 +36,12 @@ pub type ContextFn = dyn Fn(&Parts, &Value) -> VisitorContext + Send + Sync;
 /// none (the global counter only).
 #[derive(Clone)]
 pub struct IdentityLayer {
-    janitor: DynJanitor,
+    janitor: Janitor,
     context: Arc<ContextFn>,
 }
 
 impl IdentityLayer {
-    pub(crate) fn new(janitor: DynJanitor) -> Self {
+    pub(crate) fn new(janitor: Janitor) -> Self {
         IdentityLayer {
             janitor,
             context: Arc::new(extension_context),
@@ -183,7 +183,7 @@ where
 async fn read_json(
     parts: &Parts,
     body: Body,
-    janitor: &DynJanitor,
+    janitor: &Janitor,
 ) -> Result<(Body, Option<Value>), Refusal> {
     if !crate::identify::is_json(&parts.headers) {
         return Ok((body, None));

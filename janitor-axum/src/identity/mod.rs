@@ -31,6 +31,8 @@ use janitor_core::Identity;
 
 use crate::refusal::Refusal;
 
+pub use crate::identify::learning::{LearningContext, LEARNING_COOKIE_NAME};
+pub use crate::identify::VisitorContext;
 pub use cookie::ClearVisitorCookie;
 pub use field::VisitorField;
 pub use layer::{ContextFn, IdentityLayer, IdentityService, PAYLOAD_FIELD};

@@ -50,29 +50,24 @@ pub use config::{
 };
 pub use settings::{BudgetSettings, JevSettings};
 
-use crate::{Janitor, JanitorConfig};
+use crate::handle::JanitorBuilder;
 
-/// The evaluator [`Janitor::with_jev`] builds: the Jev provider behind the shared inference budget.
-pub type JevBehindBudget<S> = BudgetedEvaluator<JevEvaluator, <S as Stores>::Budget>;
+/// The evaluator [`JanitorBuilder::jev`] gives the handle: the Jev provider behind the shared inference budget.
+pub type JevBehindBudget<B> = BudgetedEvaluator<JevEvaluator, B>;
 
-impl<S: Stores> Janitor<S, JevBehindBudget<S>> {
-    /// A handle that asks a Jev provider for risk (and, on the cookieless path, for same-visitor judgements),
-    /// through the shared inference budget of `stores`. Every refusal or failure falls back to deterministic
+impl JanitorBuilder {
+    /// The handle asks a Jev provider for risk (and, on the cookieless path, for same-visitor judgements),
+    /// through the shared inference budget of its stores. Every refusal or failure falls back to deterministic
     /// matching with `riskStatus: "unavailable"`.
     ///
     /// The budget's lease is sized by the provider's own timeout, so a slow call keeps its slot until it gives
     /// up; a timeout the budget cannot lease for is refused here rather than replaced.
-    pub fn with_jev(
-        config: JanitorConfig,
-        stores: S,
-        jev: JevConfig,
-        budget: BudgetConfig,
-    ) -> Result<Self, ConfigError> {
+    pub fn jev(self, jev: JevConfig, budget: BudgetConfig) -> Result<Self, ConfigError> {
         let evaluator_config = BudgetedEvaluatorConfig::builder()
             .timeout_ms(jev.timeout_ms())
             .build()?;
-        let shared = InferenceBudget::new(stores.budget(), budget, &config.key);
+        let shared = InferenceBudget::new(self.stores().budget(), budget, &self.config().key);
         let evaluator = BudgetedEvaluator::new(JevEvaluator::new(jev), shared, evaluator_config);
-        Ok(Janitor::with_evaluator(config, stores, Some(evaluator)))
+        Ok(self.evaluator(evaluator))
     }
 }

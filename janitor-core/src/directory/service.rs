@@ -6,6 +6,7 @@ use super::delegation::{scope_set, Delegation, DelegationId, DelegationInput, MA
 use super::error::{trimmed, DirectoryError};
 use super::key::{KeyInput, KeyRecord};
 use super::store::{IdentityStore, KeyWrite, SubjectRecord};
+use crate::clock::Clock;
 use crate::evidence::{SubjectId, SubjectKind};
 use crate::label::LabelKey;
 
@@ -51,12 +52,39 @@ pub(crate) fn account_subject(
 pub struct IdentityDirectory<S> {
     store: S,
     key: LabelKey,
+    clock: Clock,
 }
 
 impl<S: IdentityStore> IdentityDirectory<S> {
     /// A directory over `store`, labelling with `key` (the identity secret and namespace).
     pub fn new(store: S, key: LabelKey) -> Self {
-        IdentityDirectory { store, key }
+        IdentityDirectory {
+            store,
+            key,
+            clock: Clock::system(),
+        }
+    }
+
+    /// The same service reading the time from `clock` (a manual one in tests and simulations).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The clock this service reads the time from.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Sets this service's manual clock to `ms` and answers the service, for tests that name each call's time
+    /// (feature `testing`). Panics on the system's clock, which cannot be set.
+    #[cfg(feature = "testing")]
+    pub fn at(&self, ms: i64) -> &Self {
+        assert!(
+            self.clock.set(ms),
+            "a test that sets the time must build the service with a manual clock"
+        );
+        self
     }
 
     /// The store.
@@ -75,8 +103,8 @@ impl<S: IdentityStore> IdentityDirectory<S> {
         &self,
         subject: &SubjectId,
         kind: SubjectKind,
-        now_ms: i64,
     ) -> Result<(), DirectoryError> {
+        let now_ms = self.clock.now_ms();
         if self.store.put_subject(subject, kind, now_ms).await? {
             Ok(())
         } else {
@@ -99,8 +127,8 @@ impl<S: IdentityStore> IdentityDirectory<S> {
         &self,
         subject: &SubjectId,
         key: &KeyInput,
-        now_ms: i64,
     ) -> Result<KeyRecord, DirectoryError> {
+        let now_ms = self.clock.now_ms();
         let (issuer, _) = key.normalized()?;
         let record = KeyRecord {
             digest: key.digest(&self.key)?,
@@ -138,8 +166,8 @@ impl<S: IdentityStore> IdentityDirectory<S> {
     pub async fn create_delegation(
         &self,
         input: &DelegationInput,
-        now_ms: i64,
     ) -> Result<Delegation, DirectoryError> {
+        let now_ms = self.clock.now_ms();
         let delegation = input.delegation(now_ms)?;
         for (field, subject) in [("principal", &input.principal), ("actor", &input.actor)] {
             if self.store.subject(subject).await?.is_none() {
@@ -164,21 +192,15 @@ impl<S: IdentityStore> IdentityDirectory<S> {
 
     /// Revokes a delegation at `now_ms`. Only the first revocation counts: later ones change nothing and
     /// return false.
-    pub async fn revoke_delegation(
-        &self,
-        id: &DelegationId,
-        now_ms: i64,
-    ) -> Result<bool, DirectoryError> {
+    pub async fn revoke_delegation(&self, id: &DelegationId) -> Result<bool, DirectoryError> {
+        let now_ms = self.clock.now_ms();
         Ok(self.store.revoke_delegation(id, now_ms).await?)
     }
 
     /// Who `context` speaks for and who acts, at `now_ms`. A presented grant is checked in this order:
     /// missing, revoked, expired, principal, actor, audience, scope; the first failure is the reason.
-    pub async fn assess(
-        &self,
-        context: &AssessmentContext,
-        now_ms: i64,
-    ) -> Result<Attribution, DirectoryError> {
+    pub async fn assess(&self, context: &AssessmentContext) -> Result<Attribution, DirectoryError> {
+        let now_ms = self.clock.now_ms();
         let required = scope_set("requiredScopes", &context.required_scopes, 0)?;
         let audience = match &context.audience {
             Some(a) => Some(trimmed("audience", a, 1, MAX_AUDIENCE_CHARS)?),
@@ -228,7 +250,8 @@ impl<S: IdentityStore> IdentityDirectory<S> {
 
     /// One bounded retention step: deletes at most `batch` (clamped to 1–1000) delegations that ended at or
     /// before `now_ms`.
-    pub async fn cleanup(&self, batch: usize, now_ms: i64) -> Result<u64, DirectoryError> {
+    pub async fn cleanup(&self, batch: usize) -> Result<u64, DirectoryError> {
+        let now_ms = self.clock.now_ms();
         Ok(self.store.cleanup(batch, now_ms).await?)
     }
 }

@@ -1,5 +1,6 @@
 //! [`Evidence`]: the operations server code calls. Labels are computed here, so stores only ever see them.
 
+use crate::clock::Clock;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -46,6 +47,7 @@ pub struct Evidence<S> {
     key: LabelKey,
     config: EvidenceConfig,
     scope: String,
+    clock: Clock,
 }
 
 impl<S: EvidenceStore> Evidence<S> {
@@ -57,7 +59,30 @@ impl<S: EvidenceStore> Evidence<S> {
             key,
             config,
             scope,
+            clock: Clock::system(),
         }
+    }
+
+    /// The same service reading the time from `clock` (a manual one in tests and simulations).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The clock this service reads the time from.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Sets this service's manual clock to `ms` and answers the service, for tests that name each call's time
+    /// (feature `testing`). Panics on the system's clock, which cannot be set.
+    #[cfg(feature = "testing")]
+    pub fn at(&self, ms: i64) -> &Self {
+        assert!(
+            self.clock.set(ms),
+            "a test that sets the time must build the service with a manual clock"
+        );
+        self
     }
 
     /// The store.
@@ -118,7 +143,8 @@ impl<S: EvidenceStore> Evidence<S> {
     /// Records an event at the server's `now_ms`, kept for event retention. Repeating an event (same id,
     /// same content) records nothing and answers `recorded: false`; the same id with another content is
     /// [`EvidenceError::IdempotencyConflict`]. Subjects and actors named for the first time get a subject row.
-    pub async fn record(&self, input: &EventInput, now_ms: i64) -> Result<Recorded, EvidenceError> {
+    pub async fn record(&self, input: &EventInput) -> Result<Recorded, EvidenceError> {
+        let now_ms = self.clock.now_ms();
         let event = self.event_record(input, now_ms);
         match self.store.put_event(&event).await? {
             EventWrite::Inserted => Ok(Recorded { recorded: true }),
@@ -132,11 +158,8 @@ impl<S: EvidenceStore> Evidence<S> {
     ///
     /// When more than `max_events_per_query` events match, `saturated` is true, `total` is that maximum, and
     /// the counts are **lower bounds** (the newest events were counted).
-    pub async fn velocity(
-        &self,
-        query: &VelocityQuery,
-        now_ms: i64,
-    ) -> Result<ActivitySummary, EvidenceError> {
+    pub async fn velocity(&self, query: &VelocityQuery) -> Result<ActivitySummary, EvidenceError> {
+        let now_ms = self.clock.now_ms();
         velocity_window(query.window()).map_err(InputError::from)?;
         let (column, key) = match query.key() {
             ActivityKey::Subject(subject) => (ActivityColumn::Subject, subject.as_str().to_owned()),
@@ -172,11 +195,8 @@ impl<S: EvidenceStore> Evidence<S> {
     ///
     /// Only the application's own verified evidence may create a link; never pass a visitor id that was
     /// restored by similarity.
-    pub async fn link(
-        &self,
-        input: &DeviceLinkInput,
-        now_ms: i64,
-    ) -> Result<DeviceLink, EvidenceError> {
+    pub async fn link(&self, input: &DeviceLinkInput) -> Result<DeviceLink, EvidenceError> {
+        let now_ms = self.clock.now_ms();
         let input = input.normalized()?;
         input.check_times(now_ms)?;
         let v = &input.verification;
@@ -222,8 +242,8 @@ impl<S: EvidenceStore> Evidence<S> {
         id: &LinkId,
         subject: &SubjectId,
         visitor: &VisitorId,
-        now_ms: i64,
     ) -> Result<DeviceAssessment, EvidenceError> {
+        let now_ms = self.clock.now_ms();
         let link = self.store.device_link(&self.scope, id).await?;
         Ok(DeviceAssessment::of(link, subject, visitor, now_ms))
     }
@@ -245,8 +265,8 @@ impl<S: EvidenceStore> Evidence<S> {
         &self,
         id: &LinkId,
         input: &RevocationInput,
-        now_ms: i64,
     ) -> Result<bool, EvidenceError> {
+        let now_ms = self.clock.now_ms();
         let input = input.normalized()?;
         let revocation = Revocation {
             reason: input.reason,
@@ -311,8 +331,8 @@ impl<S: EvidenceStore> Evidence<S> {
         &self,
         subject: &SubjectId,
         kind: SubjectKind,
-        now_ms: i64,
     ) -> Result<(), EvidenceError> {
+        let now_ms = self.clock.now_ms();
         if self.store.put_subject(subject, kind, now_ms).await? {
             Ok(())
         } else {
@@ -322,11 +342,8 @@ impl<S: EvidenceStore> Evidence<S> {
 
     /// One bounded retention step: deletes at most `batch` (1–1000, default 100) expired events and at most
     /// `batch` links retired (ended or revoked) more than link retention ago.
-    pub async fn cleanup(
-        &self,
-        batch: usize,
-        now_ms: i64,
-    ) -> Result<EvidenceCleanup, EvidenceError> {
+    pub async fn cleanup(&self, batch: usize) -> Result<EvidenceCleanup, EvidenceError> {
+        let now_ms = self.clock.now_ms();
         let batch = evidence_cleanup_batch(batch).map_err(InputError::from)?;
         Ok(self
             .store

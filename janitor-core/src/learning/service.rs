@@ -7,6 +7,7 @@ use super::error::LearningError;
 use super::predictor::{NoPredictor, PredictionInput, Predictor};
 use super::session::{LearningReport, LearningSession, Prediction, PredictionStatus, SessionId};
 use super::store::LearningStore;
+use crate::clock::Clock;
 use crate::directory::{ActorAttribution, Attribution, DelegationAttribution, SubjectAttribution};
 use crate::error::StoreError;
 use crate::evidence::{SubjectId, SubjectKind};
@@ -86,6 +87,7 @@ pub struct Learning<S, P = NoPredictor> {
     config: LearningConfig,
     scope: String,
     predictor: Option<P>,
+    clock: Clock,
 }
 
 impl<S: LearningStore, P: Predictor> Learning<S, P> {
@@ -110,7 +112,30 @@ impl<S: LearningStore, P: Predictor> Learning<S, P> {
             config,
             scope: key.subject(LEARNING_SCOPE_TEXT),
             predictor,
+            clock: Clock::system(),
         })
+    }
+
+    /// The same service reading the time from `clock` (a manual one in tests and simulations).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The clock this service reads the time from.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Sets this service's manual clock to `ms` and answers the service, for tests that name each call's time
+    /// (feature `testing`). Panics on the system's clock, which cannot be set.
+    #[cfg(feature = "testing")]
+    pub fn at(&self, ms: i64) -> &Self {
+        assert!(
+            self.clock.set(ms),
+            "a test that sets the time must build the service with a manual clock"
+        );
+        self
     }
 
     /// The options.
@@ -140,8 +165,8 @@ impl<S: LearningStore, P: Predictor> Learning<S, P> {
     pub async fn observe(
         &self,
         visit: LearningVisit<'_>,
-        now_ms: i64,
     ) -> Result<Option<LearningCookie>, LearningError> {
+        let now_ms = self.clock.now_ms();
         if !self.config.enabled() {
             return Ok(visit.cookie.map(|_| LearningCookie::Clear));
         }
@@ -274,11 +299,8 @@ impl<S: LearningStore, P: Predictor> Learning<S, P> {
 
     /// Recent verified, undisputed examples with their recorded predictions, newest first: `limit` 1–100.
     /// Scores are uncalibrated and never proof of identity.
-    pub async fn reports(
-        &self,
-        limit: usize,
-        now_ms: i64,
-    ) -> Result<Vec<LearningReport>, LearningError> {
+    pub async fn reports(&self, limit: usize) -> Result<Vec<LearningReport>, LearningError> {
+        let now_ms = self.clock.now_ms();
         let limit = REPORT_LIMIT.check(limit)?;
         Ok(self
             .store
@@ -293,7 +315,8 @@ impl<S: LearningStore, P: Predictor> Learning<S, P> {
     }
 
     /// Deletes expired anonymous flows, disputed flows, rows out of retention and surplus examples.
-    pub async fn cleanup(&self, now_ms: i64) -> Result<u64, LearningError> {
+    pub async fn cleanup(&self) -> Result<u64, LearningError> {
+        let now_ms = self.clock.now_ms();
         let cutoff = self.config.cutoff(now_ms);
         Ok(self
             .store

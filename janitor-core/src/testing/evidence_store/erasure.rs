@@ -23,7 +23,7 @@ pub async fn erasure_removes_exactly_the_owner(
     ];
     record_all(&e, inputs, T0).await;
     let link = link_input(&alice, &visitor(1), "keep-link", T0, T0 + DAY_MS);
-    e.link(&link, T0).await.expect("link");
+    e.at(T0).link(&link).await.expect("link");
     assert_eq!(
         e.delete_subject_events(&alice).await.expect("delete"),
         2,
@@ -64,14 +64,13 @@ pub async fn subject_deletion_cascades(fresh: impl Fresh<Vec<VisitorId>, Store: 
         event("c-3", EventType::LoginSuccess).subject(bob.clone()),
     ];
     record_all(&e, inputs, T0).await;
-    e.link(
-        &link_input(&alice, &visitor(1), "c-link", T0, T0 + DAY_MS),
-        T0,
-    )
-    .await
-    .expect("link");
+    e.at(T0)
+        .link(&link_input(&alice, &visitor(1), "c-link", T0, T0 + DAY_MS))
+        .await
+        .expect("link");
     let bob_link = e
-        .link(&link_input(&bob, &visitor(1), "c-bob", T0, T0 + DAY_MS), T0)
+        .at(T0)
+        .link(&link_input(&bob, &visitor(1), "c-bob", T0, T0 + DAY_MS))
         .await
         .expect("link");
     assert!(e.delete_subject(&alice).await.expect("delete"));
@@ -106,7 +105,7 @@ pub async fn subject_deletion_cascades(fresh: impl Fresh<Vec<VisitorId>, Store: 
         .subject(alice.clone())
         .build()
         .expect("valid");
-    assert!(e.record(&back, T0 + 1).await.expect("record").recorded);
+    assert!(e.at(T0 + 1).record(&back).await.expect("record").recorded);
 }
 
 /// Case: Visitor erasure keeps events about subjects.
@@ -130,18 +129,20 @@ pub async fn visitor_erasure_keeps_events_about_subjects(
             .visitor(visitor(1)),
     ];
     record_all(&e, inputs, T0).await;
-    e.link(
-        &link_input(&alice, &visitor(1), "v-link", T0, T0 + DAY_MS),
-        T0,
-    )
-    .await
-    .expect("link");
-    e.link(
-        &link_input(&alice, &visitor(2), "v-link-2", T0, T0 + DAY_MS),
-        T0,
-    )
-    .await
-    .expect("link");
+    e.at(T0)
+        .link(&link_input(&alice, &visitor(1), "v-link", T0, T0 + DAY_MS))
+        .await
+        .expect("link");
+    e.at(T0)
+        .link(&link_input(
+            &alice,
+            &visitor(2),
+            "v-link-2",
+            T0,
+            T0 + DAY_MS,
+        ))
+        .await
+        .expect("link");
     assert_eq!(
         e.delete_visitor(&visitor(1)).await.expect("delete"),
         2,
@@ -174,24 +175,24 @@ pub async fn cleanup_is_bounded(fresh: impl Fresh<Vec<VisitorId>, Store: Evidenc
             .subject(alice.clone())
             .build()
             .expect("valid");
-        e.record(&input, T0 + n).await.expect("record");
+        e.at(T0 + n).record(&input).await.expect("record");
     }
     let fresh = event("x-fresh", EventType::LoginAttempt)
         .subject(alice.clone())
         .build()
         .expect("valid");
-    e.record(&fresh, T0 + DAY_MS).await.expect("record");
+    e.at(T0 + DAY_MS).record(&fresh).await.expect("record");
     let ending = link_input(&alice, &visitor(1), "x-link", T0, T0 + 10);
-    e.link(&ending, T0).await.expect("link");
+    e.at(T0).link(&ending).await.expect("link");
     let lasting = link_input(&alice, &visitor(2), "x-link-2", T0, T0 + 3 * DAY_MS);
-    e.link(&lasting, T0).await.expect("link");
+    e.at(T0).link(&lasting).await.expect("link");
 
     // Retention is one day for both: events expire at T0 + n + 1 day; the first link retires at T0 + 10 and
     // goes one day later.
     let now = T0 + DAY_MS + 10;
     let mut deleted = Vec::new();
     for _ in 0..4 {
-        let report = e.cleanup(2, now).await.expect("cleanup");
+        let report = e.at(now).cleanup(2).await.expect("cleanup");
         deleted.push((report.events_deleted, report.links_deleted));
     }
     assert_eq!(
@@ -209,30 +210,32 @@ pub async fn cleanup_is_bounded(fresh: impl Fresh<Vec<VisitorId>, Store: Evidenc
     assert_eq!(e.list(&alice, 20).await.expect("list").len(), 1);
     for bad in [0, 1001] {
         assert!(
-            matches!(e.cleanup(bad, now).await, Err(EvidenceError::Invalid(ref err)) if err.field == "batch"),
+            matches!(e.at(now).cleanup(bad).await, Err(EvidenceError::Invalid(ref err)) if err.field == "batch"),
             "cleanup_is_bounded: batch {bad}"
         );
     }
-    assert!(e.cleanup(1000, now).await.is_ok());
+    assert!(e.at(now).cleanup(1000).await.is_ok());
 }
 
 /// Case: Subject kinds do not change.
 pub async fn subject_kinds_do_not_change(fresh: impl Fresh<Vec<VisitorId>, Store: EvidenceStore>) {
     let e = evidence(fresh.store(visitors()).await, defaults());
     let agent = subject(&e, 7);
-    e.register_subject(&agent, SubjectKind::Agent, T0)
+    e.at(T0)
+        .register_subject(&agent, SubjectKind::Agent)
         .await
         .expect("register");
-    e.register_subject(&agent, SubjectKind::Agent, T0 + 1)
+    e.at(T0 + 1)
+        .register_subject(&agent, SubjectKind::Agent)
         .await
         .expect("same kind again");
     let input = event("k-agent", EventType::SensitiveAction)
         .actor(agent.clone())
         .build()
         .expect("valid");
-    assert!(e.record(&input, T0).await.expect("record").recorded);
+    assert!(e.at(T0).record(&input).await.expect("record").recorded);
     assert_eq!(
-        e.register_subject(&agent, SubjectKind::Person, T0).await,
+        e.at(T0).register_subject(&agent, SubjectKind::Person).await,
         Err(EvidenceError::SubjectKindConflict),
         "subject_kinds_do_not_change: agent to person"
     );
@@ -242,13 +245,14 @@ pub async fn subject_kinds_do_not_change(fresh: impl Fresh<Vec<VisitorId>, Store
         .subject(person.clone())
         .build()
         .expect("valid");
-    e.record(&input, T0).await.expect("record");
+    e.at(T0).record(&input).await.expect("record");
     assert_eq!(
-        e.register_subject(&person, SubjectKind::Agent, T0).await,
+        e.at(T0).register_subject(&person, SubjectKind::Agent).await,
         Err(EvidenceError::SubjectKindConflict),
         "subject_kinds_do_not_change: implicit person"
     );
-    e.register_subject(&person, SubjectKind::Person, T0)
+    e.at(T0)
+        .register_subject(&person, SubjectKind::Person)
         .await
         .expect("person stays person");
 }

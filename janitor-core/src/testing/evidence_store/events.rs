@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::config::DAY_MS;
+use crate::Clock;
 
 /// Case: Recording is idempotent.
 pub async fn recording_is_idempotent(fresh: impl Fresh<Vec<VisitorId>, Store: EvidenceStore>) {
@@ -14,9 +15,9 @@ pub async fn recording_is_idempotent(fresh: impl Fresh<Vec<VisitorId>, Store: Ev
         .visitor(visitor(1))
         .build()
         .expect("valid");
-    let first = e.record(&input, T0).await.expect("record");
+    let first = e.at(T0).record(&input).await.expect("record");
     assert!(first.recorded, "recording_is_idempotent: first");
-    let again = e.record(&input, T0 + 1000).await.expect("repeat");
+    let again = e.at(T0 + 1000).record(&input).await.expect("repeat");
     assert!(!again.recorded, "recording_is_idempotent: repeat");
     // The id is trimmed before it is labelled: padding is the same event.
     let padded = event("  evt-1\t", EventType::LoginFailure)
@@ -27,7 +28,11 @@ pub async fn recording_is_idempotent(fresh: impl Fresh<Vec<VisitorId>, Store: Ev
         .build()
         .expect("valid");
     assert!(
-        !e.record(&padded, T0 + 2000).await.expect("repeat").recorded,
+        !e.at(T0 + 2000)
+            .record(&padded)
+            .await
+            .expect("repeat")
+            .recorded,
         "recording_is_idempotent: trimmed repeat"
     );
     let changes = [
@@ -56,7 +61,10 @@ pub async fn recording_is_idempotent(fresh: impl Fresh<Vec<VisitorId>, Store: Ev
             .visitor(visitor(1)),
     ];
     for (n, change) in changes.into_iter().enumerate() {
-        let result = e.record(&change.build().expect("valid"), T0 + 3000).await;
+        let result = e
+            .at(T0 + 3000)
+            .record(&change.build().expect("valid"))
+            .await;
         assert_eq!(
             result,
             Err(EvidenceError::IdempotencyConflict),
@@ -85,7 +93,7 @@ pub async fn velocity_counts_the_window(fresh: impl Fresh<Vec<VisitorId>, Store:
             .subject(alice.clone())
             .build()
             .expect("valid");
-        e.record(&input, at).await.expect("record");
+        e.at(at).record(&input).await.expect("record");
     }
     let summary = count(
         &e,
@@ -118,7 +126,7 @@ pub async fn velocity_counts_the_window(fresh: impl Fresh<Vec<VisitorId>, Store:
     assert!(nobody.counts.is_empty());
     for bad in [999, 86_400_001] {
         let query = VelocityQuery::new(ActivityKey::Subject(alice.clone())).window_ms(bad);
-        match e.velocity(&query, now).await {
+        match e.at(now).velocity(&query).await {
             Err(EvidenceError::Invalid(err)) => assert_eq!(err.field, "windowMs"),
             other => panic!("velocity_counts_the_window: window {bad} gave {other:?}"),
         }
@@ -151,7 +159,8 @@ pub async fn velocity_reads_each_key_and_action(
         event("k-5", EventType::RecoveryRequested).session("sess-b"),
     ];
     for (n, input) in inputs.into_iter().enumerate() {
-        e.record(&input.build().expect("valid"), T0 + n as i64)
+        e.at(T0 + n as i64)
+            .record(&input.build().expect("valid"))
             .await
             .expect("record");
     }
@@ -223,7 +232,8 @@ pub async fn velocity_reads_each_key_and_action(
     .await;
     assert_eq!(of(other), vec![(EventType::RecoveryRequested, 1)]);
     let blank = e
-        .velocity(&VelocityQuery::new(ActivityKey::Session("  ".into())), now)
+        .at(now)
+        .velocity(&VelocityQuery::new(ActivityKey::Session("  ".into())))
         .await;
     assert!(matches!(blank, Err(EvidenceError::Invalid(ref err)) if err.field == "sessionId"));
 }
@@ -246,7 +256,7 @@ pub async fn velocity_saturates_newest_first(
             .subject(alice.clone())
             .build()
             .expect("valid");
-        e.record(&input, T0 + n as i64).await.expect("record");
+        e.at(T0 + n as i64).record(&input).await.expect("record");
     }
     let query = VelocityQuery::new(ActivityKey::Subject(alice.clone()));
     let summary = count(&e, query.clone(), T0 + 10).await;
@@ -272,7 +282,8 @@ pub async fn velocity_saturates_newest_first(
         .max_events_per_query(1)
         .build()
         .expect("valid");
-    let one = Evidence::new(e.store().clone(), label_key("suite"), config);
+    let one =
+        Evidence::new(e.store().clone(), label_key("suite"), config).with_clock(Clock::manual(0));
     let mut labelled = Vec::new();
     for (id, event_type) in [
         ("tie-a", EventType::LoginSuccess),
@@ -283,7 +294,7 @@ pub async fn velocity_saturates_newest_first(
             .build()
             .expect("valid");
         labelled.push((one.event_record(&input, T0).id, event_type));
-        one.record(&input, T0).await.expect("record");
+        one.at(T0).record(&input).await.expect("record");
     }
     labelled.sort();
     let newest = labelled.last().map(|(_, t)| *t).expect("two events");
@@ -308,7 +319,7 @@ pub async fn expired_events_do_not_count(fresh: impl Fresh<Vec<VisitorId>, Store
         .subject(alice.clone())
         .build()
         .expect("valid");
-    e.record(&input, T0).await.expect("record");
+    e.at(T0).record(&input).await.expect("record");
     let query = VelocityQuery::new(ActivityKey::Subject(alice)).window_ms(DAY_MS);
     let before = count(&e, query.clone(), T0 + DAY_MS - 1).await;
     assert_eq!(
@@ -325,18 +336,19 @@ pub async fn namespaces_are_isolated(
     fresh: impl Fresh<Vec<VisitorId>, Store: EvidenceStore + Clone>,
 ) {
     let store = fresh.store(visitors()).await;
-    let a = Evidence::new(store.clone(), label_key("tenant-a"), defaults());
-    let b = Evidence::new(store, label_key("tenant-b"), defaults());
+    let a = Evidence::new(store.clone(), label_key("tenant-a"), defaults())
+        .with_clock(Clock::manual(0));
+    let b = Evidence::new(store, label_key("tenant-b"), defaults()).with_clock(Clock::manual(0));
     assert_ne!(a.scope(), b.scope(), "namespaces_are_isolated: scopes");
     let shared = subject(&a, 1);
     let input = event("same-id", EventType::LoginFailure)
         .subject(shared.clone())
         .build()
         .expect("valid");
-    assert!(a.record(&input, T0).await.expect("record").recorded);
+    assert!(a.at(T0).record(&input).await.expect("record").recorded);
     // The same application id in another namespace is another event.
-    assert!(b.record(&input, T0).await.expect("record").recorded);
-    assert!(!b.record(&input, T0).await.expect("record").recorded);
+    assert!(b.at(T0).record(&input).await.expect("record").recorded);
+    assert!(!b.at(T0).record(&input).await.expect("record").recorded);
     let query = VelocityQuery::new(ActivityKey::Subject(shared.clone()));
     assert_eq!(count(&a, query.clone(), T0).await.total, 1);
     assert_eq!(count(&b, query.clone(), T0).await.total, 1);

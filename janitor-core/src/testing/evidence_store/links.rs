@@ -56,7 +56,7 @@ pub async fn links_check_their_times(fresh: impl Fresh<Vec<VisitorId>, Store: Ev
     ];
     for (id, verified_at, expires_at, refused) in cases {
         let input = link_input(&alice, &visitor(1), id, verified_at, expires_at);
-        match (e.link(&input, now).await, refused) {
+        match (e.at(now).link(&input).await, refused) {
             (Ok(link), None) => {
                 assert_eq!(link.expires_at, expires_at, "links_check_their_times: {id}");
                 assert_eq!(link.created_at, now);
@@ -77,14 +77,14 @@ pub async fn links_are_idempotent_per_verification(
     let e = evidence(fresh.store(visitors()).await, defaults());
     let alice = subject(&e, 1);
     let input = link_input(&alice, &visitor(1), "proof-1", T0, T0 + DAY_MS);
-    let link = e.link(&input, T0).await.expect("link");
+    let link = e.at(T0).link(&input).await.expect("link");
     assert!(link.id.as_str().starts_with("dev_"));
     assert_eq!(&link.id.as_str()[4..], &link.verification.event_id[4..]);
     assert!(link.verification.event_id.starts_with("sub_"));
     assert_eq!(link.verification.issuer, "auth");
     assert_eq!(link.revocation, None);
     // The same verification again, later: the stored link comes back unchanged.
-    let again = e.link(&input, T0 + 1_000).await.expect("repeat");
+    let again = e.at(T0 + 1_000).link(&input).await.expect("repeat");
     assert_eq!(again, link, "links_are_idempotent_per_verification: repeat");
     // The same verification for another browser, subject, method or time is refused.
     let mut other_visitor = input.clone();
@@ -102,7 +102,7 @@ pub async fn links_are_idempotent_per_verification(
         ("expiry", other_expiry),
     ] {
         assert_eq!(
-            e.link(&reuse, T0).await,
+            e.at(T0).link(&reuse).await,
             Err(EvidenceError::VerificationReused),
             "links_are_idempotent_per_verification: {what}"
         );
@@ -110,7 +110,7 @@ pub async fn links_are_idempotent_per_verification(
     // Another issuer's event with the same id is another verification.
     let mut other_issuer = input.clone();
     other_issuer.verification.issuer = "sso".into();
-    let second = e.link(&other_issuer, T0).await.expect("link");
+    let second = e.at(T0).link(&other_issuer).await.expect("link");
     assert_ne!(second.id, link.id);
 }
 
@@ -124,13 +124,14 @@ pub async fn assessment_reasons_in_order(fresh: impl Fresh<Vec<VisitorId>, Store
         DeviceAssessment::VerifiedAssociation { .. } => None,
     };
     let link = e
-        .link(&link_input(&alice, &visitor(1), "a-1", T0, T0 + 1_000), T0)
+        .at(T0)
+        .link(&link_input(&alice, &visitor(1), "a-1", T0, T0 + 1_000))
         .await
         .expect("link");
     let unknown = LinkId::parse(&format!("dev_{}", "0".repeat(64))).expect("well formed");
     let assess = |id: LinkId, s: SubjectId, v: VisitorId, now: i64| {
         let e = &e;
-        async move { e.assess(&id, &s, &v, now).await.expect("assess") }
+        async move { e.at(now).assess(&id, &s, &v).await.expect("assess") }
     };
     assert_eq!(
         reason(assess(unknown, alice.clone(), visitor(1), T0).await),
@@ -165,7 +166,8 @@ pub async fn assessment_reasons_in_order(fresh: impl Fresh<Vec<VisitorId>, Store
         event_id: "logout-1".into(),
     };
     assert!(e
-        .revoke(&link.id, &revocation, T0 + 10)
+        .at(T0 + 10)
+        .revoke(&link.id, &revocation)
         .await
         .expect("revoke"));
     assert_eq!(
@@ -194,10 +196,10 @@ pub async fn listing_is_newest_first_and_bounded(
             T0,
             T0 + DAY_MS,
         );
-        made.push(e.link(&input, T0 + n as i64).await.expect("link").id);
+        made.push(e.at(T0 + n as i64).link(&input).await.expect("link").id);
     }
     let other = link_input(&subject(&e, 2), &visitor(3), "l-other", T0, T0 + DAY_MS);
-    e.link(&other, T0).await.expect("link");
+    e.at(T0).link(&other).await.expect("link");
     let listed: Vec<LinkId> = e
         .list(&alice, 20)
         .await
@@ -225,10 +227,14 @@ pub async fn revocation_happens_once(fresh: impl Fresh<Vec<VisitorId>, Store: Ev
     let e = evidence(fresh.store(visitors()).await, short());
     let alice = subject(&e, 1);
     let link = e
-        .link(
-            &link_input(&alice, &visitor(1), "r-1", T0, T0 + 30 * DAY_MS),
+        .at(T0)
+        .link(&link_input(
+            &alice,
+            &visitor(1),
+            "r-1",
             T0,
-        )
+            T0 + 30 * DAY_MS,
+        ))
         .await
         .expect("link");
     let first = RevocationInput {
@@ -236,14 +242,21 @@ pub async fn revocation_happens_once(fresh: impl Fresh<Vec<VisitorId>, Store: Ev
         issuer: " auth ".into(),
         event_id: "rev-1".into(),
     };
-    assert!(e.revoke(&link.id, &first, T0 + 100).await.expect("revoke"));
+    assert!(e
+        .at(T0 + 100)
+        .revoke(&link.id, &first)
+        .await
+        .expect("revoke"));
     let second = RevocationInput {
         reason: RevocationReason::Logout,
         issuer: "auth".into(),
         event_id: "rev-2".into(),
     };
     assert!(
-        !e.revoke(&link.id, &second, T0 + 200).await.expect("revoke"),
+        !e.at(T0 + 200)
+            .revoke(&link.id, &second)
+            .await
+            .expect("revoke"),
         "revocation_happens_once: second revocation changes nothing"
     );
     let stored = e.list(&alice, 20).await.expect("list").remove(0);
@@ -253,27 +266,28 @@ pub async fn revocation_happens_once(fresh: impl Fresh<Vec<VisitorId>, Store: Ev
     assert_eq!(revocation.issuer, "auth");
     assert!(revocation.event_id.starts_with("sub_") && revocation.event_id.len() == 68);
     let missing = LinkId::parse(&format!("dev_{}", "1".repeat(64))).expect("well formed");
-    assert!(!e.revoke(&missing, &second, T0).await.expect("revoke"));
+    assert!(!e.at(T0).revoke(&missing, &second).await.expect("revoke"));
     let bad = RevocationInput {
         reason: RevocationReason::Logout,
         issuer: " ".into(),
         event_id: "x".into(),
     };
     assert!(matches!(
-        e.revoke(&link.id, &bad, T0).await,
+        e.at(T0).revoke(&link.id, &bad).await,
         Err(EvidenceError::Invalid(ref err)) if err.field == "issuer"
     ));
     // Revoking pulled retirement to the revocation: link retention (one day) counts from there, not from the
     // link's end 30 days later.
     let kept = e
-        .cleanup(100, T0 + 100 + DAY_MS - 1)
+        .at(T0 + 100 + DAY_MS - 1)
+        .cleanup(100)
         .await
         .expect("cleanup");
     assert_eq!(
         kept.links_deleted, 0,
         "revocation_happens_once: within retention"
     );
-    let gone = e.cleanup(100, T0 + 100 + DAY_MS).await.expect("cleanup");
+    let gone = e.at(T0 + 100 + DAY_MS).cleanup(100).await.expect("cleanup");
     assert_eq!(
         gone.links_deleted, 1,
         "revocation_happens_once: retired a day ago"

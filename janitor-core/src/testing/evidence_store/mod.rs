@@ -16,6 +16,7 @@ use super::Fresh;
 pub use super::{label_key, visitor, T0};
 use crate::evidence::*;
 use crate::visitor::VisitorId;
+use crate::Clock;
 
 /// The browsers every case may use; the factory must make them exist.
 pub fn visitors() -> Vec<VisitorId> {
@@ -23,7 +24,7 @@ pub fn visitors() -> Vec<VisitorId> {
 }
 
 fn evidence<S: EvidenceStore>(store: S, config: EvidenceConfig) -> Evidence<S> {
-    Evidence::new(store, label_key("suite"), config)
+    Evidence::new(store, label_key("suite"), config).with_clock(Clock::manual(0))
 }
 
 fn defaults() -> EvidenceConfig {
@@ -63,7 +64,8 @@ async fn record_all<S: EvidenceStore>(
     at: i64,
 ) {
     for input in inputs {
-        e.record(&input.build().expect("valid"), at)
+        e.at(at)
+            .record(&input.build().expect("valid"))
             .await
             .expect("record");
     }
@@ -74,7 +76,7 @@ async fn count<S: EvidenceStore>(
     query: VelocityQuery,
     now: i64,
 ) -> ActivitySummary {
-    e.velocity(&query, now).await.expect("velocity")
+    e.at(now).velocity(&query).await.expect("velocity")
 }
 
 /// One `#[tokio::test]` per case of the [`EvidenceStore`] suite ([`crate::testing`] shows the forms).

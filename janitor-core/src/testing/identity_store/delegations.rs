@@ -35,14 +35,15 @@ pub async fn delegation_expiry_bounds(fresh: impl Fresh<(), Store: IdentityStore
         (T0 + 30 * DAY, true),
         (T0 + 30 * DAY + 1, false),
     ] {
-        let outcome = d.create_delegation(&grant(&s[0], &s[1], at), T0).await;
+        let outcome = d.at(T0).create_delegation(&grant(&s[0], &s[1], at)).await;
         match ok {
             true => assert_eq!(outcome.expect("in range").expires_at, at),
             false => invalid_at(outcome, "expiresAt"),
         }
     }
     let made = d
-        .create_delegation(&grant(&s[0], &s[1], T0 + DAY), T0)
+        .at(T0)
+        .create_delegation(&grant(&s[0], &s[1], T0 + DAY))
         .await
         .expect("ok");
     assert!(DelegationId::parse(made.id.as_str()).is_some());
@@ -68,11 +69,12 @@ pub async fn delegation_scope_bounds(fresh: impl Fresh<(), Store: IdentityStore>
     };
     let numbered = |n: usize| (0..n).map(|i| format!("scope-{i:02}")).collect::<Vec<_>>();
     invalid_at(
-        d.create_delegation(&with_scopes(vec![]), T0).await,
+        d.at(T0).create_delegation(&with_scopes(vec![])).await,
         "scopes",
     );
     assert_eq!(
-        d.create_delegation(&with_scopes(numbered(1)), T0)
+        d.at(T0)
+            .create_delegation(&with_scopes(numbered(1)))
             .await
             .expect("1")
             .scopes
@@ -80,7 +82,8 @@ pub async fn delegation_scope_bounds(fresh: impl Fresh<(), Store: IdentityStore>
         1
     );
     assert_eq!(
-        d.create_delegation(&with_scopes(numbered(32)), T0)
+        d.at(T0)
+            .create_delegation(&with_scopes(numbered(32)))
             .await
             .expect("32")
             .scopes
@@ -88,28 +91,33 @@ pub async fn delegation_scope_bounds(fresh: impl Fresh<(), Store: IdentityStore>
         32
     );
     invalid_at(
-        d.create_delegation(&with_scopes(numbered(33)), T0).await,
+        d.at(T0).create_delegation(&with_scopes(numbered(33))).await,
         "scopes",
     );
     assert!(d
-        .create_delegation(&with_scopes(vec!["s".repeat(256)]), T0)
+        .at(T0)
+        .create_delegation(&with_scopes(vec!["s".repeat(256)]))
         .await
         .is_ok());
     invalid_at(
-        d.create_delegation(&with_scopes(vec!["s".repeat(257)]), T0)
+        d.at(T0)
+            .create_delegation(&with_scopes(vec!["s".repeat(257)]))
             .await,
         "scopes[0]",
     );
     invalid_at(
-        d.create_delegation(&with_scopes(vec!["a".into(), " ".into()]), T0)
+        d.at(T0)
+            .create_delegation(&with_scopes(vec!["a".into(), " ".into()]))
             .await,
         "scopes[1]",
     );
     let tidy = d
-        .create_delegation(
-            &with_scopes(vec![" write".into(), "read ".into(), "write".into()]),
-            T0,
-        )
+        .at(T0)
+        .create_delegation(&with_scopes(vec![
+            " write".into(),
+            "read ".into(),
+            "write".into(),
+        ]))
         .await
         .expect("ok");
     assert_eq!(tidy.scopes, ["read", "write"]);
@@ -124,15 +132,16 @@ pub async fn delegation_audience_bounds(fresh: impl Fresh<(), Store: IdentitySto
         ..grant(&s[0], &s[1], T0 + DAY)
     };
     invalid_at(
-        d.create_delegation(&audience(" ".into()), T0).await,
+        d.at(T0).create_delegation(&audience(" ".into())).await,
         "audience",
     );
     assert!(d
-        .create_delegation(&audience("a".repeat(256)), T0)
+        .at(T0)
+        .create_delegation(&audience("a".repeat(256)))
         .await
         .is_ok());
     invalid_at(
-        d.create_delegation(&audience("a".repeat(257)), T0).await,
+        d.at(T0).create_delegation(&audience("a".repeat(257))).await,
         "audience",
     );
 }
@@ -143,17 +152,20 @@ pub async fn delegations_need_two_known_subjects(fresh: impl Fresh<(), Store: Id
     let s = cast(&d).await;
     let ghost = account(&d, 9);
     assert_eq!(
-        d.create_delegation(&grant(&s[0], &s[0], T0 + DAY), T0)
+        d.at(T0)
+            .create_delegation(&grant(&s[0], &s[0], T0 + DAY))
             .await,
         Err(DirectoryError::SelfDelegation)
     );
     assert_eq!(
-        d.create_delegation(&grant(&ghost, &s[1], T0 + DAY), T0)
+        d.at(T0)
+            .create_delegation(&grant(&ghost, &s[1], T0 + DAY))
             .await,
         Err(DirectoryError::UnknownSubject { field: "principal" })
     );
     assert_eq!(
-        d.create_delegation(&grant(&s[0], &ghost, T0 + DAY), T0)
+        d.at(T0)
+            .create_delegation(&grant(&s[0], &ghost, T0 + DAY))
             .await,
         Err(DirectoryError::UnknownSubject { field: "actor" })
     );
@@ -164,14 +176,20 @@ pub async fn revocation_counts_once(fresh: impl Fresh<(), Store: IdentityStore>)
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
     let made = d
-        .create_delegation(&grant(&s[0], &s[1], T0 + DAY), T0)
+        .at(T0)
+        .create_delegation(&grant(&s[0], &s[1], T0 + DAY))
         .await
         .expect("ok");
     assert!(d
-        .revoke_delegation(&made.id, T0 + 10)
+        .at(T0 + 10)
+        .revoke_delegation(&made.id)
         .await
         .expect("revoke"));
-    assert!(!d.revoke_delegation(&made.id, T0 + 20).await.expect("again"));
+    assert!(!d
+        .at(T0 + 20)
+        .revoke_delegation(&made.id)
+        .await
+        .expect("again"));
     let stored = d
         .delegation(&made.id)
         .await
@@ -183,7 +201,8 @@ pub async fn revocation_counts_once(fresh: impl Fresh<(), Store: IdentityStore>)
         json!(T0 + 10)
     );
     assert!(!d
-        .revoke_delegation(&DelegationId::generate(), T0)
+        .at(T0)
+        .revoke_delegation(&DelegationId::generate())
         .await
         .expect("unknown"));
 }
@@ -203,7 +222,7 @@ async fn reason<S: IdentityStore>(
     c: &AssessmentContext,
     now: i64,
 ) -> Option<InvalidDelegationReason> {
-    match d.assess(c, now).await.expect("assess").delegation {
+    match d.at(now).assess(c).await.expect("assess").delegation {
         DelegationAttribution::Invalid { reason, .. } => Some(reason),
         DelegationAttribution::Valid { .. } => None,
         DelegationAttribution::None => panic!("a grant was presented"),
@@ -218,7 +237,8 @@ pub async fn assessment_reasons_in_order(fresh: impl Fresh<(), Store: IdentitySt
     let ghost = account(&d, 9);
     let end = T0 + DAY;
     let g = d
-        .create_delegation(&grant(&s[0], &s[1], end), T0)
+        .at(T0)
+        .create_delegation(&grant(&s[0], &s[1], end))
         .await
         .expect("ok")
         .id;
@@ -263,7 +283,8 @@ pub async fn earlier_reasons_win(fresh: impl Fresh<(), Store: IdentityStore>) {
     let s = cast(&d).await;
     let end = T0 + DAY;
     let g = d
-        .create_delegation(&grant(&s[0], &s[1], end), T0)
+        .at(T0)
+        .create_delegation(&grant(&s[0], &s[1], end))
         .await
         .expect("ok")
         .id;
@@ -273,7 +294,7 @@ pub async fn earlier_reasons_win(fresh: impl Fresh<(), Store: IdentityStore>) {
         reason(&d, &context(&s[0], &s[2], &g), end).await,
         Some(Expired)
     );
-    assert!(d.revoke_delegation(&g, T0 + 1).await.expect("revoke"));
+    assert!(d.at(T0 + 1).revoke_delegation(&g).await.expect("revoke"));
     assert_eq!(
         reason(&d, &context(&s[2], &s[2], &g), end).await,
         Some(Revoked)
@@ -282,13 +303,13 @@ pub async fn earlier_reasons_win(fresh: impl Fresh<(), Store: IdentityStore>) {
         required_scopes: vec!["x".into(); 33],
         ..ok.clone()
     };
-    invalid_at(d.assess(&too_many, T0).await, "requiredScopes");
+    invalid_at(d.at(T0).assess(&too_many).await, "requiredScopes");
     let full = AssessmentContext {
         required_scopes: vec!["x".into(); 32],
         ..ok
     };
     assert!(
-        d.assess(&full, T0).await.is_ok(),
+        d.at(T0).assess(&full).await.is_ok(),
         "32 required scopes are allowed"
     );
 }
@@ -299,7 +320,8 @@ pub async fn assessment_without_a_grant(fresh: impl Fresh<(), Store: IdentitySto
     let s = cast(&d).await;
     let ghost = account(&d, 9);
     let alone = d
-        .assess(&AssessmentContext::new(ghost), T0)
+        .at(T0)
+        .assess(&AssessmentContext::new(ghost))
         .await
         .expect("assess");
     assert_eq!(
@@ -308,12 +330,14 @@ pub async fn assessment_without_a_grant(fresh: impl Fresh<(), Store: IdentitySto
                "delegation": {"status": "none"}})
     );
     let g = d
-        .create_delegation(&grant(&s[0], &s[1], T0 + DAY), T0)
+        .at(T0)
+        .create_delegation(&grant(&s[0], &s[1], T0 + DAY))
         .await
         .expect("ok")
         .id;
     let valid = d
-        .assess(&context(&s[0], &s[1], &g), T0)
+        .at(T0)
+        .assess(&context(&s[0], &s[1], &g))
         .await
         .expect("assess");
     assert_eq!(
@@ -324,7 +348,8 @@ pub async fn assessment_without_a_grant(fresh: impl Fresh<(), Store: IdentitySto
                               "expiresAt": T0 + DAY}})
     );
     let late = d
-        .assess(&context(&s[0], &s[1], &g), T0 + DAY)
+        .at(T0 + DAY)
+        .assess(&context(&s[0], &s[1], &g))
         .await
         .expect("assess");
     assert_eq!(
@@ -338,13 +363,15 @@ pub async fn deletion_cascades(fresh: impl Fresh<(), Store: IdentityStore>) {
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
     let key = email("agent@example.com");
-    d.add_verified_key(&s[1], &key, T0).await.expect("add");
+    d.at(T0).add_verified_key(&s[1], &key).await.expect("add");
     let as_actor = d
-        .create_delegation(&grant(&s[0], &s[1], T0 + DAY), T0)
+        .at(T0)
+        .create_delegation(&grant(&s[0], &s[1], T0 + DAY))
         .await
         .expect("ok");
     let other = d
-        .create_delegation(&grant(&s[0], &s[2], T0 + DAY), T0)
+        .at(T0)
+        .create_delegation(&grant(&s[0], &s[2], T0 + DAY))
         .await
         .expect("ok");
     assert!(d.delete_subject(&s[1]).await.expect("delete"));
@@ -370,11 +397,13 @@ pub async fn deletion_cascades(fresh: impl Fresh<(), Store: IdentityStore>) {
 pub async fn forget_user_erases_the_account(fresh: impl Fresh<(), Store: IdentityStore>) {
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
-    d.add_verified_key(&s[0], &email("me@example.com"), T0)
+    d.at(T0)
+        .add_verified_key(&s[0], &email("me@example.com"))
         .await
         .expect("add");
     let g = d
-        .create_delegation(&grant(&s[0], &s[1], T0 + DAY), T0)
+        .at(T0)
+        .create_delegation(&grant(&s[0], &s[1], T0 + DAY))
         .await
         .expect("ok");
     assert!(d.forget_user("account-1").await.expect("forget"));
@@ -402,20 +431,25 @@ pub async fn cleanup_removes_ended_grants(fresh: impl Fresh<(), Store: IdentityS
     let mut ids = Vec::new();
     for end in [T0 + 10, T0 + 20, T0 + 30] {
         ids.push(
-            d.create_delegation(&grant(&s[0], &s[1], end), T0)
+            d.at(T0)
+                .create_delegation(&grant(&s[0], &s[1], end))
                 .await
                 .expect("ok")
                 .id,
         );
     }
-    assert_eq!(d.cleanup(100, T0 + 9).await.expect("cleanup"), 0);
-    assert_eq!(d.cleanup(1, T0 + 20).await.expect("cleanup"), 1, "bounded");
+    assert_eq!(d.at(T0 + 9).cleanup(100).await.expect("cleanup"), 0);
+    assert_eq!(
+        d.at(T0 + 20).cleanup(1).await.expect("cleanup"),
+        1,
+        "bounded"
+    );
     assert!(
         d.delegation(&ids[0]).await.expect("read").is_none(),
         "earliest first"
     );
     assert_eq!(
-        d.cleanup(0, T0 + 20).await.expect("cleanup"),
+        d.at(T0 + 20).cleanup(0).await.expect("cleanup"),
         1,
         "batch 0 counts as 1"
     );

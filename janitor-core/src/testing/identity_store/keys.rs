@@ -8,10 +8,12 @@ pub async fn subjects_keep_their_kind(fresh: impl Fresh<(), Store: IdentityStore
     let d = directory(fresh.store(()).await);
     let ann = account(&d, 1);
     assert!(d.subject(&ann).await.expect("read").is_none());
-    d.put_subject(&ann, SubjectKind::Person, T0)
+    d.at(T0)
+        .put_subject(&ann, SubjectKind::Person)
         .await
         .expect("new");
-    d.put_subject(&ann, SubjectKind::Person, T0 + 5)
+    d.at(T0 + 5)
+        .put_subject(&ann, SubjectKind::Person)
         .await
         .expect("refresh");
     let record = d.subject(&ann).await.expect("read").expect("present");
@@ -20,7 +22,7 @@ pub async fn subjects_keep_their_kind(fresh: impl Fresh<(), Store: IdentityStore
         (SubjectKind::Person, T0 + 5)
     );
     assert_eq!(
-        d.put_subject(&ann, SubjectKind::Agent, T0 + 9).await,
+        d.at(T0 + 9).put_subject(&ann, SubjectKind::Agent).await,
         Err(DirectoryError::KindConflict)
     );
     let record = d.subject(&ann).await.expect("read").expect("present");
@@ -57,17 +59,20 @@ pub async fn keys_belong_to_one_subject(fresh: impl Fresh<(), Store: IdentitySto
     let s = register(&d, &[(1, SubjectKind::Person), (2, SubjectKind::Person)]).await;
     let ghost = account(&d, 9);
     assert_eq!(
-        d.add_verified_key(&ghost, &email("g@example.com"), T0)
+        d.at(T0)
+            .add_verified_key(&ghost, &email("g@example.com"))
             .await,
         Err(DirectoryError::UnknownSubject { field: "subject" })
     );
     let first = d
-        .add_verified_key(&s[0], &email(" Ann@Example.com "), T0)
+        .at(T0)
+        .add_verified_key(&s[0], &email(" Ann@Example.com "))
         .await
         .expect("add");
     assert_eq!((first.issuer.as_str(), first.verified_at), ("app", T0));
     let again = d
-        .add_verified_key(&s[0], &email("Ann@EXAMPLE.COM"), T0 + 7)
+        .at(T0 + 7)
+        .add_verified_key(&s[0], &email("Ann@EXAMPLE.COM"))
         .await
         .expect("same key, same subject");
     assert_eq!(
@@ -75,7 +80,8 @@ pub async fn keys_belong_to_one_subject(fresh: impl Fresh<(), Store: IdentitySto
         (first.digest.clone(), T0 + 7)
     );
     assert_eq!(
-        d.add_verified_key(&s[1], &email("Ann@example.com"), T0)
+        d.at(T0)
+            .add_verified_key(&s[1], &email("Ann@example.com"))
             .await,
         Err(DirectoryError::KeyClaimed)
     );
@@ -107,7 +113,7 @@ pub async fn concurrent_claims_have_one_winner(fresh: impl Fresh<(), Store: Iden
     let key = KeyInput::new(KeyType::PublicKey, "app", "SHA256:abcdef");
     let claims = subjects
         .iter()
-        .map(|s| d.add_verified_key(s, &key, T0))
+        .map(|s| d.at(T0).add_verified_key(s, &key))
         .collect();
     let outcomes = join_all(claims).await;
     let winners: Vec<&SubjectId> = outcomes
@@ -131,17 +137,21 @@ pub async fn concurrent_claims_have_one_winner(fresh: impl Fresh<(), Store: Iden
 pub async fn subjects_are_never_merged(fresh: impl Fresh<(), Store: IdentityStore>) {
     let d = directory(fresh.store(()).await);
     let s = register(&d, &[(1, SubjectKind::Person), (2, SubjectKind::Person)]).await;
-    d.add_verified_key(&s[0], &email("Pat@example.com"), T0)
+    d.at(T0)
+        .add_verified_key(&s[0], &email("Pat@example.com"))
         .await
         .expect("add");
-    d.add_verified_key(&s[1], &email("pat@example.com"), T0)
+    d.at(T0)
+        .add_verified_key(&s[1], &email("pat@example.com"))
         .await
         .expect("another address");
     let print = |issuer: &str| KeyInput::new(KeyType::PublicKey, issuer, "SHA256:same");
-    d.add_verified_key(&s[0], &print("idp-a"), T0)
+    d.at(T0)
+        .add_verified_key(&s[0], &print("idp-a"))
         .await
         .expect("add");
-    d.add_verified_key(&s[1], &print("idp-b"), T0)
+    d.at(T0)
+        .add_verified_key(&s[1], &print("idp-b"))
         .await
         .expect("another issuer, another key");
     assert_eq!(
@@ -180,7 +190,7 @@ pub async fn key_removal_is_per_subject(fresh: impl Fresh<(), Store: IdentitySto
     let d = directory(fresh.store(()).await);
     let s = register(&d, &[(1, SubjectKind::Person), (2, SubjectKind::Agent)]).await;
     let key = KeyInput::new(KeyType::External, "github", "12345");
-    d.add_verified_key(&s[0], &key, T0).await.expect("add");
+    d.at(T0).add_verified_key(&s[0], &key).await.expect("add");
     assert!(
         !d.remove_key(&s[1], &key).await.expect("remove"),
         "not its key"
@@ -195,7 +205,8 @@ pub async fn key_removal_is_per_subject(fresh: impl Fresh<(), Store: IdentitySto
         "gone already"
     );
     assert!(d.find_subject(&key).await.expect("find").is_none());
-    d.add_verified_key(&s[1], &key, T0)
+    d.at(T0)
+        .add_verified_key(&s[1], &key)
         .await
         .expect("free to claim now");
 }

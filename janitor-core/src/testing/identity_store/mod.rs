@@ -11,9 +11,10 @@ pub use keys::*;
 use super::Fresh;
 pub use super::{label_key, T0};
 use crate::directory::*;
+use crate::Clock;
 
 fn directory<S: IdentityStore>(store: S) -> IdentityDirectory<S> {
-    IdentityDirectory::new(store, label_key("suite"))
+    IdentityDirectory::new(store, label_key("suite")).with_clock(Clock::manual(0))
 }
 
 /// The subject of fixture account `n`.
@@ -30,7 +31,10 @@ async fn register<S: IdentityStore>(
     let mut subjects = Vec::new();
     for (n, kind) in accounts {
         let subject = account(d, *n);
-        d.put_subject(&subject, *kind, T0).await.expect("register");
+        d.at(T0)
+            .put_subject(&subject, *kind)
+            .await
+            .expect("register");
         subjects.push(subject);
     }
     subjects

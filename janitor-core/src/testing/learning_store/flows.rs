@@ -104,7 +104,7 @@ pub async fn sessions_have_a_fixed_lifetime<F: Fresh<(), Store = S>, S: Learning
         login: &Login::Anonymous,
         observation: &o,
     };
-    let (fresh_id, _, _) = set(learning.observe(edited, end).await.unwrap());
+    let (fresh_id, _, _) = set(learning.at(end).observe(edited).await.unwrap());
     assert_ne!(fresh_id, next);
 }
 
@@ -157,7 +157,7 @@ pub async fn a_verified_self_login_labels<F: Fresh<(), Store = S>, S: LearningSt
     )
     .await);
     assert_ne!(next, id);
-    let reports = learning.reports(100, T0 + 3).await.unwrap();
+    let reports = learning.at(T0 + 3).reports(100).await.unwrap();
     assert_eq!(reports.len(), 1);
     assert_eq!(reports[0].example.observation, before);
     assert_eq!(reports[0].example.subject_id, subject(1));
@@ -182,7 +182,7 @@ pub async fn other_logins_never_label<F: Fresh<(), Store = S>, S: LearningStore 
         .await
         .unwrap()
         .is_none());
-    assert!(learning.reports(100, T0 + 2).await.unwrap().is_empty());
+    assert!(learning.at(T0 + 2).reports(100).await.unwrap().is_empty());
 }
 
 /// The flow is the cookie's alone: a login without the learning cookie (a visitor id restored by similarity,
@@ -196,7 +196,7 @@ pub async fn no_cookie_no_label<F: Fresh<(), Store = S>, S: LearningStore + Clon
     assert_eq!(visit(&learning, None, None, &login, &o, T0 + 1).await, None);
     let row = store.session(learning.scope(), &id).await.unwrap().unwrap();
     assert_eq!(row.subject_id, None);
-    assert!(learning.reports(100, T0 + 2).await.unwrap().is_empty());
+    assert!(learning.at(T0 + 2).reports(100).await.unwrap().is_empty());
 }
 
 /// A flow confirmed for two different subjects is disputed, excluded from reports and removed by cleanup.
@@ -215,8 +215,8 @@ pub async fn conflicting_confirmations_dispute<
     let row = store.session(learning.scope(), &id).await.unwrap().unwrap();
     assert!(row.disputed);
     assert_eq!(row.subject_id, Some(subject(1)));
-    assert!(learning.reports(100, T0 + 3).await.unwrap().is_empty());
-    assert_eq!(learning.cleanup(T0 + 3).await.unwrap(), 1);
+    assert!(learning.at(T0 + 3).reports(100).await.unwrap().is_empty());
+    assert_eq!(learning.at(T0 + 3).cleanup().await.unwrap(), 1);
     assert!(store
         .session(learning.scope(), &id)
         .await
@@ -236,15 +236,18 @@ pub async fn twenty_confirmed_sessions_per_subject<
     let mut flows = Vec::new();
     for i in 0..21 {
         flows.push(labelled_flow(&learning, &o, &subject(1), T0 + i * 10).await);
-        let kept = learning.reports(100, T0 + 1_000).await.unwrap();
+        let kept = learning.at(T0 + 1_000).reports(100).await.unwrap();
         assert_eq!(kept.len(), (i as usize + 1).min(20));
     }
-    let kept = learning.reports(100, T0 + 1_000).await.unwrap();
+    let kept = learning.at(T0 + 1_000).reports(100).await.unwrap();
     assert!(kept.iter().all(|r| r.example.session_id != flows[0]));
     assert_eq!(kept[0].example.session_id, flows[20]);
     // Another subject's examples are not counted against the first one's.
     labelled_flow(&learning, &o, &subject(2), T0 + 500).await;
-    assert_eq!(learning.reports(100, T0 + 1_000).await.unwrap().len(), 21);
+    assert_eq!(
+        learning.at(T0 + 1_000).reports(100).await.unwrap().len(),
+        21
+    );
 }
 
 /// Reports take a limit of 1–100 and return only verified, undisputed examples, newest first.
@@ -256,13 +259,13 @@ pub async fn report_limits<F: Fresh<(), Store = S>, S: LearningStore + Clone>(fr
     }
     set(visit(&learning, None, None, &Login::Anonymous, &o, T0 + 50).await);
     for bad in [0, 101] {
-        match learning.reports(bad, T0 + 60).await {
+        match learning.at(T0 + 60).reports(bad).await {
             Err(LearningError::Config(e)) => assert_eq!(e.field, "limit"),
             other => panic!("limit {bad} gave {other:?}"),
         }
     }
-    assert_eq!(learning.reports(1, T0 + 60).await.unwrap().len(), 1);
-    let all = learning.reports(100, T0 + 60).await.unwrap();
+    assert_eq!(learning.at(T0 + 60).reports(1).await.unwrap().len(), 1);
+    let all = learning.at(T0 + 60).reports(100).await.unwrap();
     let subjects: Vec<_> = all.iter().map(|r| r.example.subject_id.clone()).collect();
     assert_eq!(subjects, vec![subject(2), subject(1), subject(0)]);
 }
@@ -275,8 +278,8 @@ pub async fn cleanup_retires_flows<F: Fresh<(), Store = S>, S: LearningStore + C
     let (open, _, _) = set(visit(&learning, None, None, &Login::Anonymous, &o, T0).await);
     let labelled = labelled_flow(&learning, &o, &subject(1), T0).await;
     let end = T0 + 30 * MINUTE;
-    assert_eq!(learning.cleanup(end - 1).await.unwrap(), 0);
-    assert_eq!(learning.cleanup(end).await.unwrap(), 1);
+    assert_eq!(learning.at(end - 1).cleanup().await.unwrap(), 0);
+    assert_eq!(learning.at(end).cleanup().await.unwrap(), 1);
     assert!(store
         .session(learning.scope(), &open)
         .await
@@ -284,17 +287,23 @@ pub async fn cleanup_retires_flows<F: Fresh<(), Store = S>, S: LearningStore + C
         .is_none());
     // The labelled example lives its 30 days from its snapshot.
     let retention = 30 * crate::config::DAY_MS;
-    assert_eq!(learning.cleanup(T0 + retention).await.unwrap(), 0);
+    assert_eq!(learning.at(T0 + retention).cleanup().await.unwrap(), 0);
     assert_eq!(
-        learning.reports(100, T0 + retention).await.unwrap().len(),
+        learning
+            .at(T0 + retention)
+            .reports(100)
+            .await
+            .unwrap()
+            .len(),
         1
     );
     assert!(learning
-        .reports(100, T0 + retention + 1)
+        .at(T0 + retention + 1)
+        .reports(100)
         .await
         .unwrap()
         .is_empty());
-    assert_eq!(learning.cleanup(T0 + retention + 1).await.unwrap(), 1);
+    assert_eq!(learning.at(T0 + retention + 1).cleanup().await.unwrap(), 1);
     assert!(store
         .session(learning.scope(), &labelled)
         .await
@@ -318,7 +327,7 @@ pub async fn erasure_by_session_and_subject<F: Fresh<(), Store = S>, S: Learning
     labelled_flow(&learning, &o, &subject(1), T0).await;
     labelled_flow(&learning, &o, &subject(2), T0).await;
     assert_eq!(learning.forget_subject(&subject(1)).await.unwrap(), 1);
-    let left = learning.reports(100, T0 + 10).await.unwrap();
+    let left = learning.at(T0 + 10).reports(100).await.unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].example.subject_id, subject(2));
 }
@@ -333,11 +342,12 @@ pub async fn scopes_stay_apart<F: Fresh<(), Store = S>, S: LearningStore + Clone
         collecting(CollectionPolicy::Application),
         None,
     )
-    .unwrap();
+    .unwrap()
+    .with_clock(crate::Clock::manual(0));
     assert_ne!(ours.scope(), theirs.scope());
     let o = snapshot("en-us", "Europe/Paris");
     let id = labelled_flow(&ours, &o, &subject(1), T0).await;
-    assert!(theirs.reports(100, T0 + 10).await.unwrap().is_empty());
+    assert!(theirs.at(T0 + 10).reports(100).await.unwrap().is_empty());
     assert!(!theirs.delete_session(id.as_str()).await.unwrap());
-    assert_eq!(ours.reports(100, T0 + 10).await.unwrap().len(), 1);
+    assert_eq!(ours.at(T0 + 10).reports(100).await.unwrap().len(), 1);
 }

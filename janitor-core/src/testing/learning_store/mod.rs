@@ -8,6 +8,7 @@ mod shadow;
 pub use flows::*;
 pub use shadow::*;
 
+use crate::Clock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -45,7 +46,9 @@ fn collecting(policy: CollectionPolicy) -> LearningConfig {
 }
 
 fn collector<S: LearningStore>(store: S, policy: CollectionPolicy) -> Learning<S> {
-    Learning::new(store, &label_key("suite"), collecting(policy), None).expect("collect mode")
+    Learning::new(store, &label_key("suite"), collecting(policy), None)
+        .expect("collect mode")
+        .with_clock(Clock::manual(0))
 }
 
 /// What a scripted predictor answers.
@@ -108,7 +111,9 @@ fn shadow<S: LearningStore>(store: S, predictor: Scripted) -> Learning<S, Script
         .collection(CollectionPolicy::Application)
         .build()
         .expect("valid");
-    Learning::new(store, &label_key("suite"), config, Some(predictor)).expect("shadow mode")
+    Learning::new(store, &label_key("suite"), config, Some(predictor))
+        .expect("shadow mode")
+        .with_clock(Clock::manual(0))
 }
 
 /// One request: the cookie, the consent, the login and the snapshot.
@@ -126,7 +131,7 @@ async fn visit<S: LearningStore, P: Predictor>(
         login,
         observation,
     };
-    learning.observe(visit, now_ms).await.expect("observe")
+    learning.at(now_ms).observe(visit).await.expect("observe")
 }
 
 /// The id of a cookie that is set, failing on any other outcome.

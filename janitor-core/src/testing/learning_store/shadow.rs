@@ -48,7 +48,7 @@ pub async fn shadow_records_a_valid_guess<F: Fresh<(), Store = S>, S: LearningSt
         T0 + 11,
     )
     .await;
-    let reports = learning.reports(100, T0 + 12).await.unwrap();
+    let reports = learning.at(T0 + 12).reports(100).await.unwrap();
     assert_eq!(reports[0].prediction, prediction);
     assert_eq!(reports[0].example.subject_id, subject(2));
     // 100 examples are handed over whole; 101 in one bucket saturate it, and the service abstains.

@@ -45,7 +45,12 @@ pub async fn erasing_an_account_keeps_another_accounts_lockout(
         "dave's failures still count: his lockout holds"
     );
     let sign_in = VelocityQuery::new(ActivityKey::Subject(dave.clone())).action(Action::SignIn);
-    let by_action = f.evidence.velocity(&sign_in, T0).await.expect("velocity");
+    let by_action = f
+        .evidence
+        .at(T0)
+        .velocity(&sign_in)
+        .await
+        .expect("velocity");
     assert_eq!(by_action.counts.get(&EventType::LoginFailure), Some(&5));
     // A retry of one of dave's failures is still a repeat: the detached row kept its digest.
     let retry = f.record(failure("dave-fail-0", &dave, &shared)).await;
@@ -67,7 +72,8 @@ pub async fn erasing_an_account_keeps_another_accounts_lockout(
     assert!(!f.learning_session(&flow).await, "the labelled flow went");
     assert!(f
         .learning
-        .reports(100, T0 + 2)
+        .at(T0 + 2)
+        .reports(100)
         .await
         .expect("reports")
         .is_empty());
@@ -125,7 +131,12 @@ pub async fn erasing_an_actor_detaches_it_from_events_about_others(
         "bob keeps both"
     );
     let payments = VelocityQuery::new(ActivityKey::Subject(bob.clone())).action(Action::Payment);
-    let read = f.evidence.velocity(&payments, T0).await.expect("velocity");
+    let read = f
+        .evidence
+        .at(T0)
+        .velocity(&payments)
+        .await
+        .expect("velocity");
     assert_eq!(
         read.total, 1,
         "the detached event is still filed under its action"

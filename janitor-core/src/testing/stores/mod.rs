@@ -20,6 +20,7 @@ use crate::learning::{
 use crate::stores::Stores;
 use crate::testing::visitor_store::observation;
 use crate::visitor::VisitorId;
+use crate::Clock;
 
 /// One family with the services server code reaches it through, all labelling with one key.
 struct Family<S: Stores> {
@@ -38,9 +39,13 @@ async fn family<S: Stores>(fresh: impl Fresh<(), Store = S>) -> Family<S> {
         .build()
         .expect("valid");
     Family {
-        evidence: Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default()),
-        directory: IdentityDirectory::new(stores.directory(), key.clone()),
-        learning: Learning::new(stores.learning(), &key, config, None).expect("collect mode"),
+        evidence: Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default())
+            .with_clock(Clock::manual(0)),
+        directory: IdentityDirectory::new(stores.directory(), key.clone())
+            .with_clock(Clock::manual(0)),
+        learning: Learning::new(stores.learning(), &key, config, None)
+            .expect("collect mode")
+            .with_clock(Clock::manual(0)),
         stores,
     }
 }
@@ -82,7 +87,7 @@ impl<S: Stores> Family<S> {
 
     async fn record(&self, input: EventInputBuilder) -> Recorded {
         let input = input.build().expect("valid");
-        self.evidence.record(&input, T0).await.expect("record")
+        self.evidence.at(T0).record(&input).await.expect("record")
     }
 
     /// Records `n` failed sign-ins against `subject` from `browser`, ids `{prefix}-0` onwards.
@@ -95,7 +100,11 @@ impl<S: Stores> Family<S> {
 
     /// Events of one key in the default window, as a velocity read counts them.
     async fn count(&self, key: ActivityKey) -> u32 {
-        let read = self.evidence.velocity(&VelocityQuery::new(key), T0).await;
+        let read = self
+            .evidence
+            .at(T0)
+            .velocity(&VelocityQuery::new(key))
+            .await;
         read.expect("velocity").total
     }
 
@@ -112,20 +121,22 @@ impl<S: Stores> Family<S> {
             },
             expires_at: T0 + DAY_MS,
         };
-        self.evidence.link(&input, T0).await.expect("link")
+        self.evidence.at(T0).link(&input).await.expect("link")
     }
 
     /// Everything an account accumulates besides events: a verified email, a delegation to an agent, and a
     /// learning flow its verified login labelled.
     async fn settle_in(&self, subject: &SubjectId, email: &str) -> (Delegation, SessionId) {
         let d = &self.directory;
-        d.put_subject(subject, SubjectKind::Person, T0)
+        d.at(T0)
+            .put_subject(subject, SubjectKind::Person)
             .await
             .expect("person");
         let key = KeyInput::new(KeyType::Email, "app", email);
-        d.add_verified_key(subject, &key, T0).await.expect("key");
+        d.at(T0).add_verified_key(subject, &key).await.expect("key");
         let agent = self.account(&format!("agent-of-{email}"));
-        d.put_subject(&agent, SubjectKind::Agent, T0)
+        d.at(T0)
+            .put_subject(&agent, SubjectKind::Agent)
             .await
             .expect("agent");
         let grant = DelegationInput {
@@ -135,7 +146,7 @@ impl<S: Stores> Family<S> {
             scopes: vec!["order".into()],
             expires_at: T0 + 3_600_000,
         };
-        let grant = d.create_delegation(&grant, T0).await.expect("grant");
+        let grant = d.at(T0).create_delegation(&grant).await.expect("grant");
         (grant, self.labelled_flow(subject).await)
     }
 
@@ -147,14 +158,15 @@ impl<S: Stores> Family<S> {
             login,
             observation: &snapshot,
         };
-        let started = self.learning.observe(visit(None, &Login::Anonymous), T0);
+        let started = self.learning.at(T0).observe(visit(None, &Login::Anonymous));
         let Some(LearningCookie::Set { id, .. }) = started.await.expect("observe") else {
             panic!("a learning flow starts");
         };
         let login = Login::VerifiedSelf(subject.clone());
         let labelled = self
             .learning
-            .observe(visit(Some(id.as_str()), &login), T0 + 1);
+            .at(T0 + 1)
+            .observe(visit(Some(id.as_str()), &login));
         labelled.await.expect("label");
         id
     }

@@ -10,6 +10,10 @@
 
 use std::future::Future;
 
+pub mod erased;
+
+pub use erased::ErasedStores;
+
 use crate::directory::{IdentityStore, MemoryIdentityStore};
 use crate::erasure::AccountErasure;
 use crate::error::StoreError;
