@@ -9,7 +9,7 @@ mod common;
 use axum::response::Html;
 use axum::routing::get;
 use axum::Router;
-use janitor_axum::DynJanitor;
+use janitor_axum::Janitor;
 
 /// The page (the browser tests serve the same file).
 const PAGE: &str = include_str!("quickstart.html");
@@ -19,7 +19,7 @@ struct QuickStart;
 impl common::Site for QuickStart {
     const NAME: &'static str = "Janitor quick start";
 
-    fn routes(&self, _: &DynJanitor) -> Router {
+    fn routes(&self, _: &Janitor) -> Router {
         Router::new().route("/", get(|| async { Html(PAGE) }))
     }
 }

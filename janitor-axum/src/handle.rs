@@ -86,8 +86,16 @@ pub struct Assessment {
 /// ```
 /// use janitor_axum::{Janitor, JanitorConfig, MemoryStores};
 /// # fn main() -> Result<(), janitor_axum::SetupError> {
-/// let config = JanitorConfig::builder("a secret of at least thirty-two bytes!", "shop").build()?;
-/// let janitor = Janitor::builder(config, MemoryStores::new()).build();
+/// use janitor_axum::handle::Clock;
+/// let config = JanitorConfig::builder()
+///     .secret("a secret of at least thirty-two bytes, never logged")
+///     .build()?;
+/// // A clock that moves only when told, for a test or a simulation.
+/// let clock = Clock::manual(1_700_000_000_000);
+/// let janitor = Janitor::builder(config, MemoryStores::new())
+///     .clock(clock.clone())
+///     .build();
+/// assert_eq!(janitor.evidence().clock().now_ms(), 1_700_000_000_000);
 /// # let _ = janitor;
 /// # Ok(())
 /// # }

@@ -149,7 +149,7 @@ impl Janitor {
     /// the compiler points out (`unused_must_use`).
     ///
     /// ```
-    /// # use janitor_axum::{Janitor, MaintenanceSchedule};
+    /// # use janitor_axum::{maintenance::MaintenanceSchedule, Janitor};
     /// fn start(janitor: &Janitor) {
     ///     let _maintenance = janitor.spawn_maintenance(MaintenanceSchedule::default());
     ///     // ... serve while `_maintenance` is in scope
@@ -158,7 +158,7 @@ impl Janitor {
     ///
     /// ```compile_fail
     /// #![deny(unused_must_use)]
-    /// # use janitor_axum::{Janitor, MaintenanceSchedule};
+    /// # use janitor_axum::{maintenance::MaintenanceSchedule, Janitor};
     /// fn start(janitor: &Janitor) {
     ///     janitor.spawn_maintenance(MaintenanceSchedule::default()); // dropped here: nothing would run
     /// }

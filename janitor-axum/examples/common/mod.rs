@@ -26,20 +26,19 @@
 //! endpoint answers loopback hosts only) and the endpoint shows the scores, unless `JANITOR_COOKIE_SECURE` or
 //! `JANITOR_EXPOSE_CLIENT_SCORES` say otherwise, and a secret is made up when none is given.
 
-use std::error::Error;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use axum::routing::get;
 use axum::Router;
+use janitor_axum::config::{EnvSource, Environment, JanitorConfigError};
+use janitor_axum::handle::Stores;
 use janitor_axum::jev::JevConfig;
+use janitor_axum::maintenance::MaintenanceSchedule;
 use janitor_axum::protection::budget::BudgetConfig;
 use janitor_axum::serve::{self, ServeConfig};
-use janitor_axum::{
-    DynJanitor, EnvSource, Environment, Evaluator, Janitor, JanitorConfig, JanitorConfigError,
-    JanitorSettings, JevBehindBudget, MaintenanceSchedule, MemoryStores, Stores,
-};
+use janitor_axum::{Janitor, JanitorConfig, JanitorSettings, MemoryStores, SetupError};
 use metrics_exporter_prometheus::PrometheusBuilder;
 
 /// The routes an example adds to the handle's own, on whichever stores the environment chose.
@@ -47,7 +46,7 @@ pub trait Site {
     /// Its name, for the line printed at start.
     const NAME: &'static str;
     /// Its routes.
-    fn routes(&self, janitor: &DynJanitor) -> Router;
+    fn routes(&self, janitor: &Janitor) -> Router;
 }
 
 /// Serves `site` as the environment says, until Ctrl-C or SIGTERM; a configuration or start-up error is
@@ -70,17 +69,17 @@ struct Addresses {
 }
 
 /// The address in `variable`, or `default`.
-fn address(variable: &str, default: Option<&str>) -> Result<Option<SocketAddr>, String> {
+fn address(variable: &str, default: Option<&str>) -> Result<Option<SocketAddr>, SetupError> {
     let Some(text) = std::env::var(variable).ok().or(default.map(str::to_owned)) else {
         return Ok(None);
     };
     let address = text.parse();
     address
         .map(Some)
-        .map_err(|e| format!("{variable} must be host:port: {e}"))
+        .map_err(|e| SetupError::other(format!("{variable} must be host:port: {e}")))
 }
 
-async fn run(site: impl Site) -> Result<(), Box<dyn Error>> {
+async fn run(site: impl Site) -> Result<(), SetupError> {
     let addr = Addresses {
         public: address("JANITOR_ADDR", Some("127.0.0.1:3000"))?.expect("a default"),
         metrics: address("JANITOR_METRICS_ADDR", None)?,
@@ -114,14 +113,12 @@ struct Setup {
 
 impl Setup {
     /// The handle on `stores`: with the provider of `JANITOR_JEV_*` behind its shared inference budget, or
-    /// with none (the same type either way, so the routes are built once).
-    fn handle<S: Stores>(
-        self,
-        stores: S,
-    ) -> Result<Janitor<S, JevBehindBudget<S>>, Box<dyn Error>> {
+    /// with none.
+    fn handle(self, stores: impl Stores) -> Result<Janitor, SetupError> {
+        let builder = Janitor::builder(self.config, stores);
         Ok(match self.jev {
-            Some((jev, budget)) => Janitor::with_jev(self.config, stores, jev, budget)?,
-            None => Janitor::with_evaluator(self.config, stores, None),
+            Some((jev, budget)) => builder.jev(jev, budget)?.build(),
+            None => builder.build(),
         })
     }
 }
@@ -149,7 +146,7 @@ pub fn settings(env: &EnvSource) -> Result<JanitorSettings, JanitorConfigError> 
 }
 
 /// The configuration from `env`, in development mode unless told otherwise.
-fn setup(env: &EnvSource) -> Result<Setup, Box<dyn Error>> {
+fn setup(env: &EnvSource) -> Result<Setup, SetupError> {
     let mut settings = settings(env)?;
     // Refused in production: instances sharing a database must share the secret.
     let development_secret = settings.fill_development_secret()?;
@@ -166,13 +163,9 @@ fn setup(env: &EnvSource) -> Result<Setup, Box<dyn Error>> {
 }
 
 #[cfg(feature = "postgres")]
-async fn serve_postgres(
-    setup: Setup,
-    site: impl Site,
-    addr: Addresses,
-) -> Result<(), Box<dyn Error>> {
-    use janitor_axum::postgres::LookupReplica;
-    use janitor_axum::{Database, DatabaseConfig, EnvSource, PgStores};
+async fn serve_postgres(setup: Setup, site: impl Site, addr: Addresses) -> Result<(), SetupError> {
+    use janitor_axum::postgres::{DatabaseConfig, LookupReplica};
+    use janitor_axum::{Database, PgStores};
     let database = Database::new(DatabaseConfig::from_env()?)?;
     let report = database.migrate().await?;
     println!("PostgreSQL: migrations applied now {:?}", report.applied);
@@ -187,23 +180,27 @@ async fn serve_postgres(
 }
 
 #[cfg(not(feature = "postgres"))]
-async fn serve_postgres(_: Setup, _: impl Site, _: Addresses) -> Result<(), Box<dyn Error>> {
-    Err("DATABASE_URL is set, but this build has no PostgreSQL stores (enable the `postgres` feature)".into())
+async fn serve_postgres(_: Setup, _: impl Site, _: Addresses) -> Result<(), SetupError> {
+    Err(SetupError::other(
+        "DATABASE_URL is set, but this build has no PostgreSQL stores (enable the `postgres` feature)",
+    ))
 }
 
-async fn serve<S: Stores, E: Evaluator + 'static, W: Site>(
-    janitor: Janitor<S, E>,
+async fn serve<W: Site>(
+    janitor: Janitor,
     development_secret: bool,
     site: W,
     addr: Addresses,
-) -> Result<(), Box<dyn Error>> {
+) -> Result<(), SetupError> {
     // Instances sharing a database must share the secret: refuse to start otherwise. A secret made up for
     // this run is new every time, so it is not held to the one recorded by an earlier run.
     if !development_secret {
         janitor.check_key().await?;
     }
     let _maintenance = janitor.spawn_maintenance(MaintenanceSchedule::default());
-    let recorder = PrometheusBuilder::new().install_recorder()?;
+    let recorder = PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(SetupError::other)?;
     // The recorder's upkeep: without it, histogram samples pile up until a scrape (about 50 bytes a request).
     let upkeep = recorder.clone();
     tokio::spawn(async move {
@@ -213,7 +210,7 @@ async fn serve<S: Stores, E: Evaluator + 'static, W: Site>(
         }
     });
     let metrics = get(move || async move { recorder.render() });
-    let app = janitor.router().merge(site.routes(&janitor.to_dyn()));
+    let app = site.routes(&janitor).merge(janitor.router());
     let limits = ServeConfig::from_env(&EnvSource::process())?;
     let listener = tokio::net::TcpListener::bind(addr.public).await?;
     let local = listener.local_addr()?;

@@ -13,10 +13,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use janitor_axum::{
-    directory, Action, ActivityKey, DynJanitor, EventInput, EventType, Identified, SubjectId,
-    VelocityQuery, VisitorContext, VisitorField,
+use janitor_axum::evidence::{
+    Action, ActivityKey, EventInput, EventType, SubjectId, VelocityQuery,
 };
+use janitor_axum::identity::VisitorField;
+use janitor_axum::{directory, Identified, Janitor, VisitorContext};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -56,12 +57,12 @@ fn digest(password: &str) -> [u8; 32] {
 /// What every handler shares: the Janitor handle, with no type parameter, and the accounts.
 #[derive(Clone)]
 struct App {
-    janitor: DynJanitor,
+    janitor: Janitor,
     accounts: Accounts,
 }
 
 /// The example's routes, behind the handle's origin policy.
-pub fn routes(janitor: DynJanitor, accounts: Accounts) -> Router {
+pub fn routes(janitor: Janitor, accounts: Accounts) -> Router {
     let origin = janitor.origin_layer();
     Router::new()
         .route("/login", post(login))
@@ -147,11 +148,11 @@ async fn attempt(
         Ok(identified) => identified,
         Err(refusal) => return Err(refusal.for_route().into_response()),
     };
-    let subject = app.janitor.subject_id(account);
+    let subject = app.janitor.evidence().subject_id(account);
     let recent = VelocityQuery::new(ActivityKey::Subject(subject.clone()))
         .action(Action::SignIn)
         .window_ms(FAILURE_WINDOW_MS);
-    let failures = match app.janitor.velocity(&recent).await {
+    let failures = match app.janitor.evidence().velocity(&recent).await {
         Ok(summary) => summary.counts.get(&EventType::LoginFailure).copied(),
         Err(error) => return Err(internal("velocity read failed", error)),
     };
@@ -172,7 +173,7 @@ async fn record(app: &App, attempt: &Attempt, event_type: EventType) -> Result<(
         event = event.visitor(visitor.visitor_id.clone());
     }
     let recorded = match event.build() {
-        Ok(event) => app.janitor.record_event(&event).await,
+        Ok(event) => app.janitor.evidence().record(&event).await,
         Err(error) => return Err(internal("event refused", error)),
     };
     recorded

@@ -17,7 +17,7 @@ mod app;
 use axum::response::Html;
 use axum::routing::get;
 use axum::Router;
-use janitor_axum::DynJanitor;
+use janitor_axum::Janitor;
 
 const PAGE: &str = include_str!("login.html");
 
@@ -26,7 +26,7 @@ struct SignIn(app::Accounts);
 impl common::Site for SignIn {
     const NAME: &'static str = "Janitor sign-in example";
 
-    fn routes(&self, janitor: &DynJanitor) -> Router {
+    fn routes(&self, janitor: &Janitor) -> Router {
         app::routes(janitor.clone(), self.0.clone()).route("/", get(|| async { Html(PAGE) }))
     }
 }

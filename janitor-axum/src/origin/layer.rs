@@ -16,7 +16,8 @@ use crate::config::OriginConfig;
 ///
 /// ```
 /// use axum::{routing::post, Router};
-/// use janitor_axum::{OriginConfig, OriginLayer};
+/// use janitor_axum::config::OriginConfig;
+/// use janitor_axum::OriginLayer;
 ///
 /// let origin = OriginConfig::builder().allow_origin("https://shop.example").build().unwrap();
 /// let app: Router = Router::new()
