@@ -184,7 +184,8 @@ async fn clean(
     let mut deleted = 0;
     loop {
         let step = evidence
-            .cleanup(batch, now_ms)
+            .at(now_ms)
+            .cleanup(batch)
             .await
             .map_err(|e| format!("cleanup: {e}"))?;
         deleted += step.events_deleted;

@@ -59,6 +59,8 @@ pub fn evidence(database: &Database) -> Evidence<PgEvidenceStore> {
         key(),
         EvidenceConfig::default(),
     )
+    // The harness names the time of each call (a fixture's own instant, say).
+    .with_clock(janitor_core::Clock::manual(janitor_core::now_ms()))
 }
 
 /// The same service with event inserts grouped (64 events per statement, 2 writers: the defaults).
@@ -68,6 +70,8 @@ pub fn grouped_evidence(database: &Database) -> Evidence<PgEvidenceStore> {
         key(),
         EvidenceConfig::default(),
     )
+    // The harness names the time of each call (a fixture's own instant, say).
+    .with_clock(janitor_core::Clock::manual(janitor_core::now_ms()))
 }
 
 /// The subject of sparse account `i`.

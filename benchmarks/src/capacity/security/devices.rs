@@ -48,7 +48,8 @@ pub async fn run(workload: &Workload) -> Result<Point, String> {
         };
         let link = workload
             .evidence
-            .link(&input, now)
+            .at(now)
+            .link(&input)
             .await
             .map_err(|e| format!("device links: linking: {e}"))?;
         links.push((link.id, subject, visitor));
@@ -63,7 +64,7 @@ pub async fn run(workload: &Workload) -> Result<Point, String> {
             let (evidence, links) = (evidence.clone(), links.clone());
             async move {
                 let (id, subject, visitor) = &links[(i % links.len() as u64) as usize];
-                match evidence.assess(id, subject, visitor, now_ms()).await {
+                match evidence.at(now_ms()).assess(id, subject, visitor).await {
                     Ok(DeviceAssessment::VerifiedAssociation { .. }) => {
                         Outcome::expected("verified-association")
                     }

@@ -89,7 +89,7 @@ impl Workload {
                     Ok(input) => input,
                     Err(e) => return Outcome::error(e),
                 };
-                match evidence.record(&input, now_ms()).await {
+                match evidence.at(now_ms()).record(&input).await {
                     Ok(r) if r.recorded => Outcome::expected("recorded"),
                     Ok(_) => Outcome::unexpected("repeated"),
                     Err(e) => Outcome::error(e),
@@ -112,7 +112,7 @@ impl Workload {
                 async move {
                     let n = i * 104_729 % active;
                     let query = sign_ins(seed::sparse_subject(&evidence, n));
-                    match evidence.velocity(&query, at).await {
+                    match evidence.at(at).velocity(&query).await {
                         Ok(s) if s.saturated => Outcome::unexpected("saturated"),
                         // Exactly the fixture's sign-ins of that subject, no more, no fewer.
                         Ok(s) if s.total == sparse_sign_ins(n, events) => {
@@ -140,7 +140,7 @@ impl Workload {
             move |_| {
                 let (evidence, query) = (evidence.clone(), sign_ins(hot.clone()));
                 async move {
-                    match evidence.velocity(&query, at).await {
+                    match evidence.at(at).velocity(&query).await {
                         Ok(s) if s.saturated && s.total == max => Outcome::expected("saturated"),
                         Ok(_) => Outcome::unexpected("not-saturated"),
                         Err(e) => Outcome::error(e),

@@ -97,7 +97,8 @@ pub async fn events(target: &Target, env: &CapacityEnv) -> Result<Dataset, Strin
     // One event through the library's own path: labels, validation, the insert statement, the new indexes.
     let input = api_event_input(&evidence)?;
     let recorded = evidence
-        .record(&input, fixture_now)
+        .at(fixture_now)
+        .record(&input)
         .await
         .map_err(|e| format!("recording the fixture's API event: {e}"))?;
     if !recorded.recorded {

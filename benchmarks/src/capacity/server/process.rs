@@ -20,12 +20,11 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use janitor_axum::admission::{Admission, AdmissionConfig};
+use janitor_axum::config::{CookieConfig, Environment};
 use janitor_axum::serve::{
     serve_listener, BufferPool, Driver, ServeConfig, KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS,
 };
-use janitor_axum::{
-    CookieConfig, Environment, Janitor, JanitorConfig, MemoryStores, PgStores, Stores,
-};
+use janitor_axum::{Janitor, JanitorConfig, MemoryStores, PgStores};
 use janitor_sql::{Database, DatabaseConfig};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
@@ -183,7 +182,7 @@ fn janitor_config(max_in_flight: usize) -> Result<JanitorConfig, String> {
         .map_err(|e| format!("janitor settings: {e}"))
 }
 
-async fn serve_with<S: Stores>(janitor: Janitor<S>, s: Settings) -> Result<(), String> {
+async fn serve_with(janitor: Janitor, s: Settings) -> Result<(), String> {
     // The trivial routes measure the admission layer's own cost, so its limit is never reached.
     let trivial = Admission::new(
         AdmissionConfig::builder()
