@@ -120,11 +120,48 @@ fn cookieless_identification(c: &mut Criterion) {
     );
 }
 
+/// The cookie path through an engine that knows its store's type, and through the one a handle holds (the
+/// family's type erased, every store call's future boxed), on the same visitors, side by side in one run.
+fn cookie_path_known_and_erased(c: &mut Criterion) {
+    use janitor_core::stores::erased::ErasedEvaluator;
+    use janitor_core::{ErasedStores, MemoryStores, Stores};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let stores = MemoryStores::new();
+    let known = Engine::new(stores.visitors(Retention::default()), EngineConfig::default());
+    let erased = Engine::new(
+        ErasedStores::new(stores.clone()).visitors(Retention::default()),
+        EngineConfig::default(),
+    )
+    .with_optional_evaluator(None::<Arc<dyn ErasedEvaluator>>);
+    let payload = sample(7);
+    let first = runtime
+        .block_on(known.identify(&payload, None))
+        .expect("identify");
+    let cookie = first.identity.visitor_id.clone();
+    let mut group = c.benchmark_group("cookie path, in-memory store");
+    group.bench_function("store type known", |bench| {
+        bench.iter(|| {
+            let answer = runtime.block_on(known.identify(black_box(&payload), Some(&cookie)));
+            black_box(answer.expect("identify"))
+        })
+    });
+    group.bench_function("store type erased (the handle's)", |bench| {
+        bench.iter(|| {
+            let answer = runtime.block_on(erased.identify(black_box(&payload), Some(&cookie)));
+            black_box(answer.expect("identify"))
+        })
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
     similarity_pair,
     compare_pair,
     ranking,
-    cookieless_identification
+    cookieless_identification,
+    cookie_path_known_and_erased
 );
 criterion_main!(benches);
