@@ -1,4 +1,7 @@
-//! The schema migrations: the numbered files of `migrations/`, embedded, applied in order under a lock.
+//! The schema migrations: the numbered files of the repository's `migrations/`, embedded, applied in order under
+//! a lock. The crate reaches them through `janitor-sql/migrations`, a relative link to that folder, so that
+//! `include_str!` and `cargo package` (which takes only files inside the crate, and packages a linked folder as
+//! its files) both find them.
 
 use janitor_core::StoreError;
 use sha2::{Digest, Sha256};

@@ -182,17 +182,31 @@ impl Scratch {
         };
         for file in listed.stdout.split(|b| *b == 0).filter(|f| !f.is_empty()) {
             let relative = Path::new(std::str::from_utf8(file).map_err(|e| e.to_string())?);
-            let (from, to) = (root.join(relative), scratch.dir.join(relative));
-            if !from.is_file() {
-                continue; // deleted in the work tree, not yet in the index
-            }
-            if let Some(parent) = to.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("{}: {e}", parent.display()))?;
-            }
-            std::fs::copy(&from, &to).map_err(|e| format!("{}: {e}", from.display()))?;
+            copy_entry(&root.join(relative), &scratch.dir.join(relative))?;
         }
         Ok(scratch)
+    }
+}
+
+/// Copies one file git lists: a symbolic link as the same link (`janitor-sql/migrations`, a link to the
+/// folder at the root, which git lists as one entry and whose files it lists on their own), anything else as
+/// its content. An entry deleted in the work tree and not yet in the index is skipped.
+fn copy_entry(from: &Path, to: &Path) -> Result<(), String> {
+    let Ok(metadata) = std::fs::symlink_metadata(from) else {
+        return Ok(());
+    };
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    if metadata.file_type().is_symlink() {
+        let target = std::fs::read_link(from).map_err(|e| format!("{}: {e}", from.display()))?;
+        std::os::unix::fs::symlink(&target, to).map_err(|e| format!("{}: {e}", to.display()))
+    } else if metadata.is_file() {
+        std::fs::copy(from, to)
+            .map(drop)
+            .map_err(|e| format!("{}: {e}", from.display()))
+    } else {
+        Ok(())
     }
 }
 
@@ -231,6 +245,29 @@ mod tests {
         assert!(warnings.is_empty());
         assert_eq!(errors.len(), 1);
         assert!(errors[0].starts_with("janitor-sql/src/tls/mod.rs:18: use of deprecated"));
+    }
+
+    #[test]
+    fn a_symbolic_link_is_copied_as_the_link_and_a_file_as_its_content() {
+        let from = ScratchDir::new("newest-copy-from").expect("scratch");
+        let to = ScratchDir::new("newest-copy-to").expect("scratch");
+        std::fs::create_dir_all(from.join("migrations")).expect("folder");
+        std::fs::write(from.join("migrations/0001_a.sql"), "SELECT 1;").expect("file");
+        std::fs::create_dir_all(from.join("crate")).expect("folder");
+        std::os::unix::fs::symlink("../migrations", from.join("crate/migrations")).expect("link");
+        for entry in ["migrations/0001_a.sql", "crate/migrations", "gone.rs"] {
+            copy_entry(&from.join(entry), &to.join(entry)).expect("copied");
+        }
+        assert_eq!(
+            std::fs::read_link(to.join("crate/migrations")).expect("a link"),
+            Path::new("../migrations")
+        );
+        assert_eq!(
+            std::fs::read_to_string(to.join("crate/migrations/0001_a.sql"))
+                .expect("read through it"),
+            "SELECT 1;"
+        );
+        assert!(!to.join("gone.rs").exists());
     }
 
     #[test]
