@@ -343,7 +343,7 @@ impl Janitor {
     /// The endpoint's origin policy on one request: [`Refusal::CrossOrigin`] (403) for a request another
     /// site's page sent, [`Refusal::AmbiguousHost`] (400) for more than one `Host`.
     pub fn check_origin(&self, parts: &Parts) -> Result<(), Refusal> {
-        crate::origin::check(parts, &self.inner.config.origin)
+        crate::origin::check(parts, &self.inner.config.origin).map(|_| ())
     }
 
     /// The visitor named by the request's `__visitor` cookie, when exactly one well-formed cookie names one.

@@ -112,14 +112,15 @@ fn check_head(parts: &Parts, config: &JanitorConfig) -> Result<(), Refusal> {
         Err(Refusal::NotFound)
     } else if parts.method != Method::POST {
         Err(Refusal::MethodNotAllowed)
-    } else if let Err(refusal) = crate::origin::check(parts, &config.origin) {
-        Err(refusal)
-    } else if !is_json(&parts.headers) {
-        Err(Refusal::UnsupportedMediaType)
-    } else if !config.cookie.secure() && !host(parts).is_some_and(cookie::is_loopback) {
-        Err(Refusal::InsecureCookie)
     } else {
-        Ok(())
+        let host = crate::origin::check(parts, &config.origin)?;
+        if !is_json(&parts.headers) {
+            Err(Refusal::UnsupportedMediaType)
+        } else if !config.cookie.secure() && !host.is_some_and(cookie::is_loopback) {
+            Err(Refusal::InsecureCookie)
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -342,13 +343,6 @@ async fn refuse_unread(
     *request.headers_mut() = parts.headers.clone();
     let close = settle_unread(request, config).await;
     refuse(refusal, close)
-}
-
-/// The request's host: the `Host` header, or the URI authority without one (HTTP/2); none when the two differ.
-fn host(parts: &Parts) -> Option<&str> {
-    crate::origin::request_host(&parts.uri, &parts.headers)
-        .ok()
-        .flatten()
 }
 
 /// The media type, lower-cased and without parameters, is `application/json`.

@@ -49,14 +49,18 @@ pub(crate) fn request_host<'a>(
     }
 }
 
-/// The policy on one request, whatever its method: the endpoint's own check and the layer's.
-pub(crate) fn check(parts: &Parts, config: &OriginConfig) -> Result<(), Refusal> {
+/// The policy on one request, whatever its method: the endpoint's own check and the layer's. Answers the host
+/// the request asked for, read once here for every check that needs it.
+pub(crate) fn check<'a>(
+    parts: &'a Parts,
+    config: &OriginConfig,
+) -> Result<Option<&'a str>, Refusal> {
     // Two hosts make the origin check a guess about which one a proxy or the application believes.
-    request_host(&parts.uri, &parts.headers)?;
-    if is_cross_origin(parts, config) {
+    let host = request_host(&parts.uri, &parts.headers)?;
+    if is_cross_origin(parts, config, host) {
         Err(Refusal::CrossOrigin)
     } else {
-        Ok(())
+        Ok(host)
     }
 }
 

@@ -14,7 +14,7 @@ use crate::config::{OriginConfig, PublicOrigin};
 /// A request from another site: `Sec-Fetch-Site: cross-site`, or an `Origin` that is neither listed nor (with
 /// no list) the request's own. `null`, an unreadable origin, and more than one `Origin` header count as
 /// another site.
-pub(crate) fn is_cross_origin(parts: &Parts, config: &OriginConfig) -> bool {
+pub(crate) fn is_cross_origin(parts: &Parts, config: &OriginConfig, host: Option<&str>) -> bool {
     let headers = &parts.headers;
     // A proxy may merge repeated lines into one (RFC 9110 §5.3): every comma-separated value counts.
     if headers
@@ -39,13 +39,18 @@ pub(crate) fn is_cross_origin(parts: &Parts, config: &OriginConfig) -> bool {
         .as_str()
         .split_once("://")
         .map_or("https", |(s, _)| s);
-    !config.allows(&origin, own_origin(parts, config, scheme).as_ref())
+    !config.allows(&origin, own_origin(parts, config, scheme, host).as_ref())
 }
 
 /// The request's own origin as the browser reached it: from a trusted proxy's forwarded headers when it sent
 /// them, else from the host it asked for, over `scheme` (what the origin said: behind TLS termination the
 /// scheme of this connection says nothing).
-fn own_origin(parts: &Parts, config: &OriginConfig, scheme: &str) -> Option<PublicOrigin> {
+fn own_origin(
+    parts: &Parts,
+    config: &OriginConfig,
+    scheme: &str,
+    host: Option<&str>,
+) -> Option<PublicOrigin> {
     let peer = parts
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
@@ -62,8 +67,7 @@ fn own_origin(parts: &Parts, config: &OriginConfig, scheme: &str) -> Option<Publ
             ));
         }
     }
-    let host = super::request_host(&parts.uri, &parts.headers).ok()??;
-    Some(PublicOrigin::of(scheme, host))
+    Some(PublicOrigin::of(scheme, host?))
 }
 
 /// Whether the process has said that trusted proxies are configured but requests carry no peer address.
@@ -121,6 +125,14 @@ fn forwarded(headers: &HeaderMap) -> (Option<String>, Option<String>) {
 mod tests {
     use super::*;
     use crate::origin::test_parts as parts;
+
+    /// The policy with the host read as `check` reads it.
+    fn is_cross_origin(parts: &Parts, config: &OriginConfig) -> bool {
+        let host = crate::origin::request_host(&parts.uri, &parts.headers)
+            .ok()
+            .flatten();
+        super::is_cross_origin(parts, config, host)
+    }
 
     fn open() -> OriginConfig {
         OriginConfig::default()
