@@ -152,8 +152,8 @@ async fn exchange(driver: Driver, data: &[u8]) -> Seen {
             }
         }
     });
-    // The body deadline (the same on both drivers, and tested on both in tests/serve.rs) is set past the
-    // client's two waits: at its default of 10 s it would end the first wait where the client's own end should,
+    // The body deadline (the same on both drivers, and tested on both in tests/integration/serve.rs) is set past
+    // the client's two waits: at its default of 10 s it would end the first wait where the client's own end should,
     // and hyper, which reads trailers to their end before it sees a fault in them, would answer 408 where the
     // pooled driver has refused the fault already.
     let config = ServeConfig::builder()

@@ -33,7 +33,8 @@ pub const PACKAGE_FILES: &[(&str, &str)] = &[
     ("chromium", "/usr/bin/chromium"),
     ("chromium-driver", "/usr/bin/chromedriver"),
     ("pgbouncer", "/usr/sbin/pgbouncer"),
-    // The reverse proxy of docs/deploying.md, run in front of the sign-in example (janitor-axum/tests/nginx.rs).
+    // The reverse proxy of docs/deploying.md, run in front of the sign-in example
+    // (janitor-axum/tests/integration/nginx.rs).
     ("nginx", "/usr/sbin/nginx"),
 ];
 

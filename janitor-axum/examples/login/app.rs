@@ -2,7 +2,7 @@
 //! or without a browser payload), identifies the browser beside the form, counts the account's recent
 //! failures, and records what happened as evidence; `POST /account/erase` erases an account and the browser
 //! it signs in from, after the same quota and lock (every route that checks a password goes through them). Both sit behind the origin layer, so another site's page cannot post to them. The tests
-//! (`tests/login.rs`) serve these same routes.
+//! (`tests/integration/login.rs`) serve these same routes.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,9 +1,8 @@
 //! A client that pipelines identifications and reads the answers late loses none that were written: when a
 //! request of its own times out, the server ends the connection without resetting it, so what the client has
 //! not read yet stays readable.
-#![cfg(feature = "serve")]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,6 @@
 //! arriving while a request's body is still on its way lets that request finish with its full answer, and the
 //! process exits 0. The server is this test binary run again as a child, with the ignored test `server` only;
 //! the child is killed when the test ends, however it ends.
-#![cfg(all(unix, feature = "serve"))]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -89,6 +88,12 @@ fn server() {
     });
 }
 
+/// The full name of the `server` test in this binary: the module path without the crate's name.
+fn server_test() -> String {
+    let module = module_path!().split_once("::").map_or("", |(_, path)| path);
+    format!("{module}::server")
+}
+
 async fn echo(body: Body) -> String {
     println!("in flight");
     let bytes = axum::body::to_bytes(body, 1024).await.unwrap();
@@ -106,7 +111,7 @@ impl Server {
     /// This test binary again, running `server` alone with `driver`, once it says where it listens.
     fn start(driver: &str) -> Server {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["server", "--exact", "--ignored", "--nocapture"])
+            .args([&server_test(), "--exact", "--ignored", "--nocapture"])
             .env(CHILD, driver)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

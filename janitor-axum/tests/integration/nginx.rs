@@ -4,11 +4,8 @@
 //! reach the network digest, a same-site sign-in passes the origin policy (a cross-site one does not), and
 //! `/metrics` is not served to the public.
 
-mod common;
-
-#[path = "../examples/login/app.rs"]
-#[allow(dead_code)]
-mod app;
+use crate::common;
+use crate::login_example as app;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,8 +1,7 @@
 //! The production entry point over real sockets: each limit of `ServeConfig` closes or refuses what it must,
 //! and leaves honest clients alone.
-#![cfg(feature = "serve")]
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

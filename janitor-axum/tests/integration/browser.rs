@@ -9,10 +9,8 @@
 //! the tests fail without them. `JANITOR_WRITE_SCREENSHOT=1` writes the quick start page to
 //! `docs/quickstart.png`.
 
-mod common;
-#[path = "../examples/login/app.rs"]
-#[allow(dead_code)]
-mod login;
+use crate::common;
+use crate::login_example as login;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -35,8 +33,8 @@ use janitor_core::identification::payload::ExtendedSignals;
 use janitor_core::{VisitorId, VisitorStore};
 use serde_json::json;
 
-const QUICKSTART: &str = include_str!("../examples/quickstart.html");
-const LOGIN_PAGE: &str = include_str!("../examples/login/login.html");
+const QUICKSTART: &str = include_str!("../../examples/quickstart.html");
+const LOGIN_PAGE: &str = include_str!("../../examples/login/login.html");
 const BLANK: &str = "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>blank</title>";
 
 /// One browser at a time: the burst measures timing, and parallel browsers would disturb it.

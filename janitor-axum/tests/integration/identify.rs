@@ -20,7 +20,7 @@ use janitor_core::protection::quota::QuotaConfig;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
-mod common;
+use crate::common;
 use common::stores::on_both_stores;
 
 fn config() -> JanitorConfigBuilder {

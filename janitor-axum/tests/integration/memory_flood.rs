@@ -2,7 +2,7 @@
 //! and the store never holds more visitors than its bound (the memory per visitor is measured by
 //! `janitor-core/examples/memory_per_visitor.rs`).
 
-mod common;
+use crate::common;
 
 use common::wire::{post_with_length, serve, within, Connection};
 use janitor_axum::{Janitor, MemoryStores, Stores};

@@ -2,7 +2,7 @@
 //! two identical browsers apart with the precise policy, and brings the first back when it returns from its
 //! own network. Without the option, the same requests hand the second browser the first one's id.
 
-mod common;
+use crate::common;
 
 use common::wire::{post_json_with, serve_with_peers, Connection};
 use janitor_axum::{Janitor, MatchingPolicy, MemoryStores, OriginConfig};

@@ -3,7 +3,7 @@
 //! attacks that found it: as many tricklers as slots (64), and twice as many clients that send a head and a few
 //! bytes, give up before any grace would end and reconnect (128).
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};

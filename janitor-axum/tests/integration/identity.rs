@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
-mod common;
+use crate::common;
 use common::stores::on_both_stores;
 
 /// The login form of the application: its own fields, and the browser's payload beside them.

@@ -1,7 +1,7 @@
 //! Every way an admitted request ends gives its slot back: a streamed body sent or dropped, a client that
 //! disconnects, a panicking handler (caught or not), an inner service error, an unread response.
 
-mod common;
+use crate::common;
 
 use std::convert::Infallible;
 use std::future::{poll_fn, Future};

@@ -8,7 +8,7 @@ use janitor_core::testing::visitor;
 use janitor_core::testing::visitor_store::observation;
 use janitor_core::{now_ms, Retention, VisitorId, VisitorStore};
 
-mod common;
+use crate::common;
 use common::stores::on_both_stores;
 
 /// Observations the stores still hold for `visitors`, expired ones included.

@@ -10,7 +10,7 @@ use janitor_core::evidence::{
 };
 use janitor_core::{now_ms, VisitorId, VisitorStore};
 
-mod common;
+use crate::common;
 use common::stores::on_both_stores;
 
 /// A browser the endpoint identified: its visitor row and first observation.

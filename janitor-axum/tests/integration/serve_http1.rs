@@ -1,9 +1,8 @@
 //! HTTP/1.1 over the production entry point, through a real socket: keep-alive, pipelining, `Expect:
 //! 100-continue`, chunked request bodies, HTTP/1.0, HEAD and answers of unknown length, and the pooled
 //! driver's buffers going back to their pool once a request is answered.
-#![cfg(feature = "serve")]
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::pin::Pin;

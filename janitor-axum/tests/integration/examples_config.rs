@@ -1,9 +1,8 @@
 //! What the examples' environment means (`examples/common/mod.rs`, compiled here as it is): development mode,
 //! whether `JANITOR_ENVIRONMENT=development` says so or the variable is unset, is one thing — a cookie
 //! without `Secure` and the scores shown — as the README says; production is the library's defaults.
-#![cfg(all(feature = "metrics", feature = "jev", feature = "serve"))]
 
-#[path = "../examples/common/mod.rs"]
+#[path = "../../examples/common/mod.rs"]
 #[allow(dead_code)]
 mod example;
 

@@ -1,10 +1,10 @@
 //! What an operator sees, through a real Prometheus recorder: identifications by outcome, refusals by reason,
 //! provider calls by outcome, pool waits and maintenance rows, and never a visitor id.
 //!
-//! One test, because the recorder is the process's: every count below is this test's own.
-#![cfg(all(feature = "metrics", feature = "jev", feature = "postgres"))]
+//! The recorder is the test thread's own and the test runs on that thread alone: the other tests of this binary
+//! share its process, and a global recorder would count their events too. Every count below is this test's own.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -57,9 +57,13 @@ fn sample(text: &str, series: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// A current-thread runtime: every task of the test (the stores' connections, the provider, the schemas' body)
+// runs on the thread whose recorder is set.
+#[tokio::test(flavor = "current_thread")]
 async fn an_operator_sees_outcomes_reasons_and_waits_but_no_ids() {
-    let metrics: PrometheusHandle = PrometheusBuilder::new().install_recorder().unwrap();
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let metrics: PrometheusHandle = recorder.handle();
+    let _local = metrics::set_default_local_recorder(&recorder);
 
     // In memory: a new visitor, the cookie bringing it back, and a request from another site.
     let memory = Janitor::new(

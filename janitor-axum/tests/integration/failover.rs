@@ -5,9 +5,8 @@
 //! goes on. Every answer must be 200 or 503 with `Retry-After` (never 500, never a hang), the first 200 must
 //! come soon after the promotion without restarting anything, and every visitor and event acknowledged with a
 //! 200 must be on the new primary.
-#![cfg(all(feature = "postgres", feature = "serve"))]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -4,7 +4,7 @@
 //! the signals are stored with the observation; with it off, the same header (even a bad one) is ignored and
 //! the payload alone decides. A route of the application reads the header through `identify_parts` too.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The endpoint behind a reverse proxy, over a real socket: a proxy that rewrites `Host` (nginx's default) is
 //! answered when the public origins are listed, and forwarded headers count only from trusted proxy addresses.
 
-mod common;
+use crate::common;
 
 use common::wire::{serve_with_peers, Connection};
 use janitor_axum::{Janitor, MemoryStores, OriginConfig};

@@ -2,9 +2,8 @@
 //! real router, on both stores: malformed and oversized heads, ambiguous framing, smuggling attempts, pipelining, bytes that
 //! are not text, duplicated security headers and payloads at the edges of JSON. Each case checks its status,
 //! that nothing was routed that should not be, and that the server then answers an honest request.
-#![cfg(feature = "serve")]
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};

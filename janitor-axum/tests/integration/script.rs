@@ -12,7 +12,7 @@ use janitor_axum::{
 };
 use tower::ServiceExt;
 
-mod common;
+use crate::common;
 
 fn janitor(config: JanitorConfigBuilder) -> Janitor<MemoryStores> {
     Janitor::new(config.build().unwrap(), MemoryStores::new())

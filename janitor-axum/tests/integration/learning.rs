@@ -12,7 +12,7 @@ use janitor_core::learning::{CollectionPolicy, LearningConfig};
 use serde_json::json;
 use tower::ServiceExt;
 
-mod common;
+use crate::common;
 use common::stores::on_both_stores;
 
 fn learning(policy: CollectionPolicy) -> LearningConfig {

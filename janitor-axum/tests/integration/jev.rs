@@ -1,8 +1,7 @@
 //! The Jev client against a provider on a real local socket: the exact request, every failure mode, the
 //! deadline, both body limits, batches, and TLS with certificates made here.
-#![cfg(feature = "jev")]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

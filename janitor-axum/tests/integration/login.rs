@@ -3,11 +3,8 @@
 //! into (with or without a payload), the lock after repeated failures counted from recorded evidence, the
 //! origin policy on the application's routes, and an erasure that keeps other accounts' evidence.
 
-mod common;
-
-#[path = "../examples/login/app.rs"]
-#[allow(dead_code)]
-mod app;
+use crate::common;
+use crate::login_example as app;
 
 use std::net::SocketAddr;
 

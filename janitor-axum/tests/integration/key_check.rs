@@ -1,6 +1,5 @@
 //! Instances sharing one database must share the secret: the first records a fingerprint of it, the next with
 //! the same secret matches, and one with another secret is refused with a message that says what to fix.
-#![cfg(feature = "postgres")]
 
 use janitor_axum::{Janitor, KeyCheck, KeyCheckError, MemoryStores, PgStores};
 use janitor_sql::testing::with_schemas;

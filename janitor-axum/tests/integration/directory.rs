@@ -9,7 +9,7 @@ use janitor_core::directory::{
 use janitor_core::evidence::{EventInput, EventType, VelocityQuery};
 use janitor_core::now_ms;
 
-mod common;
+use crate::common;
 use common::stores::on_both_stores;
 
 /// A person and an agent, registered.

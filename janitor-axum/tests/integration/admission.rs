@@ -1,7 +1,7 @@
 //! The admission layer over a real socket: the bound, the refusal on the wire, what happens to a refused
 //! request's unread body, and one limit shared by several routes.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! against a store that blocks until released, exactly 4 reach the store, the other 996 are refused at once with
 //! 503 and `Retry-After: 1`, and the in-flight count returns to 0 — also when clients disconnect mid-request.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

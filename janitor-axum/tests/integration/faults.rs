@@ -3,9 +3,8 @@
 //! the observations table is locked. Every answer must be 200 or 503 (never 500, never a hang past the
 //! deadlines), the first 200 must come within a second of the database's return, and every visitor id
 //! acknowledged with a 200 must be in the database afterwards.
-#![cfg(all(feature = "postgres", feature = "serve"))]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};

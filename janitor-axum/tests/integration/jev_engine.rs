@@ -1,8 +1,7 @@
 //! End to end: the engine with the Jev client behind the shared inference budget, against a provider on a
 //! real local socket.
-#![cfg(feature = "jev")]
 
-mod common;
+use crate::common;
 
 use common::provider::{good, Provider, Reply};
 use janitor_axum::jev::JevEvaluator;

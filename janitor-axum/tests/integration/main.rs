@@ -1,0 +1,85 @@
+//! janitor-axum's integration tests, one binary: each module was a test file of its own, and `common` is what
+//! they share. `cargo test -p janitor-axum --test integration serve::` runs one module's tests.
+//!
+//! The self dev-dependency that turns `testing` on is left out of the published crate, where the modules that
+//! need it build with `--features testing` only; other features gate the modules that need them.
+//!
+//! The tests share one process: none installs a global metrics recorder or tracing subscriber (a test that reads
+//! them sets its thread's own) or sets an environment variable, and a warning the library gives once per process
+//! is brought about by one module only (`proxy` checks one).
+
+#[cfg(feature = "testing")]
+mod common;
+/// The sign-in example's routes, compiled here as they are, for `browser`, `login` and `nginx`.
+#[cfg(feature = "testing")]
+#[path = "../../examples/login/app.rs"]
+#[allow(dead_code)]
+mod login_example;
+
+#[cfg(feature = "testing")]
+mod admission;
+#[cfg(feature = "testing")]
+mod admission_release;
+#[cfg(feature = "testing")]
+mod browser;
+#[cfg(feature = "testing")]
+mod directory;
+#[cfg(feature = "testing")]
+mod erasure;
+#[cfg(all(feature = "metrics", feature = "jev", feature = "serve"))]
+mod examples_config;
+#[cfg(feature = "testing")]
+mod extended;
+#[cfg(all(feature = "testing", feature = "postgres", feature = "serve"))]
+mod failover;
+#[cfg(all(feature = "testing", feature = "postgres", feature = "serve"))]
+mod faults;
+#[cfg(all(feature = "testing", feature = "serve"))]
+mod hostile_http;
+#[cfg(feature = "testing")]
+mod identify;
+#[cfg(feature = "testing")]
+mod identify_overload;
+#[cfg(feature = "testing")]
+mod identity;
+#[cfg(all(feature = "testing", feature = "jev"))]
+mod jev;
+#[cfg(all(feature = "testing", feature = "jev"))]
+mod jev_engine;
+#[cfg(all(feature = "testing", feature = "postgres"))]
+mod key_check;
+#[cfg(feature = "testing")]
+mod learning;
+#[cfg(feature = "testing")]
+mod login;
+#[cfg(feature = "testing")]
+mod maintenance;
+#[cfg(feature = "testing")]
+mod memory_flood;
+#[cfg(feature = "testing")]
+mod network;
+// nginx runs under the PostgreSQL tests' process tie (janitor_sql::testing::tied), so it stops with the test.
+#[cfg(all(feature = "testing", feature = "postgres"))]
+mod nginx;
+#[cfg(feature = "testing")]
+mod proxy;
+#[cfg(feature = "testing")]
+mod script;
+#[cfg(all(feature = "testing", feature = "serve"))]
+mod serve;
+#[cfg(all(feature = "testing", feature = "serve"))]
+mod serve_http1;
+// Runs this binary again as the server it sends SIGTERM to.
+#[cfg(all(unix, feature = "serve"))]
+mod shutdown;
+#[cfg(feature = "testing")]
+mod slow_bodies;
+#[cfg(all(feature = "testing", feature = "serve"))]
+mod slow_readers;
+#[cfg(all(
+    feature = "testing",
+    feature = "metrics",
+    feature = "jev",
+    feature = "postgres"
+))]
+mod telemetry;
