@@ -8,23 +8,23 @@ use axum::response::Response;
 use axum::routing::{any, get};
 use axum::Router;
 use http::request::Parts;
-use janitor_core::directory::IdentityDirectory;
+use janitor_core::directory::Directory;
 use janitor_core::erasure::{AccountErasure, ErasureError};
 use janitor_core::evidence::Evidence;
 use janitor_core::learning::Learning;
 use janitor_core::protection::quota::RequestQuotas;
 use janitor_core::stores::erased::{
-    ErasedEvaluator, ErasedEvidenceStore, ErasedIdentityStore, ErasedLearningStore,
+    ErasedDirectoryStore, ErasedEvaluator, ErasedEvidenceStore, ErasedLearningStore,
     ErasedQuotaStore, ErasedVisitorStore,
 };
 use janitor_core::{Engine, ErasedStores, Identity, VisitorId, VisitorPayload};
 
 use crate::admission::Admission;
 use crate::config::JanitorConfig;
-use crate::identify;
-use crate::identity::{ClearVisitorCookie, Identified, IdentityLayer};
+use crate::endpoint;
 use crate::origin::OriginLayer;
 use crate::refusal::Refusal;
+use crate::visitor::{ClearVisitorCookie, IdentifiedVisitor, VisitorLayer};
 use crate::VisitorContext;
 
 pub use janitor_core::{Clock, Evaluator, KeyCheck, NoEvaluator, StoreError, Stores};
@@ -34,7 +34,7 @@ pub type JanitorEngine = Engine<Arc<dyn ErasedVisitorStore>, Arc<dyn ErasedEvalu
 /// The evidence service a handle hands out.
 pub type JanitorEvidence = Evidence<Arc<dyn ErasedEvidenceStore>>;
 /// The identity directory a handle hands out.
-pub type JanitorDirectory = IdentityDirectory<Arc<dyn ErasedIdentityStore>>;
+pub type JanitorDirectory = Directory<Arc<dyn ErasedDirectoryStore>>;
 /// The learning service a handle hands out.
 pub type JanitorLearning = Learning<Arc<dyn ErasedLearningStore>>;
 
@@ -159,8 +159,8 @@ impl JanitorBuilder {
             .map(|q| RequestQuotas::new(stores.quotas(), config.key.clone(), q));
         let evidence = Evidence::new(stores.evidence(), config.key.clone(), config.evidence)
             .with_clock(clock.clone());
-        let directory = IdentityDirectory::new(stores.directory(), config.key.clone())
-            .with_clock(clock.clone());
+        let directory =
+            Directory::new(stores.directory(), config.key.clone()).with_clock(clock.clone());
         // The configuration refuses shadow mode (which needs a predictor), so collect mode without one always
         // builds.
         let learning = Learning::new(stores.learning(), &config.key, config.learning, None)
@@ -281,7 +281,7 @@ impl Janitor {
     /// Runs the endpoint on `request` and gives the full identity to server code along with the response to
     /// send, so the application can decide on a challenge without exposing scores to the browser.
     pub async fn assess(&self, request: Request) -> Assessment {
-        let (response, identity) = identify::handle(&self.inner, request).await;
+        let (response, identity) = endpoint::handle(&self.inner, request).await;
         Assessment { response, identity }
     }
 
@@ -290,7 +290,7 @@ impl Janitor {
     /// `context` names them. Nothing else is checked (see [`check_origin`](Self::check_origin)); a refusal is
     /// [`Refusal::RateLimited`] (429 with `Retry-After`) or [`Refusal::Unavailable`] (503).
     pub async fn claim_quota(&self, context: &VisitorContext) -> Result<(), Refusal> {
-        identify::claim_quota(&self.inner, context)
+        endpoint::claim_quota(&self.inner, context)
             .await
             .inspect_err(|refusal| crate::telemetry::refused(*refusal))
     }
@@ -298,7 +298,7 @@ impl Janitor {
     /// On a route of the application: claims the quotas of `context` whether or not the request carries a
     /// payload (a client that leaves the payload out is counted all the same), then identifies `payload`, when
     /// there is one, with the request's `__visitor` cookie. `Ok(None)` means the quotas had room and there
-    /// was nothing to identify. The [`Identified`] holds the private identity and, as response parts, the
+    /// was nothing to identify. The [`IdentifiedVisitor`] holds the private identity and, as response parts, the
     /// cookie the response must set. With extended signals on, their header is read from `parts` too; a bad one
     /// means no extended signals (logged at debug), never a failed request, as on every application route (the
     /// endpoint refuses it).
@@ -311,27 +311,27 @@ impl Janitor {
         parts: &Parts,
         context: &VisitorContext,
         payload: Option<&VisitorPayload>,
-    ) -> Result<Option<Identified>, Refusal> {
-        identify::identify_parts(&self.inner, parts, context, payload).await
+    ) -> Result<Option<IdentifiedVisitor>, Refusal> {
+        endpoint::identify_parts(&self.inner, parts, context, payload).await
     }
 
     /// The engine on `payload` with the cookie (and, with network evidence, the client address; with extended
-    /// signals, their header) of `parts`, without the quota claim (the identity layer made it first).
+    /// signals, their header) of `parts`, without the quota claim (the visitor layer made it first).
     pub(crate) async fn identify_visitor(
         &self,
         parts: &http::request::Parts,
         payload: &VisitorPayload,
-    ) -> Result<Identified, Refusal> {
-        identify::identify_visitor(&self.inner, parts, payload, identify::Route::Application)
+    ) -> Result<IdentifiedVisitor, Refusal> {
+        endpoint::identify_visitor(&self.inner, parts, payload, endpoint::Route::Application)
             .await
             .inspect_err(|refusal| crate::telemetry::refused(*refusal))
     }
 
     /// A layer for the application's routes that claims each request's quotas and identifies the `visitor`
-    /// field of their JSON bodies before the handler runs (see [`IdentityLayer`]); handlers read a
-    /// [`VisitorIdentity`](crate::VisitorIdentity).
-    pub fn identity_layer(&self) -> IdentityLayer {
-        IdentityLayer::new(self.clone())
+    /// field of their JSON bodies before the handler runs (see [`VisitorLayer`]); handlers read a
+    /// [`Visitor`](crate::Visitor).
+    pub fn visitor_layer(&self) -> VisitorLayer {
+        VisitorLayer::new(self.clone())
     }
 
     /// The endpoint's origin policy (`Origin`, `Sec-Fetch-Site`, forwarded headers from trusted proxies, one
@@ -348,7 +348,7 @@ impl Janitor {
 
     /// The visitor named by the request's `__visitor` cookie, when exactly one well-formed cookie names one.
     pub fn visitor_cookie(&self, headers: &http::HeaderMap) -> Option<VisitorId> {
-        identify::cookie::visitor(headers)
+        endpoint::cookie::visitor(headers)
     }
 
     /// Response parts that make the browser forget its `__visitor` cookie (after erasure, say), with the
@@ -405,5 +405,5 @@ pub enum KeyCheckError {
 }
 
 async fn endpoint(State(janitor): State<Janitor>, request: Request) -> Response {
-    identify::handle(&janitor.inner, request).await.0
+    endpoint::handle(&janitor.inner, request).await.0
 }

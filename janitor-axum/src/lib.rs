@@ -12,9 +12,8 @@ pub mod config;
 #[cfg(all(feature = "postgres", feature = "serve"))]
 #[doc = include_str!("guide.md")]
 pub mod guide {}
+mod endpoint;
 pub mod handle;
-mod identify;
-pub mod identity;
 #[cfg(feature = "jev")]
 pub mod jev;
 pub mod maintenance;
@@ -27,17 +26,18 @@ mod setup;
 mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod visitor;
 
 // The root holds what an application names to start and to serve; the rest is behind its module, one path
 // per item.
 pub use config::{JanitorConfig, JanitorSettings};
+pub use endpoint::VisitorContext;
 pub use handle::Janitor;
-pub use identify::VisitorContext;
-pub use identity::{Identified, IdentityLayer, VisitorIdentity};
 pub use janitor_core::{Identity, MemoryStores, VisitorId, VisitorPayload};
 pub use origin::OriginLayer;
 pub use refusal::Refusal;
 pub use setup::{SetupError, SetupErrorKind};
+pub use visitor::{IdentifiedVisitor, Visitor, VisitorLayer};
 
 // The core's services and their types, so that `janitor-axum` is an application's one dependency.
 pub use janitor_core::{directory, erasure, evidence, identification, learning, protection};

@@ -129,7 +129,10 @@ fn cookie_path_known_and_erased(c: &mut Criterion) {
         .build()
         .expect("runtime");
     let stores = MemoryStores::new();
-    let known = Engine::new(stores.visitors(Retention::default()), EngineConfig::default());
+    let known = Engine::new(
+        stores.visitors(Retention::default()),
+        EngineConfig::default(),
+    );
     let erased = Engine::new(
         ErasedStores::new(stores.clone()).visitors(Retention::default()),
         EngineConfig::default(),

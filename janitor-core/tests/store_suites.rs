@@ -68,13 +68,13 @@ mod stores {
 }
 
 mod identity_store {
-    use janitor_core::directory::MemoryIdentityStore;
+    use janitor_core::directory::MemoryDirectoryStore;
 
-    janitor_core::identity_store_tests!(fresh: |()| async { MemoryIdentityStore::new() });
+    janitor_core::identity_store_tests!(fresh: |()| async { MemoryDirectoryStore::new() });
 }
 
 mod directory_family {
-    use janitor_core::directory::{IdentityDirectory, SubjectKind};
+    use janitor_core::directory::{Directory, SubjectKind};
     use janitor_core::evidence::{EventInput, EventType, Evidence, EvidenceConfig};
     use janitor_core::testing::{label_key, T0};
     use janitor_core::{MemoryStores, Stores};
@@ -84,7 +84,7 @@ mod directory_family {
         let stores = MemoryStores::new();
         let key = label_key("family");
         let evidence = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default());
-        let directory = IdentityDirectory::new(stores.directory(), key);
+        let directory = Directory::new(stores.directory(), key);
         let subject = directory.subject_id("account-1").unwrap();
         let event = EventInput::builder("evt-1", EventType::LoginFailure)
             .subject(subject.clone())

@@ -36,7 +36,7 @@ pub use config::{
     CONNECT_TIMEOUT_MS, ENV_VARIABLES, MAX_CONNECTIONS, POOL_WAIT_TIMEOUT_MS, STATEMENT_TIMEOUT_MS,
 };
 pub use database::Database;
-pub use directory_store::PgIdentityStore;
+pub use directory_store::PgDirectoryStore;
 pub use error::SetupError;
 pub use evidence_store::{GroupedInserts, PgEvidenceStore, GROUP_WRITERS, MAX_EVENTS_PER_GROUP};
 pub use learning_store::PgLearningStore;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::evidence_store::{EventGroups, GroupedInserts};
 use crate::{
-    Database, LookupReplica, PgBudgetStore, PgEvidenceStore, PgIdentityStore, PgLearningStore,
+    Database, LookupReplica, PgBudgetStore, PgDirectoryStore, PgEvidenceStore, PgLearningStore,
     PgQuotaStore, PgVisitorStore, SetupError,
 };
 
@@ -65,7 +65,7 @@ impl Stores for PgStores {
     type Quotas = PgQuotaStore;
     type Budget = PgBudgetStore;
     type Evidence = PgEvidenceStore;
-    type Directory = PgIdentityStore;
+    type Directory = PgDirectoryStore;
     type Learning = PgLearningStore;
 
     fn visitors(&self, retention: Retention) -> Self::Visitors {
@@ -85,7 +85,7 @@ impl Stores for PgStores {
     }
 
     fn directory(&self) -> Self::Directory {
-        PgIdentityStore::new(self.database.clone())
+        PgDirectoryStore::new(self.database.clone())
     }
 
     fn learning(&self) -> Self::Learning {

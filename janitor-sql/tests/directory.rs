@@ -2,7 +2,7 @@
 //! id nor its label in any column of any table; erasing it with its browser leaves no trace of the browser
 //! either, while other accounts' events stay, detached.
 
-use janitor_core::directory::{DelegationInput, IdentityDirectory, KeyInput, KeyType, SubjectKind};
+use janitor_core::directory::{DelegationInput, Directory, KeyInput, KeyType, SubjectKind};
 use janitor_core::erasure::{erase_account, AccountErasure};
 use janitor_core::evidence::{
     DeviceLinkInput, EventInput, EventType, Evidence, EvidenceConfig, SubjectId, VerificationInput,
@@ -133,7 +133,7 @@ struct Settled {
     database: janitor_sql::Database,
     stores: PgStores,
     evidence: Evidence<janitor_sql::PgEvidenceStore>,
-    directory: IdentityDirectory<janitor_sql::PgIdentityStore>,
+    directory: Directory<janitor_sql::PgDirectoryStore>,
     learning: Learning<janitor_sql::PgLearningStore>,
     me: SubjectId,
     agent: SubjectId,
@@ -149,7 +149,7 @@ async fn settled_on(database: janitor_sql::Database) -> Settled {
     let stores = PgStores::new(database.clone());
     let key = label_key("erasure");
     let evidence = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default());
-    let directory = IdentityDirectory::new(stores.directory(), key);
+    let directory = Directory::new(stores.directory(), key);
     let me = directory.subject_id(ACCOUNT).unwrap();
     let agent = directory.subject_id("helper-agent").unwrap();
     let now = now_ms();

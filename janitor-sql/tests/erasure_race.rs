@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use janitor_core::directory::{DirectoryError, IdentityDirectory, KeyInput, KeyType};
+use janitor_core::directory::{Directory, DirectoryError, KeyInput, KeyType};
 use janitor_core::erasure::AccountErasure;
 use janitor_core::evidence::{Action, EventInput, EventType, Evidence, EvidenceConfig, SubjectId};
 use janitor_core::testing::{label_key, visitor, T0};
@@ -107,7 +107,7 @@ async fn writes_naming_an_account_being_erased_are_answered_as_after_the_erasure
         let stores = PgStores::new(database.clone());
         let key = label_key("erasure-race");
         let evidence = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default());
-        let directory = IdentityDirectory::new(stores.directory(), key);
+        let directory = Directory::new(stores.directory(), key);
         let alice = evidence.subject_id("alice");
         assert!(
             evidence

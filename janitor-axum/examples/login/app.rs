@@ -16,8 +16,8 @@ use axum::{Json, Router};
 use janitor_axum::evidence::{
     Action, ActivityKey, EventInput, EventType, SubjectId, VelocityQuery,
 };
-use janitor_axum::identity::VisitorField;
-use janitor_axum::{directory, Identified, Janitor, VisitorContext};
+use janitor_axum::visitor::VisitorField;
+use janitor_axum::{directory, IdentifiedVisitor, Janitor, VisitorContext};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -111,7 +111,7 @@ async fn read_form<T: serde::de::DeserializeOwned>(body: axum::body::Body) -> Re
 /// What a route that checks a password knows before checking it.
 struct Attempt {
     /// The browser, when the form carried a payload.
-    identified: Option<Identified>,
+    identified: Option<IdentifiedVisitor>,
     /// The account's evidence subject (an HMAC label of its name).
     subject: SubjectId,
     /// The account's failed password checks within [`FAILURE_WINDOW_MS`].
@@ -124,7 +124,7 @@ impl Attempt {
     }
 
     fn visitor(&self) -> Option<&janitor_axum::Identity> {
-        self.identified.as_ref().map(Identified::identity)
+        self.identified.as_ref().map(IdentifiedVisitor::identity)
     }
 }
 

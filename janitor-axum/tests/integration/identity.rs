@@ -1,4 +1,4 @@
-//! Identity on any route, through the real router and on both stores: the identity layer on an application's
+//! Identity on any route, through the real router and on both stores: the visitor layer on an application's
 //! login route (with the context from middleware or from its own context function), the direct
 //! `identify_parts` and `claim_quota`, quotas by the request's account with or without a payload, and
 //! refusals.
@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use http_body_util::BodyExt;
-use janitor_axum::{Janitor, Stores, VisitorContext, VisitorIdentity};
+use janitor_axum::{Janitor, Stores, VisitorContext, Visitor};
 use janitor_core::protection::quota::QuotaConfig;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -26,16 +26,16 @@ struct Login {
     email: String,
 }
 
-/// A login handler behind the identity layer: it answers what the layer found.
-async fn login(identity: VisitorIdentity, Json(form): Json<Login>) -> Json<Value> {
+/// A login handler behind the visitor layer: it answers what the layer found.
+async fn login(identity: Visitor, Json(form): Json<Login>) -> Json<Value> {
     Json(match identity {
-        VisitorIdentity::Identified(identity) => json!({
+        Visitor::Identified(identity) => json!({
             "email": form.email,
             "visitorId": identity.visitor_id.as_str(),
             "returning": identity.is_returning,
         }),
-        VisitorIdentity::Refused(refusal) => json!({"refused": refusal.status().as_u16()}),
-        VisitorIdentity::Absent => json!({"absent": true}),
+        Visitor::Refused(refusal) => json!({"refused": refusal.status().as_u16()}),
+        Visitor::Absent => json!({"absent": true}),
     })
 }
 
@@ -57,7 +57,7 @@ async fn account_context(request: Request, next: Next) -> Response {
 fn app<S: Stores>(janitor: &Janitor<S>) -> Router {
     Router::new()
         .route("/login", post(login))
-        .route_layer(janitor.identity_layer())
+        .route_layer(janitor.visitor_layer())
         .route_layer(from_fn(account_context))
 }
 
@@ -181,7 +181,7 @@ async fn the_layer_keys_the_quota_by_the_bodys_account<S: Stores>(stores: S) {
         .build()
         .unwrap();
     let janitor = Janitor::new(config, stores);
-    let layer = janitor.identity_layer().context(|_, body| {
+    let layer = janitor.visitor_layer().context(|_, body| {
         body["email"]
             .as_str()
             .and_then(|email| VisitorContext::for_account(email).ok())

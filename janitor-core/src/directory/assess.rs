@@ -8,7 +8,7 @@ use super::delegation::{Delegation, DelegationId};
 use super::store::SubjectRecord;
 use crate::evidence::{SubjectId, SubjectKind};
 
-/// What [`IdentityDirectory::assess`](super::IdentityDirectory::assess) is asked about.
+/// What [`Directory::assess`](super::Directory::assess) is asked about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssessmentContext {
     /// The subject the request is for (the account signed in, or the principal an agent claims to act for).

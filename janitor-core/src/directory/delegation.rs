@@ -85,7 +85,7 @@ impl<'de> Deserialize<'de> for DelegationId {
     }
 }
 
-/// What [`IdentityDirectory::create_delegation`](super::IdentityDirectory::create_delegation) is asked for.
+/// What [`Directory::create_delegation`](super::Directory::create_delegation) is asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DelegationInput {
     /// The subject granting (usually a person).

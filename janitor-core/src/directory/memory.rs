@@ -1,7 +1,7 @@
 //! The in-memory identity store: the embedded default and the reference for other stores.
 //!
 //! Subject rows are the evidence store's own (one table in PostgreSQL, `identity_subjects`): a store made
-//! with [`MemoryIdentityStore::with_evidence`] shares them, so a subject that events created exists here, and
+//! with [`MemoryDirectoryStore::with_evidence`] shares them, so a subject that events created exists here, and
 //! deleting a subject here removes its events and device links too, as PostgreSQL's cascade does. Keys and
 //! delegations sit behind one mutex of their own, always taken before the evidence store's.
 
@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::delegation::{Delegation, DelegationId};
 use super::key::KeyRecord;
-use super::store::{store_cleanup_batch, IdentityStore, KeyWrite, SubjectRecord};
+use super::store::{store_cleanup_batch, DirectoryStore, KeyWrite, SubjectRecord};
 use crate::error::StoreError;
 use crate::evidence::{MemoryEvidenceStore, SubjectId, SubjectKind};
 
 /// A thread-safe identity store held in process memory. Clones share the same directory.
 #[derive(Debug, Clone, Default)]
-pub struct MemoryIdentityStore {
+pub struct MemoryDirectoryStore {
     inner: Arc<Mutex<Inner>>,
     evidence: MemoryEvidenceStore,
 }
@@ -31,15 +31,15 @@ pub(crate) struct Inner {
     by_expiry: BTreeSet<(i64, String)>,
 }
 
-impl MemoryIdentityStore {
+impl MemoryDirectoryStore {
     /// An empty store with subject rows of its own.
     pub fn new() -> Self {
-        MemoryIdentityStore::default()
+        MemoryDirectoryStore::default()
     }
 
     /// An empty store over the subject rows of `evidence`.
     pub fn with_evidence(evidence: MemoryEvidenceStore) -> Self {
-        MemoryIdentityStore {
+        MemoryDirectoryStore {
             inner: Arc::default(),
             evidence,
         }
@@ -94,7 +94,7 @@ impl Inner {
     }
 }
 
-impl IdentityStore for MemoryIdentityStore {
+impl DirectoryStore for MemoryDirectoryStore {
     async fn put_subject(
         &self,
         subject: &SubjectId,

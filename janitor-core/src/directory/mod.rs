@@ -4,15 +4,15 @@
 //! - A **subject** is an account, labelled as evidence labels it (`sub_` + 64 hex, see
 //!   [`LabelKey::subject`](crate::LabelKey::subject)), of kind person or agent; the kind never changes.
 //! - A **verified key** (an email address, an external account, a public key) is stored only as a label of
-//!   its normalized value. A key belongs to at most one subject. [`IdentityDirectory::find_subject`] is a
+//!   its normalized value. A key belongs to at most one subject. [`Directory::find_subject`] is a
 //!   lookup, never an authentication, and nothing ever merges two subjects because they share a key, an
 //!   email domain or a fingerprint.
 //! - A **delegation** grants one actor the right to act for one principal, for one audience and 1–32 scopes,
-//!   for at most 30 days. [`IdentityDirectory::assess`] reads one grant: delegation is one hop.
-//! - **Erasure**: [`IdentityDirectory::remove_key`], [`delete_subject`](IdentityDirectory::delete_subject) and
-//!   [`forget_user`](IdentityDirectory::forget_user), which also reaches the subject's evidence.
+//!   for at most 30 days. [`Directory::assess`] reads one grant: delegation is one hop.
+//! - **Erasure**: [`Directory::remove_key`], [`delete_subject`](Directory::delete_subject) and
+//!   [`forget_user`](Directory::forget_user), which also reaches the subject's evidence.
 //!
-//! Storage is the [`IdentityStore`] trait: [`MemoryIdentityStore`] here, `PgIdentityStore` in `janitor-sql`,
+//! Storage is the [`DirectoryStore`] trait: [`MemoryDirectoryStore`] here, `PgDirectoryStore` in `janitor-sql`,
 //! both held to the behaviour suite in `testing::identity_store` (feature `testing`).
 //! [docs/identity.md](https://github.com/janitor-rust/janitor/blob/main/docs/identity.md)
 //! gives every limit and JSON shape.
@@ -39,7 +39,7 @@ pub use key::{
     KeyInput, KeyRecord, KeyType, KEY_DIGEST_VERSION, MAX_EMAIL_CHARS, MAX_ISSUER_CHARS,
     MAX_KEY_VALUE_CHARS,
 };
-pub use memory::MemoryIdentityStore;
+pub use memory::MemoryDirectoryStore;
 pub(crate) use service::account_subject;
-pub use service::{canonical_account, IdentityDirectory, MAX_ACCOUNT_ID_CHARS};
-pub use store::{store_cleanup_batch, IdentityStore, KeyWrite, SubjectRecord};
+pub use service::{canonical_account, Directory, MAX_ACCOUNT_ID_CHARS};
+pub use store::{store_cleanup_batch, DirectoryStore, KeyWrite, SubjectRecord};

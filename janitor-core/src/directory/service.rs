@@ -1,11 +1,11 @@
-//! [`IdentityDirectory`]: the operations server code calls. Labels are computed here, so stores only ever
+//! [`Directory`]: the operations server code calls. Labels are computed here, so stores only ever
 //! see them.
 
 use super::assess::{attribute, AssessmentContext, Attribution, Facts};
 use super::delegation::{scope_set, Delegation, DelegationId, DelegationInput, MAX_AUDIENCE_CHARS};
 use super::error::{trimmed, DirectoryError};
 use super::key::{KeyInput, KeyRecord};
-use super::store::{IdentityStore, KeyWrite, SubjectRecord};
+use super::store::{DirectoryStore, KeyWrite, SubjectRecord};
 use crate::clock::Clock;
 use crate::evidence::{SubjectId, SubjectKind};
 use crate::label::LabelKey;
@@ -27,7 +27,7 @@ pub fn canonical_account(name: &str) -> String {
 }
 
 /// The subject label of an account id of 1–512 characters under `key`: the rule of
-/// [`IdentityDirectory::subject_id`], shared with erasure.
+/// [`Directory::subject_id`], shared with erasure.
 pub(crate) fn account_subject(
     key: &LabelKey,
     account_id: &str,
@@ -49,16 +49,16 @@ pub(crate) fn account_subject(
 /// for; it is never an authentication. The directory never merges subjects: two accounts that share an email
 /// domain, an address or a fingerprint stay two subjects.
 #[derive(Debug, Clone)]
-pub struct IdentityDirectory<S> {
+pub struct Directory<S> {
     store: S,
     key: LabelKey,
     clock: Clock,
 }
 
-impl<S: IdentityStore> IdentityDirectory<S> {
+impl<S: DirectoryStore> Directory<S> {
     /// A directory over `store`, labelling with `key` (the identity secret and namespace).
     pub fn new(store: S, key: LabelKey) -> Self {
-        IdentityDirectory {
+        Directory {
             store,
             key,
             clock: Clock::system(),

@@ -1,8 +1,8 @@
 //! The identity store: subjects, their verified keys and delegations between them.
 //!
-//! One trait, implemented in memory here ([`MemoryIdentityStore`](super::MemoryIdentityStore)) and on
+//! One trait, implemented in memory here ([`MemoryDirectoryStore`](super::MemoryDirectoryStore)) and on
 //! PostgreSQL in `janitor-sql`, with the behaviour written down once as `testing::identity_store` (feature
-//! `testing`). Stores receive finished records and labels: [`IdentityDirectory`](super::IdentityDirectory)
+//! `testing`). Stores receive finished records and labels: [`Directory`](super::Directory)
 //! computes every label before a store sees it, so no store ever handles a raw account id or key value.
 
 use std::future::Future;
@@ -41,7 +41,7 @@ pub enum KeyWrite {
 ///
 /// Deleting a subject deletes its keys and the delegations naming it (as principal or actor), and — where
 /// the store shares subject rows with evidence — its events and device links.
-pub trait IdentityStore: Send + Sync {
+pub trait DirectoryStore: Send + Sync {
     /// Creates a subject of `kind`, or refreshes its `updatedAt` when it exists with that kind. Returns false,
     /// changing nothing, when it exists with the other kind.
     fn put_subject(

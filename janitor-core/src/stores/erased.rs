@@ -13,7 +13,7 @@ use async_trait::async_trait;
 
 use super::{KeyCheck, Stores, StoresKind};
 use crate::directory::{
-    Delegation, DelegationId, IdentityStore, KeyRecord, KeyWrite, SubjectKind, SubjectRecord,
+    Delegation, DelegationId, DirectoryStore, KeyRecord, KeyWrite, SubjectKind, SubjectRecord,
 };
 use crate::erasure::AccountErasure;
 use crate::error::StoreError;
@@ -132,8 +132,8 @@ erase! {
 }
 
 erase! {
-    /// An [`IdentityStore`] of any type.
-    ErasedIdentityStore erases IdentityStore {
+    /// An [`DirectoryStore`] of any type.
+    ErasedDirectoryStore erases DirectoryStore {
         fn put_subject(&self, subject: &SubjectId, kind: SubjectKind, now_ms: i64) -> Result<bool, StoreError>;
         fn subject(&self, subject: &SubjectId) -> Result<Option<SubjectRecord>, StoreError>;
         fn delete_subject(&self, subject: &SubjectId) -> Result<bool, StoreError>;
@@ -179,7 +179,7 @@ trait ErasedFamily: Send + Sync {
     fn quotas(&self) -> Arc<dyn ErasedQuotaStore>;
     fn budget(&self) -> Arc<dyn ErasedBudgetStore>;
     fn evidence(&self) -> Arc<dyn ErasedEvidenceStore>;
-    fn directory(&self) -> Arc<dyn ErasedIdentityStore>;
+    fn directory(&self) -> Arc<dyn ErasedDirectoryStore>;
     fn learning(&self) -> Arc<dyn ErasedLearningStore>;
     fn kind(&self) -> StoresKind;
     async fn check_key(&self, namespace: &str, fingerprint: &str) -> Result<KeyCheck, StoreError>;
@@ -205,7 +205,7 @@ impl<S: Stores> ErasedFamily for Erase<S> {
     fn evidence(&self) -> Arc<dyn ErasedEvidenceStore> {
         Arc::new(Erase(Stores::evidence(&self.0)))
     }
-    fn directory(&self) -> Arc<dyn ErasedIdentityStore> {
+    fn directory(&self) -> Arc<dyn ErasedDirectoryStore> {
         Arc::new(Erase(Stores::directory(&self.0)))
     }
     fn learning(&self) -> Arc<dyn ErasedLearningStore> {
@@ -260,7 +260,7 @@ impl Stores for ErasedStores {
     type Quotas = Arc<dyn ErasedQuotaStore>;
     type Budget = Arc<dyn ErasedBudgetStore>;
     type Evidence = Arc<dyn ErasedEvidenceStore>;
-    type Directory = Arc<dyn ErasedIdentityStore>;
+    type Directory = Arc<dyn ErasedDirectoryStore>;
     type Learning = Arc<dyn ErasedLearningStore>;
 
     fn visitors(&self, retention: Retention) -> Self::Visitors {

@@ -14,7 +14,7 @@ pub mod erased;
 
 pub use erased::ErasedStores;
 
-use crate::directory::{IdentityStore, MemoryIdentityStore};
+use crate::directory::{DirectoryStore, MemoryDirectoryStore};
 use crate::erasure::AccountErasure;
 use crate::error::StoreError;
 use crate::evidence::{EvidenceStore, MemoryEvidenceStore, SubjectId};
@@ -36,7 +36,7 @@ pub trait Stores: Clone + Send + Sync + 'static {
     /// Application events, device links and the subjects they name.
     type Evidence: EvidenceStore + Clone + 'static;
     /// The identity directory: subjects, verified keys and delegations (its subjects are evidence's).
-    type Directory: IdentityStore + Clone + 'static;
+    type Directory: DirectoryStore + Clone + 'static;
     /// Login-labelled learning sessions (optional module; empty unless learning is enabled).
     type Learning: LearningStore + Clone + 'static;
 
@@ -159,7 +159,7 @@ pub struct MemoryStores {
     quotas: MemoryQuotaStore,
     budget: MemoryBudgetStore,
     evidence: MemoryEvidenceStore,
-    directory: MemoryIdentityStore,
+    directory: MemoryDirectoryStore,
     learning: MemoryLearningStore,
 }
 
@@ -172,7 +172,7 @@ impl Default for MemoryStores {
             budget: MemoryBudgetStore::default(),
             // One set of subject rows, as in the database: erasing a subject in the directory erases its
             // evidence too.
-            directory: MemoryIdentityStore::with_evidence(evidence.clone()),
+            directory: MemoryDirectoryStore::with_evidence(evidence.clone()),
             evidence,
             learning: MemoryLearningStore::new(),
         }
@@ -240,7 +240,7 @@ impl Stores for MemoryStores {
     type Quotas = MemoryQuotaStore;
     type Budget = MemoryBudgetStore;
     type Evidence = MemoryEvidenceStore;
-    type Directory = MemoryIdentityStore;
+    type Directory = MemoryDirectoryStore;
     type Learning = MemoryLearningStore;
 
     fn visitors(&self, retention: Retention) -> Self::Visitors {

@@ -4,7 +4,7 @@
 //! subject once more to say why.
 
 use janitor_core::directory::{
-    store_cleanup_batch, Delegation, DelegationId, IdentityStore, KeyRecord, KeyWrite,
+    store_cleanup_batch, Delegation, DelegationId, DirectoryStore, KeyRecord, KeyWrite,
     SubjectRecord,
 };
 use janitor_core::evidence::EvidenceStore;
@@ -23,14 +23,14 @@ pub(crate) mod statements;
 /// The identity directory in PostgreSQL. Cheap to clone; clones share the pool. Run
 /// [`migrate`](crate::migrate()) once before use.
 #[derive(Debug, Clone)]
-pub struct PgIdentityStore {
+pub struct PgDirectoryStore {
     database: Database,
 }
 
-impl PgIdentityStore {
+impl PgDirectoryStore {
     /// A store over `database`.
     pub fn new(database: Database) -> Self {
-        PgIdentityStore { database }
+        PgDirectoryStore { database }
     }
 
     /// The database handle.
@@ -50,7 +50,7 @@ fn record<T: serde::de::DeserializeOwned>(row: &Row, what: &str) -> Result<T, St
         .map_err(|e| unreadable(what, e))
 }
 
-impl IdentityStore for PgIdentityStore {
+impl DirectoryStore for PgDirectoryStore {
     /// The subject rows are evidence's: the same statement creates or refreshes them.
     async fn put_subject(
         &self,

@@ -77,7 +77,7 @@ macro_rules! pg_store_suites {
 
             janitor_core::identity_store_tests!(
                 around: $around,
-                fresh: |$context: $type, ()| async move { $crate::PgIdentityStore::new($database) },
+                fresh: |$context: $type, ()| async move { $crate::PgDirectoryStore::new($database) },
             );
         }
 

@@ -16,7 +16,7 @@ fn grant(principal: &SubjectId, actor: &SubjectId, expires_at: i64) -> Delegatio
 }
 
 /// A person (account 1), an agent (account 2) and another person (account 3).
-async fn cast<S: IdentityStore>(d: &IdentityDirectory<S>) -> Vec<SubjectId> {
+async fn cast<S: DirectoryStore>(d: &Directory<S>) -> Vec<SubjectId> {
     let kinds = [
         (1, SubjectKind::Person),
         (2, SubjectKind::Agent),
@@ -26,7 +26,7 @@ async fn cast<S: IdentityStore>(d: &IdentityDirectory<S>) -> Vec<SubjectId> {
 }
 
 /// Case: a grant ends after now and at most 30 days ahead.
-pub async fn delegation_expiry_bounds(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn delegation_expiry_bounds(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
     for (at, ok) in [
@@ -60,7 +60,7 @@ pub async fn delegation_expiry_bounds(fresh: impl Fresh<(), Store: IdentityStore
 }
 
 /// Case: 1–32 scopes counted on the input, each 1–256 characters; stored trimmed, unique and sorted.
-pub async fn delegation_scope_bounds(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn delegation_scope_bounds(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
     let with_scopes = |scopes: Vec<String>| DelegationInput {
@@ -124,7 +124,7 @@ pub async fn delegation_scope_bounds(fresh: impl Fresh<(), Store: IdentityStore>
 }
 
 /// Case: an audience holds 1–256 characters after trimming.
-pub async fn delegation_audience_bounds(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn delegation_audience_bounds(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
     let audience = |audience: String| DelegationInput {
@@ -147,7 +147,7 @@ pub async fn delegation_audience_bounds(fresh: impl Fresh<(), Store: IdentitySto
 }
 
 /// Case: principal and actor must both exist and differ.
-pub async fn delegations_need_two_known_subjects(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn delegations_need_two_known_subjects(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
     let ghost = account(&d, 9);
@@ -172,7 +172,7 @@ pub async fn delegations_need_two_known_subjects(fresh: impl Fresh<(), Store: Id
 }
 
 /// Case: only the first revocation counts.
-pub async fn revocation_counts_once(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn revocation_counts_once(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
     let made = d
@@ -217,8 +217,8 @@ fn context(subject: &SubjectId, actor: &SubjectId, id: &DelegationId) -> Assessm
     }
 }
 
-async fn reason<S: IdentityStore>(
-    d: &IdentityDirectory<S>,
+async fn reason<S: DirectoryStore>(
+    d: &Directory<S>,
     c: &AssessmentContext,
     now: i64,
 ) -> Option<InvalidDelegationReason> {
@@ -230,7 +230,7 @@ async fn reason<S: IdentityStore>(
 }
 
 /// Case: every reason at its edge, in the order missing, revoked, expired, principal, actor, audience, scope.
-pub async fn assessment_reasons_in_order(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn assessment_reasons_in_order(fresh: impl Fresh<(), Store: DirectoryStore>) {
     use InvalidDelegationReason::*;
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
@@ -277,7 +277,7 @@ pub async fn assessment_reasons_in_order(fresh: impl Fresh<(), Store: IdentitySt
 }
 
 /// Case: an earlier reason wins over a later one; 0–32 required scopes.
-pub async fn earlier_reasons_win(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn earlier_reasons_win(fresh: impl Fresh<(), Store: DirectoryStore>) {
     use InvalidDelegationReason::*;
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
@@ -315,7 +315,7 @@ pub async fn earlier_reasons_win(fresh: impl Fresh<(), Store: IdentityStore>) {
 }
 
 /// Case: the attribution's JSON without a grant, and with a valid and an invalid one.
-pub async fn assessment_without_a_grant(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn assessment_without_a_grant(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
     let ghost = account(&d, 9);
@@ -359,7 +359,7 @@ pub async fn assessment_without_a_grant(fresh: impl Fresh<(), Store: IdentitySto
 }
 
 /// Case: deleting a subject deletes its keys and every grant naming it.
-pub async fn deletion_cascades(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn deletion_cascades(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
     let key = email("agent@example.com");
@@ -394,7 +394,7 @@ pub async fn deletion_cascades(fresh: impl Fresh<(), Store: IdentityStore>) {
 }
 
 /// Case: forget_user erases the account's subject, keys and grants, found by the raw id's label.
-pub async fn forget_user_erases_the_account(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn forget_user_erases_the_account(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
     d.at(T0)
@@ -425,7 +425,7 @@ pub async fn forget_user_erases_the_account(fresh: impl Fresh<(), Store: Identit
 }
 
 /// Case: cleanup deletes grants that ended (expires_at <= now), earliest first, bounded by the batch.
-pub async fn cleanup_removes_ended_grants(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn cleanup_removes_ended_grants(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let s = cast(&d).await;
     let mut ids = Vec::new();

@@ -4,7 +4,7 @@ use super::*;
 use crate::testing::join_all;
 
 /// Case: a subject's kind never changes.
-pub async fn subjects_keep_their_kind(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn subjects_keep_their_kind(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let ann = account(&d, 1);
     assert!(d.subject(&ann).await.expect("read").is_none());
@@ -39,7 +39,7 @@ pub async fn subjects_keep_their_kind(fresh: impl Fresh<(), Store: IdentityStore
 }
 
 /// Case: account ids hold 1–512 characters.
-pub async fn account_ids_are_bounded(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn account_ids_are_bounded(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     invalid_at(d.subject_id(""), "accountId");
     assert!(d.subject_id("a").is_ok());
@@ -54,7 +54,7 @@ pub async fn account_ids_are_bounded(fresh: impl Fresh<(), Store: IdentityStore>
 }
 
 /// Case: a key belongs to one subject; re-adding one's own refreshes it.
-pub async fn keys_belong_to_one_subject(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn keys_belong_to_one_subject(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let s = register(&d, &[(1, SubjectKind::Person), (2, SubjectKind::Person)]).await;
     let ghost = account(&d, 9);
@@ -106,7 +106,7 @@ pub async fn keys_belong_to_one_subject(fresh: impl Fresh<(), Store: IdentitySto
 }
 
 /// Case: concurrent claims of one key by different subjects: exactly one wins.
-pub async fn concurrent_claims_have_one_winner(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn concurrent_claims_have_one_winner(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let accounts: Vec<(u32, SubjectKind)> = (1..=8).map(|n| (n, SubjectKind::Person)).collect();
     let subjects = register(&d, &accounts).await;
@@ -134,7 +134,7 @@ pub async fn concurrent_claims_have_one_winner(fresh: impl Fresh<(), Store: Iden
 }
 
 /// Case: subjects sharing an email domain, a similar address or a fingerprint stay separate subjects.
-pub async fn subjects_are_never_merged(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn subjects_are_never_merged(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let s = register(&d, &[(1, SubjectKind::Person), (2, SubjectKind::Person)]).await;
     d.at(T0)
@@ -186,7 +186,7 @@ pub async fn subjects_are_never_merged(fresh: impl Fresh<(), Store: IdentityStor
 }
 
 /// Case: removing a key deletes only that subject's key.
-pub async fn key_removal_is_per_subject(fresh: impl Fresh<(), Store: IdentityStore>) {
+pub async fn key_removal_is_per_subject(fresh: impl Fresh<(), Store: DirectoryStore>) {
     let d = directory(fresh.store(()).await);
     let s = register(&d, &[(1, SubjectKind::Person), (2, SubjectKind::Agent)]).await;
     let key = KeyInput::new(KeyType::External, "github", "12345");

@@ -1,4 +1,4 @@
-//! The behaviour every [`IdentityStore`] must show, run through [`IdentityDirectory`] as server code uses
+//! The behaviour every [`DirectoryStore`] must show, run through [`Directory`] as server code uses
 //! it: [`identity_store_tests!`](crate::identity_store_tests) runs each case as its own test. The factory
 //! must return an empty store.
 
@@ -13,19 +13,19 @@ pub use super::{label_key, T0};
 use crate::directory::*;
 use crate::Clock;
 
-fn directory<S: IdentityStore>(store: S) -> IdentityDirectory<S> {
-    IdentityDirectory::new(store, label_key("suite")).with_clock(Clock::manual(0))
+fn directory<S: DirectoryStore>(store: S) -> Directory<S> {
+    Directory::new(store, label_key("suite")).with_clock(Clock::manual(0))
 }
 
 /// The subject of fixture account `n`.
-pub fn account<S: IdentityStore>(d: &IdentityDirectory<S>, n: u32) -> SubjectId {
+pub fn account<S: DirectoryStore>(d: &Directory<S>, n: u32) -> SubjectId {
     d.subject_id(&format!("account-{n}"))
         .expect("valid account id")
 }
 
 /// Registers fixture accounts `n` with `kind` and returns their subjects.
-async fn register<S: IdentityStore>(
-    d: &IdentityDirectory<S>,
+async fn register<S: DirectoryStore>(
+    d: &Directory<S>,
     accounts: &[(u32, SubjectKind)],
 ) -> Vec<SubjectId> {
     let mut subjects = Vec::new();
@@ -51,10 +51,10 @@ fn invalid_at(result: Result<impl std::fmt::Debug, DirectoryError>, expected: &s
     }
 }
 
-/// One `#[tokio::test]` per case of the [`IdentityStore`] suite ([`crate::testing`] shows the forms).
+/// One `#[tokio::test]` per case of the [`DirectoryStore`] suite ([`crate::testing`] shows the forms).
 ///
 /// ```ignore
-/// janitor_core::identity_store_tests!(fresh: |()| async { MemoryIdentityStore::new() });
+/// janitor_core::identity_store_tests!(fresh: |()| async { MemoryDirectoryStore::new() });
 /// ```
 #[macro_export]
 macro_rules! identity_store_tests {

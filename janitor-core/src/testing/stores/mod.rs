@@ -9,7 +9,7 @@ pub use erasure::*;
 use super::Fresh;
 pub use super::{label_key, visitor, T0};
 use crate::config::DAY_MS;
-use crate::directory::{Delegation, DelegationInput, IdentityDirectory, KeyInput, KeyType};
+use crate::directory::{Delegation, DelegationInput, Directory, KeyInput, KeyType};
 use crate::erasure::{erase_account, AccountErasure};
 use crate::evidence::*;
 use crate::identification::config::Retention;
@@ -26,7 +26,7 @@ use crate::Clock;
 struct Family<S: Stores> {
     stores: S,
     evidence: Evidence<S::Evidence>,
-    directory: IdentityDirectory<S::Directory>,
+    directory: Directory<S::Directory>,
     learning: Learning<S::Learning>,
 }
 
@@ -41,8 +41,7 @@ async fn family<S: Stores>(fresh: impl Fresh<(), Store = S>) -> Family<S> {
     Family {
         evidence: Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default())
             .with_clock(Clock::manual(0)),
-        directory: IdentityDirectory::new(stores.directory(), key.clone())
-            .with_clock(Clock::manual(0)),
+        directory: Directory::new(stores.directory(), key.clone()).with_clock(Clock::manual(0)),
         learning: Learning::new(stores.learning(), &key, config, None)
             .expect("collect mode")
             .with_clock(Clock::manual(0)),

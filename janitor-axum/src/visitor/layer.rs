@@ -1,4 +1,4 @@
-//! The identity layer: claims an application route's quotas and identifies the payload its JSON body
+//! The visitor layer: claims an application route's quotas and identifies the payload its JSON body
 //! carries, before the handler.
 
 use std::future::Future;
@@ -15,7 +15,7 @@ use http::request::Parts;
 use serde_json::Value;
 use tower::{Layer, Service};
 
-use super::{VisitorField, VisitorIdentity};
+use super::{Visitor, VisitorField};
 use crate::admission::AdmissionSlot;
 use crate::config::MAX_BODY_BYTES;
 use crate::refusal::Refusal;
@@ -28,21 +28,21 @@ pub const PAYLOAD_FIELD: &str = "visitor";
 /// the body is not JSON).
 pub type ContextFn = dyn Fn(&Parts, &Value) -> VisitorContext + Send + Sync;
 
-/// Wraps an application's routes in an [`IdentityService`]. Made by
-/// [`Janitor::identity_layer`](crate::Janitor::identity_layer).
+/// Wraps an application's routes in an [`VisitorService`]. Made by
+/// [`Janitor::visitor_layer`](crate::Janitor::visitor_layer).
 ///
 /// Each request's quotas are claimed with the [`VisitorContext`] the layer's [`context`](Self::context)
 /// function gives: by default the one the application's own middleware attached as a request extension, or
 /// none (the global counter only).
 #[derive(Clone)]
-pub struct IdentityLayer {
+pub struct VisitorLayer {
     janitor: Janitor,
     context: Arc<ContextFn>,
 }
 
-impl IdentityLayer {
+impl VisitorLayer {
     pub(crate) fn new(janitor: Janitor) -> Self {
-        IdentityLayer {
+        VisitorLayer {
             janitor,
             context: Arc::new(extension_context),
         }
@@ -57,7 +57,7 @@ impl IdentityLayer {
     ///
     /// # let config = JanitorConfig::builder().secret("a-secret-of-at-least-32-bytes-0123456789").build().unwrap();
     /// let janitor = Janitor::new(config, MemoryStores::new());
-    /// let layer = janitor.identity_layer().context(|_parts, body| {
+    /// let layer = janitor.visitor_layer().context(|_parts, body| {
     ///     body["username"]
     ///         .as_str()
     ///         .and_then(|name| VisitorContext::for_account(name).ok())
@@ -82,17 +82,17 @@ fn extension_context(parts: &Parts, _body: &Value) -> VisitorContext {
         .unwrap_or_default()
 }
 
-impl std::fmt::Debug for IdentityLayer {
+impl std::fmt::Debug for VisitorLayer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IdentityLayer").finish_non_exhaustive()
+        f.debug_struct("VisitorLayer").finish_non_exhaustive()
     }
 }
 
-impl<I> Layer<I> for IdentityLayer {
-    type Service = IdentityService<I>;
+impl<I> Layer<I> for VisitorLayer {
+    type Service = VisitorService<I>;
 
     fn layer(&self, inner: I) -> Self::Service {
-        IdentityService {
+        VisitorService {
             inner,
             layer: self.clone(),
         }
@@ -101,28 +101,28 @@ impl<I> Layer<I> for IdentityLayer {
 
 /// A service that, for every request, claims the quotas of its context and answers a spent quota (429 with
 /// `Retry-After`) or an unavailable quota store (503) itself; then, for a JSON body with a
-/// [`PAYLOAD_FIELD`], identifies the payload, hands the handler a [`VisitorIdentity`] (as a request extension
+/// [`PAYLOAD_FIELD`], identifies the payload, hands the handler a [`Visitor`] (as a request extension
 /// and an extractor) and appends the `__visitor` cookie to the handler's response. Requests without a payload
-/// reach the handler with [`VisitorIdentity::Absent`].
+/// reach the handler with [`Visitor::Absent`].
 ///
 /// A JSON body is read whole (at most 65,536 bytes, within the endpoint's request timeout) and passed on
 /// unchanged; a larger or slower body is refused with 413 or 408 before the handler. Refusals are worded for
 /// a route ([`Refusal::for_route`]). The origin is not checked: add [`OriginLayer`](crate::OriginLayer).
-pub struct IdentityService<I> {
+pub struct VisitorService<I> {
     inner: I,
-    layer: IdentityLayer,
+    layer: VisitorLayer,
 }
 
-impl<I: Clone> Clone for IdentityService<I> {
+impl<I: Clone> Clone for VisitorService<I> {
     fn clone(&self) -> Self {
-        IdentityService {
+        VisitorService {
             inner: self.inner.clone(),
             layer: self.layer.clone(),
         }
     }
 }
 
-impl<I> Service<Request> for IdentityService<I>
+impl<I> Service<Request> for VisitorService<I>
 where
     I: Service<Request, Response = Response> + Clone + Send + 'static,
     I::Future: Send,
@@ -156,15 +156,15 @@ where
                 .map_or(VisitorField::Missing, VisitorField::from_value);
             let mut set_cookie = None;
             let identity = match field {
-                VisitorField::Missing => VisitorIdentity::Absent,
-                VisitorField::Invalid => VisitorIdentity::Refused(Refusal::InvalidPayload),
+                VisitorField::Missing => Visitor::Absent,
+                VisitorField::Invalid => Visitor::Refused(Refusal::InvalidPayload),
                 VisitorField::Valid(payload) => {
                     match layer.janitor.identify_visitor(&parts, &payload).await {
                         Ok(identified) => {
                             set_cookie = Some(identified.set_cookie().clone());
-                            VisitorIdentity::Identified(identified.into_identity())
+                            Visitor::Identified(identified.into_identity())
                         }
-                        Err(refusal) => VisitorIdentity::Refused(refusal),
+                        Err(refusal) => Visitor::Refused(refusal),
                     }
                 }
             };
@@ -185,7 +185,7 @@ async fn read_json(
     body: Body,
     janitor: &Janitor,
 ) -> Result<(Body, Option<Value>), Refusal> {
-    if !crate::identify::is_json(&parts.headers) {
+    if !crate::endpoint::is_json(&parts.headers) {
         return Ok((body, None));
     }
     let timeout = janitor.config().endpoint().request_timeout();

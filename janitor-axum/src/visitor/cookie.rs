@@ -48,7 +48,7 @@ mod tests {
         for secure in [true, false] {
             assert_eq!(
                 ClearVisitorCookie::new(secure).set_cookie(),
-                &crate::identify::cookie::clear_cookie(secure)
+                &crate::endpoint::cookie::clear_cookie(secure)
             );
         }
     }

@@ -18,10 +18,10 @@ use serde::Serialize;
 use crate::admission::{settle_unread, AdmissionConfig, AdmissionSlot};
 use crate::config::JanitorConfig;
 use crate::handle::Inner;
-use crate::identity::Identified;
 use crate::origin::ClientAddress;
 use crate::refusal::Refusal;
 use crate::telemetry;
+use crate::visitor::IdentifiedVisitor;
 use tracing::Instrument;
 
 mod body;
@@ -211,7 +211,7 @@ pub(crate) async fn identify_parts(
     parts: &Parts,
     context: &VisitorContext,
     payload: Option<&VisitorPayload>,
-) -> Result<Option<Identified>, Refusal> {
+) -> Result<Option<IdentifiedVisitor>, Refusal> {
     let identified = async {
         claim_quota(janitor, context).await?;
         match payload {
@@ -253,7 +253,7 @@ pub(crate) async fn identify_visitor(
     parts: &Parts,
     payload: &VisitorPayload,
     route: Route,
-) -> Result<Identified, Refusal> {
+) -> Result<IdentifiedVisitor, Refusal> {
     let config = &janitor.config;
     let cookie = cookie::visitor(&parts.headers);
     let network = match config.network_evidence() {
@@ -308,7 +308,7 @@ pub(crate) async fn identify_visitor(
     );
     // The line is ours: a visitor id, fixed attributes and a number, all visible ASCII.
     let set_cookie = HeaderValue::from_str(&line).map_err(|_| Refusal::Unavailable)?;
-    Ok(Identified::new(identity, set_cookie))
+    Ok(IdentifiedVisitor::new(identity, set_cookie))
 }
 
 /// The default answer: what the browser needs, nothing it could use to probe the matcher.

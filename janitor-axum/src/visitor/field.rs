@@ -13,7 +13,7 @@ use serde_json::Value;
 /// [`Missing`](VisitorField::Missing):
 ///
 /// ```
-/// use janitor_axum::identity::VisitorField;
+/// use janitor_axum::visitor::VisitorField;
 /// use serde::Deserialize;
 ///
 /// #[derive(Deserialize)]

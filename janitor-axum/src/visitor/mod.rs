@@ -1,4 +1,4 @@
-//! Identity on any route: a login, a checkout or a comment form carries the browser's payload beside its own
+//! The visitor on the application's own routes: a login, a checkout or a comment form carries the browser's payload beside its own
 //! data (the browser client's `collect()`), and server code identifies it there.
 //!
 //! Three ways, from the most explicit:
@@ -6,13 +6,13 @@
 //! - [`Janitor::identify_parts`](crate::Janitor::identify_parts) with the request's parts, the
 //!   [`VisitorContext`](crate::VisitorContext) the route knows (the account being signed into) and the payload
 //!   the handler read, if any (a form field of type [`VisitorField`] tolerates a missing or invalid payload):
-//!   it claims the quotas whether or not there is a payload, and the [`Identified`] it returns carries the
+//!   it claims the quotas whether or not there is a payload, and the [`IdentifiedVisitor`] it returns carries the
 //!   private identity and, as response parts, the cookie to set.
 //!   [`Janitor::claim_quota`](crate::Janitor::claim_quota) claims the quotas alone.
-//! - [`Janitor::identity_layer`](crate::Janitor::identity_layer) on the application's routes: it claims the
-//!   quotas of every request (with a context it reads from the request, see [`IdentityLayer::context`]),
+//! - [`Janitor::visitor_layer`](crate::Janitor::visitor_layer) on the application's routes: it claims the
+//!   quotas of every request (with a context it reads from the request, see [`VisitorLayer::context`]),
 //!   refuses a spent quota itself, identifies the `visitor` field of a JSON body before the handler runs, hands
-//!   the handler a [`VisitorIdentity`], and sets the cookie on the handler's response.
+//!   the handler a [`Visitor`], and sets the cookie on the handler's response.
 //! - [`Janitor::assess`](crate::Janitor::assess) for a request that is the endpoint's own.
 //!
 //! None of them checks the request's origin: put the application's state-changing routes behind
@@ -31,23 +31,23 @@ use janitor_core::Identity;
 
 use crate::refusal::Refusal;
 
-pub use crate::identify::learning::{LearningContext, LEARNING_COOKIE_NAME};
-pub use crate::identify::VisitorContext;
+pub use crate::endpoint::learning::{LearningContext, LEARNING_COOKIE_NAME};
+pub use crate::endpoint::VisitorContext;
 pub use cookie::ClearVisitorCookie;
 pub use field::VisitorField;
-pub use layer::{ContextFn, IdentityLayer, IdentityService, PAYLOAD_FIELD};
+pub use layer::{ContextFn, VisitorLayer, VisitorService, PAYLOAD_FIELD};
 
 /// A browser identified on a route of the application: its private identity, and the `__visitor` cookie to
 /// set, which it adds to a response as response parts.
 #[derive(Debug, Clone)]
-pub struct Identified {
+pub struct IdentifiedVisitor {
     identity: Identity,
     set_cookie: HeaderValue,
 }
 
-impl Identified {
-    pub(crate) fn new(identity: Identity, set_cookie: HeaderValue) -> Identified {
-        Identified {
+impl IdentifiedVisitor {
+    pub(crate) fn new(identity: Identity, set_cookie: HeaderValue) -> IdentifiedVisitor {
+        IdentifiedVisitor {
             identity,
             set_cookie,
         }
@@ -70,7 +70,7 @@ impl Identified {
 }
 
 /// Appends the `__visitor` cookie.
-impl IntoResponseParts for Identified {
+impl IntoResponseParts for IdentifiedVisitor {
     type Error = std::convert::Infallible;
 
     fn into_response_parts(self, mut parts: ResponseParts) -> Result<ResponseParts, Self::Error> {
@@ -79,9 +79,9 @@ impl IntoResponseParts for Identified {
     }
 }
 
-/// What the [identity layer](IdentityLayer) found for a request; an extractor for handlers behind it.
+/// What the [visitor layer](VisitorLayer) found for a request; an extractor for handlers behind it.
 #[derive(Debug, Clone)]
-pub enum VisitorIdentity {
+pub enum Visitor {
     /// The payload was identified (the layer sets the cookie on the response).
     Identified(Identity),
     /// The payload was refused: invalid, or the store was unavailable. The handler decides whether that stops
@@ -91,52 +91,52 @@ pub enum VisitorIdentity {
     Absent,
 }
 
-impl VisitorIdentity {
+impl Visitor {
     /// The identity, when there is one.
     pub fn identity(&self) -> Option<&Identity> {
         match self {
-            VisitorIdentity::Identified(identity) => Some(identity),
+            Visitor::Identified(identity) => Some(identity),
             _ => None,
         }
     }
 }
 
-/// Reads what the identity layer left. Without the layer on the route it is a mistake in the application, not
-/// an absent payload: the extractor refuses with [`MissingIdentityLayer`] (500) and logs why.
-impl<S: Send + Sync> FromRequestParts<S> for VisitorIdentity {
-    type Rejection = MissingIdentityLayer;
+/// Reads what the visitor layer left. Without the layer on the route it is a mistake in the application, not
+/// an absent payload: the extractor refuses with [`MissingVisitorLayer`] (500) and logs why.
+impl<S: Send + Sync> FromRequestParts<S> for Visitor {
+    type Rejection = MissingVisitorLayer;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         parts
             .extensions
-            .get::<VisitorIdentity>()
+            .get::<Visitor>()
             .cloned()
-            .ok_or(MissingIdentityLayer)
+            .ok_or(MissingVisitorLayer)
     }
 }
 
-/// The rejection of the [`VisitorIdentity`] extractor on a route that [`IdentityLayer`] does not wrap: 500,
+/// The rejection of the [`Visitor`] extractor on a route that [`VisitorLayer`] does not wrap: 500,
 /// logged as an error naming the fix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MissingIdentityLayer;
+pub struct MissingVisitorLayer;
 
-impl std::fmt::Display for MissingIdentityLayer {
+impl std::fmt::Display for MissingVisitorLayer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(
-            "VisitorIdentity was extracted on a route without the identity layer: add \
-             `.route_layer(janitor.identity_layer())` to the routes whose handlers read it",
+            "Visitor was extracted on a route without the visitor layer: add \
+             `.route_layer(janitor.visitor_layer())` to the routes whose handlers read it",
         )
     }
 }
 
-impl std::error::Error for MissingIdentityLayer {}
+impl std::error::Error for MissingVisitorLayer {}
 
-impl IntoResponse for MissingIdentityLayer {
+impl IntoResponse for MissingVisitorLayer {
     fn into_response(self) -> Response {
         tracing::error!("{self}");
         (
             StatusCode::INTERNAL_SERVER_ERROR,
-            "Missing request extension: the identity layer is not on this route",
+            "Missing request extension: the visitor layer is not on this route",
         )
             .into_response()
     }
