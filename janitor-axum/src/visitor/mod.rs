@@ -1,5 +1,5 @@
-//! The visitor on the application's own routes: a login, a checkout or a comment form carries the browser's payload beside its own
-//! data (the browser client's `collect()`), and server code identifies it there.
+//! The visitor on the application's own routes: a login, a checkout or a comment form carries the browser's
+//! payload beside its own data (the browser client's `collect()`), and server code identifies it there.
 //!
 //! Three ways, from the most explicit:
 //!

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use http_body_util::BodyExt;
-use janitor_axum::{Janitor, Stores, VisitorContext, Visitor};
+use janitor_axum::{Janitor, Stores, Visitor, VisitorContext};
 use janitor_core::protection::quota::QuotaConfig;
 use serde::Deserialize;
 use serde_json::{json, Value};

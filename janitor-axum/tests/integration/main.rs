@@ -37,7 +37,7 @@ mod faults;
 #[cfg(all(feature = "testing", feature = "serve"))]
 mod hostile_http;
 #[cfg(feature = "testing")]
-mod endpoint;
+mod identify;
 #[cfg(feature = "testing")]
 mod identify_overload;
 #[cfg(feature = "testing")]
