@@ -14,7 +14,8 @@ mod unknown_env;
 use janitor_core::evidence::EvidenceConfig;
 use janitor_core::label::{check_secret_strength, LabelError, LabelKey};
 use janitor_core::learning::{LearningConfig, LearningMode};
-use janitor_core::{EngineConfig, MatchingPolicy, Retention};
+pub use janitor_core::MatchingPolicy;
+use janitor_core::{EngineConfig, Retention};
 
 pub use crate::admission::AdmissionConfig;
 pub use cookie::{CookieConfig, CookieConfigBuilder, COOKIE_MAX_AGE_DAYS};

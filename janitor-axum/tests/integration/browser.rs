@@ -25,10 +25,12 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use common::browser::Driver;
 use common::stores::{on_both_stores, Hook, Hooked};
-use janitor_axum::{
-    AdmissionConfig, CookieConfig, EndpointConfig, Environment, Janitor, JanitorConfigBuilder,
-    MatchingPolicy, Stores,
+use janitor_axum::config::{
+    AdmissionConfig, CookieConfig, EndpointConfig, Environment, JanitorConfigBuilder,
+    MatchingPolicy,
 };
+use janitor_axum::handle::Stores;
+use janitor_axum::Janitor;
 use janitor_core::identification::payload::ExtendedSignals;
 use janitor_core::{VisitorId, VisitorStore};
 use serde_json::json;
@@ -89,7 +91,7 @@ struct Server {
 }
 
 impl Server {
-    async fn start<S: Stores>(janitor: &Janitor<S>) -> Server {
+    async fn start(janitor: &Janitor) -> Server {
         let pages = Router::new()
             .route("/", get(|| async { Html(QUICKSTART) }))
             .route("/blank", get(|| async { Html(BLANK) }));
@@ -97,7 +99,7 @@ impl Server {
     }
 
     /// The handle's router with `site`'s routes.
-    async fn start_with<S: Stores>(janitor: &Janitor<S>, site: Router) -> Server {
+    async fn start_with(janitor: &Janitor, site: Router) -> Server {
         let log = Log::default();
         let app = janitor
             .router()
@@ -451,11 +453,8 @@ const PASSWORD: &str = "correct horse battery staple";
 async fn sign_in_page<S: Stores>(stores: S) {
     let _one_browser = BROWSERS.lock().await;
     let janitor = Janitor::new(config().build().unwrap(), stores);
-    let site = login::routes(
-        janitor.to_dyn(),
-        login::Accounts::with(&[("ada", PASSWORD)]),
-    )
-    .route("/", get(|| async { Html(LOGIN_PAGE) }));
+    let site = login::routes(janitor.clone(), login::Accounts::with(&[("ada", PASSWORD)]))
+        .route("/", get(|| async { Html(LOGIN_PAGE) }));
     let server = Server::start_with(&janitor, site).await;
     let driver = Driver::start().await;
     let session = driver.session().await;

@@ -1,7 +1,8 @@
 //! The identity directory through the handle, on both stores: attribution of an agent acting for a person,
 //! erasure of an account with its evidence, and ended delegations going with cleanup.
 
-use janitor_axum::{Janitor, Stores};
+use janitor_axum::handle::{Clock, Stores};
+use janitor_axum::Janitor;
 use janitor_core::directory::{
     AssessmentContext, DelegationAttribution, DelegationInput, KeyInput, KeyType, SubjectId,
     SubjectKind,
@@ -13,23 +14,22 @@ use crate::common;
 use common::stores::on_both_stores;
 
 /// A person and an agent, registered.
-async fn person_and_agent<S: Stores>(janitor: &Janitor<S>) -> (SubjectId, SubjectId) {
+async fn person_and_agent(janitor: &Janitor) -> (SubjectId, SubjectId) {
     let person = janitor.directory().subject_id("person-1").unwrap();
     let agent = janitor.directory().subject_id("agent-1").unwrap();
-    let person_kind = janitor.register_subject(&person, SubjectKind::Person);
+    let person_kind = janitor
+        .directory()
+        .put_subject(&person, SubjectKind::Person);
     person_kind.await.unwrap();
-    let agent_kind = janitor.register_subject(&agent, SubjectKind::Agent);
+    let agent_kind = janitor.directory().put_subject(&agent, SubjectKind::Agent);
     agent_kind.await.unwrap();
     (person, agent)
 }
 
 /// A grant from `person` to `agent` for an hour, and the context that presents it.
-async fn delegated<S: Stores>(
-    janitor: &Janitor<S>,
-    person: &SubjectId,
-    agent: &SubjectId,
-) -> AssessmentContext {
+async fn delegated(janitor: &Janitor, person: &SubjectId, agent: &SubjectId) -> AssessmentContext {
     let grant = janitor
+        .directory()
         .create_delegation(&DelegationInput {
             principal: person.clone(),
             actor: agent.clone(),
@@ -52,13 +52,17 @@ async fn an_agent_acts_for_a_person_until_forgotten<S: Stores>(stores: S) {
     let janitor = Janitor::new(common::config("directory-tests").build().unwrap(), stores);
     let (person, agent) = person_and_agent(&janitor).await;
     let key = KeyInput::new(KeyType::Email, "app", "person@example.com");
-    janitor.add_verified_key(&person, &key).await.unwrap();
+    janitor
+        .directory()
+        .add_verified_key(&person, &key)
+        .await
+        .unwrap();
     assert_eq!(
-        janitor.find_subject(&key).await.unwrap(),
+        janitor.directory().find_subject(&key).await.unwrap(),
         Some(person.clone())
     );
     let context = delegated(&janitor, &person, &agent).await;
-    let attribution = janitor.attribute(&context).await.unwrap();
+    let attribution = janitor.directory().assess(&context).await.unwrap();
     assert!(matches!(
         attribution.delegation,
         DelegationAttribution::Valid { .. }
@@ -68,18 +72,34 @@ async fn an_agent_acts_for_a_person_until_forgotten<S: Stores>(stores: S) {
         .actor(agent.clone())
         .build()
         .unwrap();
-    janitor.record_event(&event).await.unwrap();
+    janitor.evidence().record(&event).await.unwrap();
 
     let agent_key = KeyInput::new(KeyType::PublicKey, "app", "SHA256:agent");
-    janitor.add_verified_key(&agent, &agent_key).await.unwrap();
-    assert!(janitor.forget_user("person-1").await.unwrap());
-    assert!(janitor.find_subject(&key).await.unwrap().is_none());
-    let attribution = janitor.attribute(&context).await.unwrap();
+    janitor
+        .directory()
+        .add_verified_key(&agent, &agent_key)
+        .await
+        .unwrap();
+    assert!(
+        janitor
+            .erase_account("person-1", None)
+            .await
+            .unwrap()
+            .subject_existed
+    );
+    assert!(janitor
+        .directory()
+        .find_subject(&key)
+        .await
+        .unwrap()
+        .is_none());
+    let attribution = janitor.directory().assess(&context).await.unwrap();
     assert!(matches!(
         attribution.delegation,
         DelegationAttribution::Invalid { .. }
     ));
     let summary = janitor
+        .evidence()
         .velocity(&VelocityQuery::new(
             janitor_core::evidence::ActivityKey::Actor(agent.clone()),
         ))
@@ -89,23 +109,38 @@ async fn an_agent_acts_for_a_person_until_forgotten<S: Stores>(stores: S) {
         summary.total, 0,
         "the event naming the forgotten person went with it"
     );
-    // Erasing a subject through the evidence methods of the handle reaches its directory keys too.
-    assert!(janitor.delete_subject(&agent).await.unwrap());
-    assert!(janitor.find_subject(&agent_key).await.unwrap().is_none());
+    // Erasing the agent's account reaches its directory keys too.
+    assert!(
+        janitor
+            .erase_account("agent-1", None)
+            .await
+            .unwrap()
+            .subject_existed
+    );
+    assert!(janitor
+        .directory()
+        .find_subject(&agent_key)
+        .await
+        .unwrap()
+        .is_none());
 }
 
 async fn ended_delegations_go_with_cleanup<S: Stores>(stores: S) {
-    let janitor = Janitor::new(common::config("directory-cleanup").build().unwrap(), stores);
+    // The handle's services read a clock this test moves: the grant is made in the past.
+    let now = now_ms();
+    let clock = Clock::manual(now - 5);
+    let janitor = Janitor::builder(common::config("directory-cleanup").build().unwrap(), stores)
+        .clock(clock.clone())
+        .build();
     let directory = janitor.directory();
     let person = directory.subject_id("person-2").unwrap();
     let agent = directory.subject_id("agent-2").unwrap();
-    let now = now_ms();
     directory
-        .put_subject(&person, SubjectKind::Person, now)
+        .put_subject(&person, SubjectKind::Person)
         .await
         .unwrap();
     directory
-        .put_subject(&agent, SubjectKind::Agent, now)
+        .put_subject(&agent, SubjectKind::Agent)
         .await
         .unwrap();
     let grant = DelegationInput {
@@ -117,15 +152,13 @@ async fn ended_delegations_go_with_cleanup<S: Stores>(stores: S) {
     };
     // Made a moment in the past, so it has ended by the time cleanup runs.
     let made = directory
-        .create_delegation(
-            &DelegationInput {
-                expires_at: now - 1,
-                ..grant
-            },
-            now - 5,
-        )
+        .create_delegation(&DelegationInput {
+            expires_at: now - 1,
+            ..grant
+        })
         .await
         .unwrap();
+    clock.set(now);
     let step = janitor.cleanup(None, 100).await.unwrap();
     assert_eq!(step.delegations, 1);
     assert!(directory.delegation(&made.id).await.unwrap().is_none());

@@ -1,7 +1,8 @@
 //! Erasure through the handle, on both stores: an account erased with the browser it shares with another
 //! account, and a browser erased alone. Neither resets the other account's lockout.
 
-use janitor_axum::{Janitor, Stores};
+use janitor_axum::handle::Stores;
+use janitor_axum::Janitor;
 use janitor_core::directory::{KeyInput, KeyType, SubjectKind};
 use janitor_core::erasure::{AccountErasure, ErasureError};
 use janitor_core::evidence::{
@@ -14,14 +15,14 @@ use crate::common;
 use common::stores::on_both_stores;
 
 /// A browser the endpoint identified: its visitor row and first observation.
-async fn browser<S: Stores>(janitor: &Janitor<S>) -> VisitorId {
+async fn browser(janitor: &Janitor) -> VisitorId {
     let payload = janitor_core::testing::mac_payload();
-    let first = janitor.identify(&payload, None).await.unwrap();
+    let first = janitor.engine().identify(&payload, None).await.unwrap();
     first.identity.visitor_id
 }
 
 /// Five failed sign-ins against `account` from `browser`: enough for the application to lock it.
-async fn lock_out<S: Stores>(janitor: &Janitor<S>, account: &SubjectId, browser: &VisitorId) {
+async fn lock_out(janitor: &Janitor, account: &SubjectId, browser: &VisitorId) {
     for i in 0..5 {
         let event = EventInput::builder(&format!("lockout-{i}"), EventType::LoginFailure)
             .action(Action::SignIn)
@@ -29,30 +30,35 @@ async fn lock_out<S: Stores>(janitor: &Janitor<S>, account: &SubjectId, browser:
             .visitor(browser.clone())
             .build()
             .unwrap();
-        assert!(janitor.record_event(&event).await.unwrap().recorded);
+        assert!(janitor.evidence().record(&event).await.unwrap().recorded);
     }
 }
 
-async fn failures<S: Stores>(janitor: &Janitor<S>, account: &SubjectId) -> u32 {
+async fn failures(janitor: &Janitor, account: &SubjectId) -> u32 {
     let query = VelocityQuery::new(ActivityKey::Subject(account.clone())).action(Action::SignIn);
-    janitor.velocity(&query).await.unwrap().total
+    janitor.evidence().velocity(&query).await.unwrap().total
 }
 
 /// Alice signs in from `browser`: a verified key, the sign-in, and the browser linked to her.
-async fn sign_in<S: Stores>(janitor: &Janitor<S>, alice: &SubjectId, browser: &VisitorId) {
+async fn sign_in(janitor: &Janitor, alice: &SubjectId, browser: &VisitorId) {
     janitor
-        .register_subject(alice, SubjectKind::Person)
+        .directory()
+        .put_subject(alice, SubjectKind::Person)
         .await
         .unwrap();
     let email = KeyInput::new(KeyType::Email, "app", "alice@example.com");
-    janitor.add_verified_key(alice, &email).await.unwrap();
+    janitor
+        .directory()
+        .add_verified_key(alice, &email)
+        .await
+        .unwrap();
     let event = EventInput::builder("alice-in", EventType::LoginSuccess)
         .action(Action::SignIn)
         .subject(alice.clone())
         .visitor(browser.clone())
         .build()
         .unwrap();
-    janitor.record_event(&event).await.unwrap();
+    janitor.evidence().record(&event).await.unwrap();
     let link = DeviceLinkInput {
         subject: alice.clone(),
         visitor: browser.clone(),
@@ -64,7 +70,7 @@ async fn sign_in<S: Stores>(janitor: &Janitor<S>, alice: &SubjectId, browser: &V
         },
         expires_at: now_ms() + 3_600_000,
     };
-    janitor.link_device(&link).await.unwrap();
+    janitor.evidence().link(&link).await.unwrap();
 }
 
 async fn erasing_an_account_keeps_another_accounts_lockout<S: Stores>(stores: S) {
@@ -89,8 +95,16 @@ async fn erasing_an_account_keeps_another_accounts_lockout<S: Stores>(stores: S)
     assert_eq!(failures(&janitor, &dave).await, 5, "dave stays locked out");
     assert_eq!(failures(&janitor, &alice).await, 0);
     let email = KeyInput::new(KeyType::Email, "app", "alice@example.com");
-    assert_eq!(janitor.find_subject(&email).await.unwrap(), None);
-    assert!(janitor.list_devices(&alice, 20).await.unwrap().is_empty());
+    assert_eq!(
+        janitor.directory().find_subject(&email).await.unwrap(),
+        None
+    );
+    assert!(janitor
+        .evidence()
+        .list(&alice, 20)
+        .await
+        .unwrap()
+        .is_empty());
     assert!(janitor.directory().subject(&alice).await.unwrap().is_none());
     let history = janitor
         .engine()
@@ -116,7 +130,7 @@ async fn erasing_a_browser_keeps_a_lockout<S: Stores>(stores: S) {
     let alice = janitor.evidence().subject_id("alice");
     lock_out(&janitor, &dave, &shared).await;
     sign_in(&janitor, &alice, &shared).await;
-    assert!(janitor.delete_visitor(&shared).await.unwrap());
+    assert!(janitor.erase_visitor(&shared).await.unwrap());
     assert_eq!(failures(&janitor, &dave).await, 5, "dave stays locked out");
     assert_eq!(
         failures(&janitor, &alice).await,
@@ -124,7 +138,12 @@ async fn erasing_a_browser_keeps_a_lockout<S: Stores>(stores: S) {
         "alice's sign-in stays hers"
     );
     assert!(
-        janitor.list_devices(&alice, 20).await.unwrap().is_empty(),
+        janitor
+            .evidence()
+            .list(&alice, 20)
+            .await
+            .unwrap()
+            .is_empty(),
         "the browser's link went with it"
     );
     // Alice's account is still there to erase, now without a browser.

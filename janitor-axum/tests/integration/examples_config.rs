@@ -6,7 +6,8 @@
 #[allow(dead_code)]
 mod example;
 
-use janitor_axum::{EnvSource, Environment, JanitorConfig};
+use janitor_axum::config::{EnvSource, Environment};
+use janitor_axum::JanitorConfig;
 
 const SECRET: &str = "7c1e9a24f0b35d86e2a4c7f190b3d5e8";
 

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use common::wire::{post_json_with, serve_with_peers, Connection};
-use janitor_axum::{Janitor, MatchingPolicy, MemoryStores, VisitorContext};
+use janitor_axum::config::MatchingPolicy;
+use janitor_axum::{Janitor, MemoryStores, VisitorContext};
 use janitor_core::testing::mac_document;
 use janitor_core::{Observation, VisitorId, VisitorPayload, VisitorStore};
 
@@ -40,7 +41,7 @@ fn set_up(hour_cycle: &str) -> String {
     URL_SAFE_NO_PAD.encode(json)
 }
 
-fn janitor(extended_signals: bool) -> Janitor<MemoryStores> {
+fn janitor(extended_signals: bool) -> Janitor {
     let config = common::config("extended-signals")
         .matching_policy(MatchingPolicy::Precise)
         .extended_signals(extended_signals)
@@ -49,13 +50,13 @@ fn janitor(extended_signals: bool) -> Janitor<MemoryStores> {
     Janitor::new(config, MemoryStores::new())
 }
 
-async fn served(extended_signals: bool) -> (std::net::SocketAddr, Janitor<MemoryStores>) {
+async fn served(extended_signals: bool) -> (std::net::SocketAddr, Janitor) {
     let janitor = janitor(extended_signals);
     (serve_with_peers(janitor.router()).await, janitor)
 }
 
 /// The observations `janitor` holds for `visitor`, newest first.
-async fn stored(janitor: &Janitor<MemoryStores>, visitor: &str) -> Vec<Arc<Observation>> {
+async fn stored(janitor: &Janitor, visitor: &str) -> Vec<Arc<Observation>> {
     let visitor = VisitorId::parse(visitor).unwrap();
     let store = janitor.engine().store();
     store

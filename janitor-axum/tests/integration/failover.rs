@@ -19,7 +19,9 @@ use axum::routing::post;
 use axum::Router;
 use common::load::{keep_asking, post as post_request, serve_on_database, Answer};
 use janitor_axum::evidence::EvidenceError;
-use janitor_axum::{Action, DynJanitor, EventInput, EventType, Refusal, StoreError};
+use janitor_axum::evidence::{Action, EventInput, EventType};
+use janitor_axum::handle::StoreError;
+use janitor_axum::{Janitor, Refusal};
 use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
 use janitor_sql::{Database, DatabaseConfig};
 use tokio::time::Instant;
@@ -35,18 +37,18 @@ const DETECTION: Duration = Duration::from_secs(1);
 const RECOVERY: Duration = Duration::from_secs(2);
 
 /// The event of `id`, as the application's route records it.
-fn event(janitor: &DynJanitor, id: &str) -> EventInput {
+fn event(janitor: &Janitor, id: &str) -> EventInput {
     EventInput::builder(id, EventType::LoginSuccess)
         .action(Action::SignIn)
-        .subject(janitor.subject_id("failover"))
+        .subject(janitor.evidence().subject_id("failover"))
         .build()
         .expect("a valid event")
 }
 
 /// An application route that records an event under the client's id: storage that cannot answer is the
 /// endpoint's 503 with `Retry-After`; anything else would be a fault of the library, a 500.
-async fn record(State(janitor): State<DynJanitor>, Path(id): Path<String>) -> Response {
-    match janitor.record_event(&event(&janitor, &id)).await {
+async fn record(State(janitor): State<Janitor>, Path(id): Path<String>) -> Response {
+    match janitor.evidence().record(&event(&janitor, &id)).await {
         Ok(_) => axum::http::StatusCode::OK.into_response(),
         Err(EvidenceError::Store(StoreError::Unavailable(_))) => {
             Refusal::Unavailable.for_route().into_response()
@@ -115,7 +117,7 @@ async fn a_promoted_standby_takes_over_with_only_200_and_503_and_nothing_acknowl
     let (database, janitor, address) = serve_on_database(&url, "failover", |janitor| {
         Router::new()
             .route("/events/{id}", post(record))
-            .with_state(janitor.to_dyn())
+            .with_state(janitor.clone())
     })
     .await;
 
@@ -154,7 +156,7 @@ async fn a_promoted_standby_takes_over_with_only_200_and_503_and_nothing_acknowl
 
     let answers: Vec<Answer> = std::mem::take(&mut *log.lock().unwrap());
     check_answers(&answers, crashed, promoted);
-    check_nothing_lost(&answers, &janitor.to_dyn(), &standby_url).await;
+    check_nothing_lost(&answers, &janitor.clone(), &standby_url).await;
     drop((janitor, database));
     tokio::task::spawn_blocking(move || drop((primary, standby)))
         .await
@@ -213,7 +215,7 @@ fn check_answers(answers: &[Answer], crashed: Instant, promoted: Instant) {
 }
 
 /// Every visitor and every event acknowledged with a 200 is on the promoted standby.
-async fn check_nothing_lost(answers: &[Answer], janitor: &DynJanitor, standby_url: &str) {
+async fn check_nothing_lost(answers: &[Answer], janitor: &Janitor, standby_url: &str) {
     let visitors: BTreeSet<String> = answers
         .iter()
         .filter(|a| a.status == 200 && a.asked == "identify")
@@ -250,7 +252,11 @@ async fn check_nothing_lost(answers: &[Answer], janitor: &DynJanitor, standby_ur
     );
     // Recording an event again with the same id and content records nothing when the first one is stored.
     for id in &events {
-        let again = janitor.record_event(&event(janitor, id)).await.unwrap();
+        let again = janitor
+            .evidence()
+            .record(&event(janitor, id))
+            .await
+            .unwrap();
         assert!(!again.recorded, "acknowledged event {id} was lost");
     }
     println!(

@@ -14,8 +14,9 @@ use axum::routing::any;
 use axum::Router;
 use common::stores::on_both_stores;
 use common::wire::{serve_on, within, Connection};
+use janitor_axum::handle::Stores;
 use janitor_axum::serve::Driver;
-use janitor_axum::{Janitor, Stores};
+use janitor_axum::Janitor;
 
 const UA: &str = "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36";
 

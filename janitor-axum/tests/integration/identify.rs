@@ -12,10 +12,9 @@ use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use http_body::Frame;
 use http_body_util::BodyExt;
-use janitor_axum::{
-    CookieConfig, EndpointConfig, Environment, Janitor, JanitorConfigBuilder, MemoryStores, Stores,
-    VisitorContext,
-};
+use janitor_axum::config::{CookieConfig, EndpointConfig, Environment, JanitorConfigBuilder};
+use janitor_axum::handle::Stores;
+use janitor_axum::{Janitor, MemoryStores, VisitorContext};
 use janitor_core::protection::quota::QuotaConfig;
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -27,7 +26,7 @@ fn config() -> JanitorConfigBuilder {
     common::config("endpoint-tests")
 }
 
-fn endpoint() -> janitor_axum::EndpointConfigBuilder {
+fn endpoint() -> janitor_axum::config::EndpointConfigBuilder {
     EndpointConfig::builder()
 }
 
@@ -81,7 +80,7 @@ async fn answer(response: Response) -> Answer {
     }
 }
 
-async fn send<S: Stores>(janitor: &Janitor<S>, request: Request) -> Answer {
+async fn send(janitor: &Janitor, request: Request) -> Answer {
     answer(janitor.router().oneshot(request).await.unwrap()).await
 }
 
@@ -447,7 +446,7 @@ async fn insecure_cookies_only_for_loopback<S: Stores>(stores: S) {
 async fn evidence_and_maintenance_entry_points<S: Stores>(stores: S) {
     use janitor_core::evidence::{Action, ActivityKey, EventInput, EventType, VelocityQuery};
 
-    let janitor = Janitor::new(config().build().unwrap(), stores);
+    let janitor = Janitor::new(config().build().unwrap(), stores.clone());
     let first = send(&janitor, json_request(&payload())).await;
     let visitor =
         janitor_core::VisitorId::parse(first.body["visitorId"].as_str().unwrap()).unwrap();
@@ -459,35 +458,34 @@ async fn evidence_and_maintenance_entry_points<S: Stores>(stores: S) {
             .visitor(visitor.clone())
             .build()
             .unwrap();
-        assert!(janitor.record_event(&event).await.unwrap().recorded);
+        assert!(janitor.evidence().record(&event).await.unwrap().recorded);
         assert!(
-            !janitor.record_event(&event).await.unwrap().recorded,
+            !janitor.evidence().record(&event).await.unwrap().recorded,
             "idempotent"
         );
     }
     let activity = janitor
+        .evidence()
         .velocity(&VelocityQuery::new(ActivityKey::Subject(subject.clone())))
         .await
         .unwrap();
     assert_eq!((activity.total, activity.saturated), (3, false));
     // The handle's stores are the ones it records through: another evidence handle counts the same events.
     let other = janitor_core::evidence::Evidence::new(
-        janitor.stores().evidence(),
+        stores.evidence(),
         janitor.config().label_key().clone(),
         janitor_core::evidence::EvidenceConfig::default(),
     );
     let seen = other
-        .velocity(
-            &VelocityQuery::new(ActivityKey::Subject(subject.clone())),
-            janitor_core::now_ms(),
-        )
+        .velocity(&VelocityQuery::new(ActivityKey::Subject(subject.clone())))
         .await
         .unwrap();
     assert_eq!(seen.total, 3);
     // Erasing the browser keeps the events about the account (its lockout must hold), without the browser.
-    assert!(janitor.delete_visitor(&visitor).await.unwrap());
-    assert!(!janitor.delete_visitor(&visitor).await.unwrap());
+    assert!(janitor.erase_visitor(&visitor).await.unwrap());
+    assert!(!janitor.erase_visitor(&visitor).await.unwrap());
     let activity = janitor
+        .evidence()
         .velocity(&VelocityQuery::new(ActivityKey::Subject(subject)))
         .await
         .unwrap();
@@ -496,11 +494,11 @@ async fn evidence_and_maintenance_entry_points<S: Stores>(stores: S) {
     assert_eq!(maintenance.visitors.next_visitor, None);
     assert!(matches!(
         janitor.cleanup(None, 0).await,
-        Err(janitor_axum::CleanupError::Batch(_))
+        Err(janitor_axum::maintenance::CleanupError::Batch(_))
     ));
     assert!(matches!(
         janitor.cleanup(None, 1001).await,
-        Err(janitor_axum::CleanupError::Batch(_))
+        Err(janitor_axum::maintenance::CleanupError::Batch(_))
     ));
 }
 

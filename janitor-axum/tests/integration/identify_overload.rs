@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use common::stores::{Hook, Hooked};
 use common::wire::{post_with_length, serve, wait_until, wait_until_free, within, Connection};
-use janitor_axum::{AdmissionConfig, Janitor, MemoryStores};
+use janitor_axum::config::AdmissionConfig;
+use janitor_axum::{Janitor, MemoryStores};
 use tokio::sync::Semaphore;
 
 // Browser and timezone give the lookup keys, so every admitted request reaches the (blocking) lookup.
@@ -27,7 +28,7 @@ struct Gate {
     gate: Arc<Semaphore>,
 }
 
-fn setup(slots: usize) -> (Janitor<Hooked<MemoryStores>>, Gate, Arc<AtomicUsize>) {
+fn setup(slots: usize) -> (Janitor, Gate, Arc<AtomicUsize>) {
     let (calls, gate) = (Arc::new(AtomicUsize::new(0)), Arc::new(Semaphore::new(0)));
     let hook: Hook = {
         let (calls, gate) = (calls.clone(), gate.clone());

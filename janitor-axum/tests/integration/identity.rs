@@ -11,7 +11,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use http_body_util::BodyExt;
-use janitor_axum::{Janitor, Stores, Visitor, VisitorContext};
+use janitor_axum::handle::Stores;
+use janitor_axum::{Janitor, Visitor, VisitorContext};
 use janitor_core::protection::quota::QuotaConfig;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -54,7 +55,7 @@ async fn account_context(request: Request, next: Next) -> Response {
         .await
 }
 
-fn app<S: Stores>(janitor: &Janitor<S>) -> Router {
+fn app(janitor: &Janitor) -> Router {
     Router::new()
         .route("/login", post(login))
         .route_layer(janitor.visitor_layer())
@@ -239,7 +240,7 @@ async fn a_request_without_a_payload_is_counted<S: Stores>(stores: S) {
     ));
     for limited in [
         janitor.claim_quota(&ada).await,
-        janitor.to_dyn().claim_quota(&ada).await,
+        janitor.clone().claim_quota(&ada).await,
     ] {
         assert!(
             matches!(limited, Err(janitor_axum::Refusal::RateLimited { retry_after_secs }) if retry_after_secs >= 1),
@@ -253,7 +254,7 @@ async fn a_request_without_a_payload_is_counted<S: Stores>(stores: S) {
     ));
     let bob = VisitorContext::for_account("bob").unwrap();
     let identified = janitor
-        .to_dyn()
+        .clone()
         .identify_parts(&parts, &bob, Some(&payload))
         .await
         .unwrap();

@@ -155,7 +155,8 @@ async fn a_slow_provider_is_unavailable_risk_not_a_slow_identification() {
 async fn the_handle_wires_jev_behind_the_budget() {
     use axum::body::Body;
     use http_body_util::BodyExt;
-    use janitor_axum::{EndpointConfig, Janitor, MemoryStores};
+    use janitor_axum::config::EndpointConfig;
+    use janitor_axum::{Janitor, MemoryStores};
     use tower::ServiceExt;
 
     let provider = Provider::start(good()).await;
@@ -168,13 +169,10 @@ async fn the_handle_wires_jev_behind_the_budget() {
         )
         .build()
         .unwrap();
-    let janitor = Janitor::with_jev(
-        config,
-        MemoryStores::new(),
-        provider.config(TIMEOUT_MS),
-        BudgetConfig::default(),
-    )
-    .unwrap();
+    let janitor = Janitor::builder(config, MemoryStores::new())
+        .jev(provider.config(TIMEOUT_MS), BudgetConfig::default())
+        .unwrap()
+        .build();
     let body = serde_json::to_vec(&json!({"signals": {"userAgent": "Mozilla/5.0 Chrome/131.0 Safari/537.36", "timezone": "Asia/Tokyo"}})).unwrap();
     let request = |body: Vec<u8>| {
         http::Request::builder()

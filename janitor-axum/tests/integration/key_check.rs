@@ -1,7 +1,8 @@
 //! Instances sharing one database must share the secret: the first records a fingerprint of it, the next with
 //! the same secret matches, and one with another secret is refused with a message that says what to fix.
 
-use janitor_axum::{Janitor, KeyCheck, KeyCheckError, MemoryStores, PgStores};
+use janitor_axum::handle::{KeyCheck, KeyCheckError};
+use janitor_axum::{Janitor, MemoryStores, PgStores};
 use janitor_sql::testing::with_schemas;
 
 const SHARED: &str = "the-shop-instances-share-this-secret-7f3a";

@@ -6,7 +6,9 @@ use axum::body::Body;
 use axum::extract::Request;
 use http::header::{COOKIE, SET_COOKIE};
 use http::StatusCode;
-use janitor_axum::{Janitor, LearningContext, Stores, VisitorContext};
+use janitor_axum::handle::Stores;
+use janitor_axum::visitor::LearningContext;
+use janitor_axum::{Janitor, VisitorContext};
 use janitor_core::directory::{AssessmentContext, SubjectKind};
 use janitor_core::learning::{CollectionPolicy, LearningConfig};
 use serde_json::json;
@@ -23,7 +25,7 @@ fn learning(policy: CollectionPolicy) -> LearningConfig {
         .unwrap()
 }
 
-fn janitor<S: Stores>(stores: S, config: LearningConfig) -> Janitor<S> {
+fn janitor<S: Stores>(stores: S, config: LearningConfig) -> Janitor {
     let config = common::config("learning-tests")
         .learning(config)
         .build()
@@ -61,7 +63,7 @@ fn request(cookies: &[&str], context: Option<LearningContext>, account: Option<&
 }
 
 /// The learning `Set-Cookie` line of a 200, if any.
-async fn learning_line<S: Stores>(janitor: &Janitor<S>, request: Request) -> Option<String> {
+async fn learning_line(janitor: &Janitor, request: Request) -> Option<String> {
     let response = janitor.router().oneshot(request).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let lines: Vec<String> = response
@@ -119,7 +121,7 @@ async fn the_cookie_follows_consent<S: Stores>(stores: S) {
         "__visitor_learning=; HttpOnly; Secure; SameSite=Lax; Path=/; Max-Age=0"
     );
     assert!(
-        !janitor.delete_learning_session(id).await.unwrap(),
+        !janitor.learning().delete_session(id).await.unwrap(),
         "the row was deleted"
     );
 }
@@ -129,11 +131,13 @@ async fn a_verified_self_login_labels_and_an_agent_never_does<S: Stores>(stores:
     let person = janitor.directory().subject_id("person-1").unwrap();
     let agent = janitor.directory().subject_id("agent-1").unwrap();
     janitor
-        .register_subject(&person, SubjectKind::Person)
+        .directory()
+        .put_subject(&person, SubjectKind::Person)
         .await
         .unwrap();
     janitor
-        .register_subject(&agent, SubjectKind::Agent)
+        .directory()
+        .put_subject(&agent, SubjectKind::Agent)
         .await
         .unwrap();
     let verified = |subject: &janitor_core::evidence::SubjectId| {
@@ -153,7 +157,7 @@ async fn a_verified_self_login_labels_and_an_agent_never_does<S: Stores>(stores:
     );
     let cleared = learning_line(&janitor, request(&[flow.as_str()], verified(&agent), None)).await;
     assert!(cleared.unwrap().ends_with("Max-Age=0"));
-    assert!(janitor.learning_reports(100).await.unwrap().is_empty());
+    assert!(janitor.learning().reports(100).await.unwrap().is_empty());
     // A signed-in account the directory did not verify never labels either.
     let flow = pair(
         &learning_line(&janitor, request(&[], None, None))
@@ -161,10 +165,10 @@ async fn a_verified_self_login_labels_and_an_agent_never_does<S: Stores>(stores:
             .unwrap(),
     );
     learning_line(&janitor, request(&[flow.as_str()], None, Some("person-1"))).await;
-    assert!(janitor.learning_reports(100).await.unwrap().is_empty());
+    assert!(janitor.learning().reports(100).await.unwrap().is_empty());
     // A login without the learning cookie labels nothing, though the visitor cookie is known.
     learning_line(&janitor, request(&[], verified(&person), None)).await;
-    assert!(janitor.learning_reports(100).await.unwrap().is_empty());
+    assert!(janitor.learning().reports(100).await.unwrap().is_empty());
     // The person signing in as themselves labels the flow and clears the cookie.
     let flow = pair(
         &learning_line(&janitor, request(&[], None, None))
@@ -173,12 +177,18 @@ async fn a_verified_self_login_labels_and_an_agent_never_does<S: Stores>(stores:
     );
     let cleared = learning_line(&janitor, request(&[flow.as_str()], verified(&person), None)).await;
     assert!(cleared.unwrap().ends_with("Max-Age=0"));
-    let reports = janitor.learning_reports(100).await.unwrap();
+    let reports = janitor.learning().reports(100).await.unwrap();
     assert_eq!(reports.len(), 1);
     assert_eq!(reports[0].example.subject_id, person);
     // Forgetting the user erases the learning history with the rest.
-    assert!(janitor.forget_user("person-1").await.unwrap());
-    assert!(janitor.learning_reports(100).await.unwrap().is_empty());
+    assert!(
+        janitor
+            .erase_account("person-1", None)
+            .await
+            .unwrap()
+            .subject_existed
+    );
+    assert!(janitor.learning().reports(100).await.unwrap().is_empty());
 }
 
 async fn learning_off_collects_nothing_and_clears_old_cookies<S: Stores>(stores: S) {
@@ -192,7 +202,7 @@ async fn learning_off_collects_nothing_and_clears_old_cookies<S: Stores>(stores:
         .await
         .unwrap();
     assert!(cleared.ends_with("Max-Age=0"));
-    assert!(janitor.learning_reports(100).await.unwrap().is_empty());
+    assert!(janitor.learning().reports(100).await.unwrap().is_empty());
     let maintenance = janitor.cleanup(None, 100).await.unwrap();
     assert_eq!(maintenance.learning_sessions, 0);
 }

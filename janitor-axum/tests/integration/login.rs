@@ -10,21 +10,24 @@ use std::net::SocketAddr;
 
 use common::stores::on_both_stores;
 use common::wire::{serve, Connection};
-use janitor_axum::{Action, ActivityKey, EventType, Janitor, QuotaConfig, Stores, VelocityQuery};
+use janitor_axum::config::QuotaConfig;
+use janitor_axum::evidence::{Action, ActivityKey, EventType, VelocityQuery};
+use janitor_axum::handle::Stores;
+use janitor_axum::Janitor;
 use serde_json::{json, Value};
 
 const PASSWORD: &str = "correct horse battery staple";
 const DAVE: &str = "dave's own passphrase";
 
 /// A handle on `stores`, with quotas when given, and the example's routes served on a socket.
-async fn site<S: Stores>(stores: S, quotas: Option<QuotaConfig>) -> (Janitor<S>, SocketAddr) {
+async fn site<S: Stores>(stores: S, quotas: Option<QuotaConfig>) -> (Janitor, SocketAddr) {
     let mut config = common::config("login-example-tests");
     if let Some(quotas) = quotas {
         config = config.quotas(quotas);
     }
     let janitor = Janitor::new(config.build().unwrap(), stores);
     let accounts = app::Accounts::with(&[("ada", PASSWORD), ("dave", DAVE)]);
-    let routes = app::routes(janitor.to_dyn(), accounts);
+    let routes = app::routes(janitor.clone(), accounts);
     let address = serve(janitor.router().merge(routes)).await;
     (janitor, address)
 }
@@ -70,10 +73,10 @@ fn sign_in(password: &str) -> String {
     sign_in_as("ada", password)
 }
 
-async fn sign_in_events<S: Stores>(janitor: &Janitor<S>, account: &str) -> Vec<(EventType, u32)> {
+async fn sign_in_events(janitor: &Janitor, account: &str) -> Vec<(EventType, u32)> {
     let subject = janitor.evidence().subject_id(account);
     let query = VelocityQuery::new(ActivityKey::Subject(subject)).action(Action::SignIn);
-    let summary = janitor.velocity(&query).await.unwrap();
+    let summary = janitor.evidence().velocity(&query).await.unwrap();
     summary.counts.into_iter().collect()
 }
 

@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use janitor_axum::{Janitor, MaintenanceSchedule, Stores};
+use janitor_axum::handle::Stores;
+use janitor_axum::maintenance::MaintenanceSchedule;
+use janitor_axum::Janitor;
 use janitor_core::testing::visitor;
 use janitor_core::testing::visitor_store::observation;
 use janitor_core::{now_ms, Retention, VisitorId, VisitorStore};

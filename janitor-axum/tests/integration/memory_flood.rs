@@ -5,7 +5,8 @@
 use crate::common;
 
 use common::wire::{post_with_length, serve, within, Connection};
-use janitor_axum::{Janitor, MemoryStores, Stores};
+use janitor_axum::handle::Stores;
+use janitor_axum::{Janitor, MemoryStores};
 use janitor_core::Retention;
 
 const BOUND: usize = 4_000;

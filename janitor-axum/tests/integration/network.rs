@@ -5,7 +5,8 @@
 use crate::common;
 
 use common::wire::{post_json_with, serve_with_peers, Connection};
-use janitor_axum::{Janitor, MatchingPolicy, MemoryStores, OriginConfig};
+use janitor_axum::config::{MatchingPolicy, OriginConfig};
+use janitor_axum::{Janitor, MemoryStores};
 use janitor_core::testing::mac_document;
 
 /// One cookieless identification of the fixture browser, forwarded for `client`: its visitor id.

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use axum::routing::get;
 use common::wire::{serve_with_peers, Connection};
-use janitor_axum::{Janitor, MatchingPolicy, MemoryStores, OriginConfig};
+use janitor_axum::config::{MatchingPolicy, OriginConfig};
+use janitor_axum::{Janitor, MemoryStores};
 use janitor_core::identification::network::NetworkDigest;
 use janitor_core::label::LabelKey;
 use janitor_core::testing::mac_document;
@@ -129,7 +130,7 @@ fn block_in(dir: &Path, address: SocketAddr, upstream: SocketAddr) -> Option<Tie
 }
 
 /// The sign-in example with network evidence, trusting the proxy on loopback, and a `/metrics` route.
-async fn application() -> (Janitor<MemoryStores>, SocketAddr) {
+async fn application() -> (Janitor, SocketAddr) {
     let config = common::config("nginx-snippet")
         .matching_policy(MatchingPolicy::Precise)
         .network_evidence(true)
@@ -138,7 +139,7 @@ async fn application() -> (Janitor<MemoryStores>, SocketAddr) {
         .unwrap();
     let janitor = Janitor::new(config, MemoryStores::new());
     let accounts = app::Accounts::with(&[("ada", PASSWORD)]);
-    let routes = app::routes(janitor.to_dyn(), accounts)
+    let routes = app::routes(janitor.clone(), accounts)
         .merge(janitor.router())
         .route(
             "/metrics",
@@ -174,7 +175,7 @@ async fn request(
 }
 
 /// The network digest stored with `visitor`'s newest observation.
-async fn stored_network(janitor: &Janitor<MemoryStores>, visitor: &Value) -> Option<String> {
+async fn stored_network(janitor: &Janitor, visitor: &Value) -> Option<String> {
     let visitor = VisitorId::parse(visitor.as_str().unwrap()).unwrap();
     let store = janitor.engine().store();
     let history: Vec<Arc<Observation>> = store

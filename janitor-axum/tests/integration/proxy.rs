@@ -4,7 +4,8 @@
 use crate::common;
 
 use common::wire::{serve_with_peers, Connection};
-use janitor_axum::{Janitor, MemoryStores, OriginConfig};
+use janitor_axum::config::OriginConfig;
+use janitor_axum::{Janitor, MemoryStores};
 
 const BODY: &str = r#"{"signals":{"userAgent":"Mozilla/5.0 Chrome/131.0 Safari/537.36","timezone":"Europe/Paris"}}"#;
 

@@ -6,15 +6,14 @@ use axum::extract::Request;
 use axum::response::Response;
 use http::StatusCode;
 use http_body_util::BodyExt;
-use janitor_axum::{
-    client_script_etag, AdmissionConfig, EndpointConfig, Janitor, JanitorConfigBuilder,
-    MemoryStores, CLIENT_SCRIPT,
-};
+use janitor_axum::config::{AdmissionConfig, EndpointConfig, JanitorConfigBuilder};
+use janitor_axum::script::{client_script_etag, CLIENT_SCRIPT};
+use janitor_axum::{Janitor, MemoryStores};
 use tower::ServiceExt;
 
 use crate::common;
 
-fn janitor(config: JanitorConfigBuilder) -> Janitor<MemoryStores> {
+fn janitor(config: JanitorConfigBuilder) -> Janitor {
     Janitor::new(config.build().unwrap(), MemoryStores::new())
 }
 

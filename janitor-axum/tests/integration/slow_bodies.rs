@@ -11,15 +11,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::wire::{post_with_length, serve, wait_until_free, within, Connection};
-use janitor_axum::{AdmissionConfig, Janitor, MemoryStores};
+use janitor_axum::config::AdmissionConfig;
+use janitor_axum::{Janitor, MemoryStores};
 
 const BODY: &[u8] = br#"{"signals":{"userAgent":"Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36","timezone":"Europe/Paris"}}"#;
 
-fn janitor(slots: usize) -> Janitor<MemoryStores> {
+fn janitor(slots: usize) -> Janitor {
     janitor_with_grace(slots, janitor_axum::admission::BODY_GRACE_MS.default)
 }
 
-fn janitor_with_grace(slots: usize, grace_ms: u64) -> Janitor<MemoryStores> {
+fn janitor_with_grace(slots: usize, grace_ms: u64) -> Janitor {
     let admission = AdmissionConfig::builder()
         .max_in_flight_requests(slots)
         .body_grace_ms(grace_ms)
@@ -66,7 +67,7 @@ async fn honest_requests(address: SocketAddr, count: usize) -> (usize, usize) {
 
 /// Honest identifications, one per connection, while `slots` tricklers send a byte every 100 ms for 3 s:
 /// (answered 200, refused busy).
-async fn attack(janitor: &Janitor<MemoryStores>, slots: usize, honest: usize) -> (usize, usize) {
+async fn attack(janitor: &Janitor, slots: usize, honest: usize) -> (usize, usize) {
     let address = serve(janitor.router()).await;
     let mut slow = tricklers(address, slots).await;
     let trickle = tokio::spawn(async move {
@@ -154,7 +155,7 @@ async fn a_body_that_arrives_late_still_gets_its_answer_or_a_clean_busy() {
 /// Honest identifications, one per connection, while `churners` clients each send a head and 5 body bytes,
 /// wait 200 ms (under the old 250 ms grace), drop the connection and start again: (answered 200, refused busy).
 async fn churn(
-    janitor: &Janitor<MemoryStores>,
+    janitor: &Janitor,
     address: SocketAddr,
     churners: usize,
     honest: usize,

@@ -6,15 +6,16 @@ use crate::common;
 
 use std::time::Duration;
 
+use janitor_axum::config::EndpointConfig;
 use janitor_axum::serve::Driver;
-use janitor_axum::{EndpointConfig, Janitor, MemoryStores};
+use janitor_axum::{Janitor, MemoryStores};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpSocket;
 
 /// A payload of the size janitor.js sends (765 bytes).
 const BODY: &str = r#"{"signals":{"userAgent":"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36","platform":"Linux x86_64","languages":["fr-FR","fr","en-US","en","de-DE","de","es-ES","es","it-IT","it","nl-NL","nl","pt-PT","pt"],"timezone":"Europe/Paris","screen":{"width":1920,"height":1080,"colorDepth":24,"pixelRatio":1},"viewport":{"width":1903,"height":961},"hardware":{"hardwareConcurrency":8,"deviceMemory":8,"maxTouchPoints":0},"automation":{"webdriver":false},"graphics":{"webglVendor":"Google Inc. (Intel)","webglRenderer":"ANGLE (Intel, Mesa Intel(R) UHD Graphics 620 (KBL GT2), OpenGL 4.6)"}},"behavior":{"pageAgeMs":1234,"mouseMoveCount":12,"pointerDownCount":1,"keyDownCount":0,"scrollCount":3,"visibilityChangeCount":0}}"#;
 
-fn janitor(request_timeout_ms: u64) -> Janitor<MemoryStores> {
+fn janitor(request_timeout_ms: u64) -> Janitor {
     let endpoint = EndpointConfig::builder()
         .request_timeout_ms(request_timeout_ms)
         .build()

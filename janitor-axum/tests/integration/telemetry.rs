@@ -13,7 +13,8 @@ use axum::extract::Request;
 use axum::Router;
 use common::provider::{good, Provider, Reply};
 use http_body_util::BodyExt;
-use janitor_axum::{Janitor, MemoryStores, PgStores, Stores};
+use janitor_axum::handle::Stores;
+use janitor_axum::{Janitor, MemoryStores, PgStores};
 use janitor_core::protection::budget::BudgetConfig;
 use janitor_core::testing::visitor;
 use janitor_core::testing::visitor_store::observation;
@@ -84,13 +85,13 @@ async fn an_operator_sees_outcomes_reasons_and_waits_but_no_ids() {
     // With a provider: one answered call, then one that outlasts the provider's timeout (the same browser
     // without its cookie: restored by similarity, its risk unavailable).
     let provider = Provider::start(good()).await;
-    let with_jev = Janitor::with_jev(
+    let with_jev = Janitor::builder(
         common::config("telemetry-jev-tests").build().unwrap(),
         MemoryStores::new(),
-        provider.config(300),
-        BudgetConfig::default(),
     )
-    .unwrap();
+    .jev(provider.config(300), BudgetConfig::default())
+    .unwrap()
+    .build();
     let (_, answered) = identify(with_jev.router(), None, None).await;
     assert_eq!(answered["visitorId"].as_str().map(str::len), Some(52));
     provider.set_reply(Reply::Slow(Duration::from_secs(2)));

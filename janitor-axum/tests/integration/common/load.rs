@@ -90,14 +90,11 @@ pub async fn keep_asking(
 pub async fn serve_on_database(
     url: &str,
     namespace: &str,
-    routes: impl FnOnce(&janitor_axum::Janitor<janitor_axum::PgStores>) -> axum::Router,
-) -> (
-    janitor_axum::Database,
-    janitor_axum::Janitor<janitor_axum::PgStores>,
-    SocketAddr,
-) {
+    routes: impl FnOnce(&janitor_axum::Janitor) -> axum::Router,
+) -> (janitor_axum::Database, janitor_axum::Janitor, SocketAddr) {
+    use janitor_axum::postgres::DatabaseConfig;
     use janitor_axum::serve::{serve, ServeConfig};
-    use janitor_axum::{Database, DatabaseConfig, Janitor, PgStores};
+    use janitor_axum::{Database, Janitor, PgStores};
 
     let config = DatabaseConfig::builder(url)
         .statement_timeout_ms(2_000)

@@ -9,7 +9,8 @@ pub mod provider;
 pub mod stores;
 pub mod wire;
 
-use janitor_axum::{JanitorConfig, JanitorConfigBuilder};
+use janitor_axum::config::JanitorConfigBuilder;
+use janitor_axum::JanitorConfig;
 
 /// The secret every test handle uses.
 pub const SECRET: &str = "7c1e9a24f0b35d86e2a4c7f190b3d5e8";
