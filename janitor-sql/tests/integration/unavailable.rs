@@ -1,7 +1,7 @@
 //! "Storage unavailable" versus data errors: a killed connection, a statement timeout, an exhausted pool and an
 //! unreachable server are `Unavailable`, and the pool recovers afterwards.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

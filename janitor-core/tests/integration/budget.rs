@@ -4,9 +4,7 @@
 use janitor_core::protection::budget::{BudgetConfig, BudgetDenial, BudgetRecord, LEASE_GRACE_MS};
 use serde_json::json;
 
-mod budget_support;
-
-use budget_support::{admitted, config, lease, reserve, T0};
+use crate::budget_support::{admitted, config, lease, reserve, T0};
 
 // ---- configuration ----
 

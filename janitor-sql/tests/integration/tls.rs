@@ -1,7 +1,6 @@
 //! TLS to a PostgreSQL server that accepts nothing else: a disposable cluster of this test's own, `hostssl`
 //! only, with a CA and a server certificate made now. Every `sslmode` is tried against it, and each refusal
 //! must say why in words an operator can act on.
-#![cfg(feature = "tls")]
 
 use std::path::{Path, PathBuf};
 

@@ -5,9 +5,7 @@ use janitor_core::protection::budget::{
     BudgetConfig, BudgetDenial, BudgetRecord, CallOutcome, LeaseRecord,
 };
 
-mod budget_support;
-
-use budget_support::{admitted, config, lease, reserve, T0};
+use crate::budget_support::{admitted, config, lease, reserve, T0};
 
 /// A record holding `held`, as of epoch `epoch`, with `failures` failures.
 fn holding(held: Vec<LeaseRecord>, epoch: u64, failures: u64) -> BudgetRecord {

@@ -2,9 +2,10 @@
 //! refused connection, a connection that times out, a pool wait that times out, a terminated backend and a
 //! statement the client times out.
 //!
-//! One test, because the recorder is the process's: every count below is this test's own.
+//! The recorder is the test thread's own and the test runs on that thread alone: the other tests of this binary
+//! share its process, and a global recorder would count their events too. Every count below is this test's own.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, TcpListener};
@@ -86,10 +87,12 @@ fn nowhere(port: u16) -> Database {
     Database::new(config.unwrap()).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// A current-thread runtime: every task of the test (the pools' connections, the blocked read, the schemas' body)
+// runs on the thread whose recorder is set.
+#[tokio::test(flavor = "current_thread")]
 async fn every_unavailable_outcome_is_counted() {
     let counters: &'static Counters = Box::leak(Box::default());
-    metrics::set_global_recorder(counters).unwrap();
+    let _local = metrics::set_default_local_recorder(&counters);
 
     // The whole outage: nothing listens, then something listens and never answers.
     let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
