@@ -242,7 +242,8 @@ fn app_evidence() -> (LabelKey, Evidence<MemoryEvidenceStore>) {
         MemoryEvidenceStore::new(),
         key.clone(),
         EvidenceConfig::default(),
-    );
+    )
+    .with_clock(janitor_core::Clock::manual(0));
     (key, evidence)
 }
 
@@ -317,7 +318,7 @@ async fn the_device_link_record_matches_the_reference_layout() {
         },
         expires_at: now + 1000,
     };
-    let link = evidence.link(&input, now).await.unwrap();
+    let link = evidence.at(now).link(&input).await.unwrap();
     let proof = key.label(r#"["evidence-v1","verification",["auth","proof-raw"]]"#);
     assert_eq!(link.verification.event_id, proof);
     assert_eq!(link.id.as_str(), proof.replacen("sub_", "dev_", 1));

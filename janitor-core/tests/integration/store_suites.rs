@@ -33,13 +33,14 @@ mod family {
     async fn every_handle_is_the_same_store() {
         let stores = MemoryStores::new();
         let key = label_key("family");
-        let recorder = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default());
+        let recorder = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default())
+            .with_clock(janitor_core::Clock::manual(T0));
         let event = EventInput::builder("evt-1", EventType::LoginFailure)
             .subject(recorder.subject_id("account-1"))
             .visitor(visitor(1))
             .build()
             .unwrap();
-        assert!(recorder.record(&event, T0).await.unwrap().recorded);
+        assert!(recorder.at(T0).record(&event).await.unwrap().recorded);
         // A second handle, asked for later, holds the event the first one recorded.
         assert_eq!(stores.evidence().event_count(), 1);
         stores
@@ -83,14 +84,15 @@ mod directory_family {
     async fn forgetting_a_user_erases_its_evidence_too() {
         let stores = MemoryStores::new();
         let key = label_key("family");
-        let evidence = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default());
+        let evidence = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default())
+            .with_clock(janitor_core::Clock::manual(T0));
         let directory = Directory::new(stores.directory(), key);
         let subject = directory.subject_id("account-1").unwrap();
         let event = EventInput::builder("evt-1", EventType::LoginFailure)
             .subject(subject.clone())
             .build()
             .unwrap();
-        assert!(evidence.record(&event, T0).await.unwrap().recorded);
+        assert!(evidence.at(T0).record(&event).await.unwrap().recorded);
         // The event made the subject row; the directory sees it, with the kind events give.
         let record = directory.subject(&subject).await.unwrap().unwrap();
         assert_eq!(record.kind, SubjectKind::Person);

@@ -59,7 +59,8 @@ pub async fn consent_decides_collection<F: Fresh<(), Store = S>, S: LearningStor
         LearningConfig::default(),
         None,
     )
-    .unwrap();
+    .unwrap()
+    .with_clock(crate::Clock::manual(0));
     assert_eq!(
         visit(&off, None, Some(true), &Login::Anonymous, &o, T0).await,
         None
