@@ -73,7 +73,11 @@ async fn record_evidence(
         if let Some(actor) = actor {
             input = input.actor(actor.clone());
         }
-        evidence.record(&input.build().unwrap(), now).await.unwrap();
+        evidence
+            .at(now)
+            .record(&input.build().unwrap())
+            .await
+            .unwrap();
     }
     let link = DeviceLinkInput {
         subject: me.clone(),
@@ -86,7 +90,7 @@ async fn record_evidence(
         },
         expires_at: now + 60_000,
     };
-    evidence.link(&link, now).await.unwrap();
+    evidence.at(now).link(&link).await.unwrap();
 }
 
 /// A learning flow that `me`'s verified login labelled; the learning service, to read it back.
@@ -100,7 +104,9 @@ async fn labelled_learning_flow(
         .collection(CollectionPolicy::Application)
         .build()
         .unwrap();
-    let learning = Learning::new(stores.learning(), &label_key("erasure"), config, None).unwrap();
+    let learning = Learning::new(stores.learning(), &label_key("erasure"), config, None)
+        .unwrap()
+        .with_clock(janitor_core::Clock::manual(0));
     let snapshot = Observation {
         timezone: Some("Europe/Paris".into()),
         ..Observation::default()
@@ -112,7 +118,8 @@ async fn labelled_learning_flow(
         observation: &snapshot,
     };
     let Some(LearningCookie::Set { id, .. }) = learning
-        .observe(visit(None, &Login::Anonymous), now)
+        .at(now)
+        .observe(visit(None, &Login::Anonymous))
         .await
         .unwrap()
     else {
@@ -120,10 +127,11 @@ async fn labelled_learning_flow(
     };
     let login = Login::VerifiedSelf(me.clone());
     learning
-        .observe(visit(Some(id.as_str()), &login), now + 1)
+        .at(now + 1)
+        .observe(visit(Some(id.as_str()), &login))
         .await
         .unwrap();
-    assert_eq!(learning.reports(100, now + 2).await.unwrap().len(), 1);
+    assert_eq!(learning.at(now + 2).reports(100).await.unwrap().len(), 1);
     learning
 }
 
@@ -148,21 +156,29 @@ async fn settled(schemas: &janitor_sql::testing::Schemas) -> Settled {
 async fn settled_on(database: janitor_sql::Database) -> Settled {
     let stores = PgStores::new(database.clone());
     let key = label_key("erasure");
-    let evidence = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default());
-    let directory = Directory::new(stores.directory(), key);
+    let evidence = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default())
+        .with_clock(janitor_core::Clock::manual(0));
+    let directory =
+        Directory::new(stores.directory(), key).with_clock(janitor_core::Clock::manual(0));
     let me = directory.subject_id(ACCOUNT).unwrap();
     let agent = directory.subject_id("helper-agent").unwrap();
     let now = now_ms();
     directory
-        .put_subject(&me, SubjectKind::Person, now)
+        .at(now)
+        .put_subject(&me, SubjectKind::Person)
         .await
         .unwrap();
     directory
-        .put_subject(&agent, SubjectKind::Agent, now)
+        .at(now)
+        .put_subject(&agent, SubjectKind::Agent)
         .await
         .unwrap();
     let email = KeyInput::new(KeyType::Email, "app", "me@example.com");
-    directory.add_verified_key(&me, &email, now).await.unwrap();
+    directory
+        .at(now)
+        .add_verified_key(&me, &email)
+        .await
+        .unwrap();
     let grant = DelegationInput {
         principal: me.clone(),
         actor: agent.clone(),
@@ -170,7 +186,7 @@ async fn settled_on(database: janitor_sql::Database) -> Settled {
         scopes: vec!["pay".into()],
         expires_at: now + 60_000,
     };
-    directory.create_delegation(&grant, now).await.unwrap();
+    directory.at(now).create_delegation(&grant).await.unwrap();
     record_evidence(&stores, &evidence, &me, &agent, now).await;
     let learning = labelled_learning_flow(&stores, &me, now).await;
     Settled {
@@ -211,7 +227,13 @@ async fn forget_user_leaves_no_trace() {
                 "{needle}"
             );
         }
-        assert!(s.learning.reports(100, s.now + 2).await.unwrap().is_empty());
+        assert!(s
+            .learning
+            .at(s.now + 2)
+            .reports(100)
+            .await
+            .unwrap()
+            .is_empty());
         // The agent and the visitor stay, without anything of the forgotten account.
         assert!(s.directory.subject(&s.agent).await.unwrap().is_some());
         assert_eq!(
@@ -256,7 +278,8 @@ async fn erase_account_leaves_no_trace_and_keeps_other_accounts_evidence() {
                 .subject(dave.clone())
                 .visitor(browser.clone());
             s.evidence
-                .record(&input.build().unwrap(), s.now)
+                .at(s.now)
+                .record(&input.build().unwrap())
                 .await
                 .unwrap();
         }
@@ -264,7 +287,8 @@ async fn erase_account_leaves_no_trace_and_keeps_other_accounts_evidence() {
             .session("before-sign-in")
             .visitor(browser.clone());
         s.evidence
-            .record(&anonymous.build().unwrap(), s.now)
+            .at(s.now)
+            .record(&anonymous.build().unwrap())
             .await
             .unwrap();
         let client = janitor_sql::testing::admin_client().await;
@@ -314,7 +338,13 @@ async fn erase_account_leaves_no_trace_and_keeps_other_accounts_evidence() {
         assert_eq!(agents.len(), 1);
         assert_eq!((agents[0].2, agents[0].3), (false, false));
         assert!(s.directory.subject(&s.agent).await.unwrap().is_some());
-        assert!(s.learning.reports(100, s.now + 2).await.unwrap().is_empty());
+        assert!(s
+            .learning
+            .at(s.now + 2)
+            .reports(100)
+            .await
+            .unwrap()
+            .is_empty());
         let statements = s.database.statements_executed();
         let again = erase_account(&s.stores, &key, ACCOUNT, Some(&browser));
         assert_eq!(again.await.unwrap(), AccountErasure::default());

@@ -106,12 +106,15 @@ async fn writes_naming_an_account_being_erased_are_answered_as_after_the_erasure
         create_visitors(&database, &[visitor(1)]).await;
         let stores = PgStores::new(database.clone());
         let key = label_key("erasure-race");
-        let evidence = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default());
-        let directory = Directory::new(stores.directory(), key);
+        let evidence = Evidence::new(stores.evidence(), key.clone(), EvidenceConfig::default())
+            .with_clock(janitor_core::Clock::manual(0));
+        let directory =
+            Directory::new(stores.directory(), key).with_clock(janitor_core::Clock::manual(0));
         let alice = evidence.subject_id("alice");
         assert!(
             evidence
-                .record(&sign_in("before", &evidence), T0)
+                .at(T0)
+                .record(&sign_in("before", &evidence))
                 .await
                 .unwrap()
                 .recorded
@@ -122,7 +125,7 @@ async fn writes_naming_an_account_being_erased_are_answered_as_after_the_erasure
         let held = Held::erasure(&stores, &alice).await;
         let recorded = {
             let evidence = evidence.clone();
-            tokio::spawn(async move { evidence.record(&sign_in("during", &evidence), T0).await })
+            tokio::spawn(async move { evidence.at(T0).record(&sign_in("during", &evidence)).await })
         };
         assert!(held.release(1).await.subject_existed);
         assert!(recorded.await.unwrap().expect("no storage error").recorded);
@@ -145,7 +148,7 @@ async fn writes_naming_an_account_being_erased_are_answered_as_after_the_erasure
         let keyed = {
             let (directory, alice) = (directory.clone(), alice.clone());
             let email = KeyInput::new(KeyType::Email, "app", "alice@example.com");
-            tokio::spawn(async move { directory.add_verified_key(&alice, &email, T0).await })
+            tokio::spawn(async move { directory.at(T0).add_verified_key(&alice, &email).await })
         };
         assert!(held.release(1).await.subject_existed);
         match keyed.await.unwrap() {

@@ -31,6 +31,7 @@ async fn evidence(database: &Database) -> Evidence<PgEvidenceStore> {
         key(),
         EvidenceConfig::default(),
     )
+    .with_clock(janitor_core::Clock::manual(0))
 }
 
 /// Runs `body` on a fresh schema holding visitors 1–3, with evidence over it.
@@ -66,11 +67,11 @@ async fn repeats_are_idempotent_and_cost_one_extra_read() {
         let statements = || database.statements_executed();
 
         let before = statements();
-        assert!(e.record(&input, T0).await.expect("record").recorded);
+        assert!(e.at(T0).record(&input).await.expect("record").recorded);
         assert_eq!(statements() - before, 1, "a new event is one statement");
 
         let before = statements();
-        assert!(!e.record(&input, T0 + 5).await.expect("repeat").recorded);
+        assert!(!e.at(T0 + 5).record(&input).await.expect("repeat").recorded);
         assert_eq!(statements() - before, 2, "a repeat adds one digest read");
 
         let changed = EventInput::builder("evt-1", EventType::LoginSuccess)
@@ -82,7 +83,7 @@ async fn repeats_are_idempotent_and_cost_one_extra_read() {
             .expect("valid");
         let before = statements();
         assert_eq!(
-            e.record(&changed, T0 + 10).await,
+            e.at(T0 + 10).record(&changed).await,
             Err(EvidenceError::IdempotencyConflict)
         );
         assert_eq!(statements() - before, 2);
@@ -98,7 +99,11 @@ async fn repeats_are_idempotent_and_cost_one_extra_read() {
             janitor_core::evidence::ActivityKey::Subject(subject),
         );
         assert_eq!(
-            e.velocity(&query, T0 + 10).await.expect("velocity").total,
+            e.at(T0 + 10)
+                .velocity(&query)
+                .await
+                .expect("velocity")
+                .total,
             1
         );
         assert_eq!(
@@ -121,9 +126,9 @@ async fn label_length_bounds_reach_the_table_or_nothing_does() {
                 .build()
         };
         let longest = build(&format!(" {} ", "i".repeat(256)), &"s".repeat(256)).expect("valid");
-        assert!(e.record(&longest, T0).await.expect("record").recorded);
+        assert!(e.at(T0).record(&longest).await.expect("record").recorded);
         let shortest = build("i", "s").expect("valid");
-        assert!(e.record(&shortest, T0).await.expect("record").recorded);
+        assert!(e.at(T0).record(&shortest).await.expect("record").recorded);
         assert_eq!(build(&"i".repeat(257), "s").unwrap_err().field, "id");
         assert_eq!(build("  ", "s").unwrap_err().field, "id");
         assert_eq!(build("i", &"s".repeat(257)).unwrap_err().field, "sessionId");
@@ -166,7 +171,8 @@ async fn no_raw_account_session_or_event_id_is_stored_anywhere() {
                 .session("sess-raw-456"),
         ];
         for input in inputs {
-            e.record(&input.build().expect("valid"), T0)
+            e.at(T0)
+                .record(&input.build().expect("valid"))
                 .await
                 .expect("record");
         }
@@ -181,14 +187,15 @@ async fn no_raw_account_session_or_event_id_is_stored_anywhere() {
             },
             expires_at: T0 + DAY_MS,
         };
-        let link = e.link(&link, T0).await.expect("link");
+        let link = e.at(T0).link(&link).await.expect("link");
         let revocation = RevocationInput {
             reason: RevocationReason::Logout,
             issuer: "auth-issuer".into(),
             event_id: "sess-raw-456".into(),
         };
         assert!(e
-            .revoke(&link.id, &revocation, T0 + 1)
+            .at(T0 + 1)
+            .revoke(&link.id, &revocation)
             .await
             .expect("revoke"));
 
@@ -253,7 +260,7 @@ async fn subject_rows_are_created_as_persons_once() {
             .actor(subject.clone())
             .build()
             .expect("valid");
-        e.record(&same, T0).await.expect("record");
+        e.at(T0).record(&same).await.expect("record");
         let client = database.pool().get().await.expect("connection");
         let row = client
             .query_one("SELECT id, kind, record FROM identity_subjects", &[])
@@ -270,7 +277,7 @@ async fn subject_rows_are_created_as_persons_once() {
             .subject(subject.clone())
             .build()
             .expect("valid");
-        e.record(&later, T0 + 50).await.expect("record");
+        e.at(T0 + 50).record(&later).await.expect("record");
         let record: Value = client
             .query_one("SELECT record FROM identity_subjects", &[])
             .await
@@ -328,7 +335,7 @@ async fn erasure_cascades_from_subjects_and_visitors() {
             }
             let input = input.build().expect("valid");
             let e = &e;
-            async move { e.record(&input, T0).await.expect("record") }
+            async move { e.at(T0).record(&input).await.expect("record") }
         };
         record("a-1", &alice, None, 1).await;
         record("a-2", &bob, Some(&alice), 2).await;
@@ -345,9 +352,9 @@ async fn erasure_cascades_from_subjects_and_visitors() {
             },
             expires_at: T0 + DAY_MS,
         };
-        e.link(&link(&alice, 1, "p-1"), T0).await.expect("link");
-        e.link(&link(&bob, 2, "p-2"), T0).await.expect("link");
-        e.link(&link(&bob, 3, "p-3"), T0).await.expect("link");
+        e.at(T0).link(&link(&alice, 1, "p-1")).await.expect("link");
+        e.at(T0).link(&link(&bob, 2, "p-2")).await.expect("link");
+        e.at(T0).link(&link(&bob, 3, "p-3")).await.expect("link");
         let count = |sql: &'static str| rows(&database, sql);
 
         // Deleting the visitor row cascades to its events and links, and to nothing else.
@@ -393,7 +400,11 @@ async fn links_store_retirement_and_refuse_unknown_visitors() {
             },
             expires_at: T0 + 90 * DAY_MS,
         };
-        let link = e.link(&input(visitor(1), "l-1"), T0).await.expect("link");
+        let link = e
+            .at(T0)
+            .link(&input(visitor(1), "l-1"))
+            .await
+            .expect("link");
         let retire = || rows(&database, "SELECT retire_at FROM device_links");
         assert_eq!(retire().await, T0 + 90 * DAY_MS);
         let revocation = RevocationInput {
@@ -402,12 +413,14 @@ async fn links_store_retirement_and_refuse_unknown_visitors() {
             event_id: "r-1".into(),
         };
         assert!(e
-            .revoke(&link.id, &revocation, T0 + 7)
+            .at(T0 + 7)
+            .revoke(&link.id, &revocation)
             .await
             .expect("revoke"));
         assert_eq!(retire().await, T0 + 7, "revocation pulls retirement in");
         assert!(!e
-            .revoke(&link.id, &revocation, T0 + 9)
+            .at(T0 + 9)
+            .revoke(&link.id, &revocation)
             .await
             .expect("again"));
         assert_eq!(
@@ -417,7 +430,7 @@ async fn links_store_retirement_and_refuse_unknown_visitors() {
         );
 
         let unknown = VisitorId::parse(&format!("vis_{}", "9".repeat(48))).expect("well formed");
-        match e.link(&input(unknown, "l-2"), T0).await {
+        match e.at(T0).link(&input(unknown, "l-2")).await {
             Err(EvidenceError::Store(StoreError::Data(message))) => {
                 assert!(message.contains("23503"), "{message}")
             }
@@ -425,7 +438,7 @@ async fn links_store_retirement_and_refuse_unknown_visitors() {
         }
         // Two instances using one verification at once: one link, one refusal or the same link.
         let (first, second) = (input(visitor(2), "race"), input(visitor(3), "race"));
-        let (a, b) = tokio::join!(e.link(&first, T0), e.link(&second, T0));
+        let (a, b) = tokio::join!(e.at(T0).link(&first), e.at(T0).link(&second));
         let outcomes = [a.is_ok(), b.is_ok()];
         assert_eq!(outcomes.iter().filter(|ok| **ok).count(), 1, "{a:?} {b:?}");
         assert!(matches!(
@@ -448,7 +461,7 @@ async fn rows_written_by_other_implementations_are_counted() {
             .subject(subject.clone())
             .build()
             .expect("valid");
-        assert!(e.record(&ours, T0 - 2_000).await.expect("record").recorded);
+        assert!(e.at(T0 - 2_000).record(&ours).await.expect("record").recorded);
         let client = database.pool().get().await.expect("connection");
         let id = format!("sub_{}", "e".repeat(64));
         let record = json!({
@@ -488,9 +501,8 @@ async fn rows_written_by_other_implementations_are_counted() {
             [Some("login-attempt".to_owned()), Some("login-failure".to_owned())]
         );
         let summary = e
-            .velocity(
-                &VelocityQuery::new(ActivityKey::Subject(subject)).action(Action::SignIn),
-                T0,
+            .at(T0).velocity(
+                &VelocityQuery::new(ActivityKey::Subject(subject)).action(Action::SignIn)
             )
             .await
             .expect("velocity");

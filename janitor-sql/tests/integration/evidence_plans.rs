@@ -193,7 +193,8 @@ async fn seed(database: &Database, e: &Evidence<PgEvidenceStore>, keys: &HotKeys
         .build()
         .expect("valid");
     assert!(
-        e.record(&first, NOW - DAY_MS)
+        e.at(NOW - DAY_MS)
+            .record(&first)
             .await
             .expect("record")
             .recorded
@@ -256,7 +257,8 @@ async fn a_hot_subject_saturates_with_a_bounded_index_scan() {
             .build()
             .expect("valid");
         let key = LabelKey::new(&"h".repeat(32), "hot").expect("valid key");
-        let e = Evidence::new(PgEvidenceStore::new(database.clone()), key, config);
+        let e = Evidence::new(PgEvidenceStore::new(database.clone()), key, config)
+            .with_clock(janitor_core::Clock::manual(0));
         let keys = HotKeys {
             subject: e.subject_id("hot-account").as_str().to_owned(),
             session: e.session_label("hot-session"),
@@ -267,10 +269,8 @@ async fn a_hot_subject_saturates_with_a_bounded_index_scan() {
         // Through the service: the newest 1,000 of 5,000 are counted (g = 1..=1000: 333 multiples of 3).
         let subject = e.subject_id("hot-account");
         let summary = e
-            .velocity(
-                &VelocityQuery::new(ActivityKey::Subject(subject.clone())),
-                NOW,
-            )
+            .at(NOW)
+            .velocity(&VelocityQuery::new(ActivityKey::Subject(subject.clone())))
             .await
             .expect("velocity");
         assert!(summary.saturated);
@@ -278,27 +278,25 @@ async fn a_hot_subject_saturates_with_a_bounded_index_scan() {
         assert_eq!(summary.counts.get(&EventType::LoginFailure), Some(&333));
         assert_eq!(summary.counts.get(&EventType::LoginAttempt), Some(&667));
         let session = e
-            .velocity(
-                &VelocityQuery::new(ActivityKey::Session("hot-session".into())),
-                NOW,
-            )
+            .at(NOW)
+            .velocity(&VelocityQuery::new(ActivityKey::Session(
+                "hot-session".into(),
+            )))
             .await
             .expect("velocity");
         assert_eq!((session.total, session.saturated), (MAX, true));
         let agent = e.subject_id("hot-agent");
         let sign_in = e
-            .velocity(
-                &VelocityQuery::new(ActivityKey::Actor(agent)).action(Action::SignIn),
-                NOW,
-            )
+            .at(NOW)
+            .velocity(&VelocityQuery::new(ActivityKey::Actor(agent)).action(Action::SignIn))
             .await
             .expect("velocity");
         assert_eq!((sign_in.total, sign_in.saturated), (MAX, true));
         // Exactly 1,000 payments: a full count, not saturated.
         let payments = e
+            .at(NOW)
             .velocity(
                 &VelocityQuery::new(ActivityKey::Subject(subject.clone())).action(Action::Payment),
-                NOW,
             )
             .await
             .expect("velocity");
@@ -365,7 +363,8 @@ async fn a_sparse_subject_gets_exact_counts() {
             PgEvidenceStore::new(database.clone()),
             key,
             EvidenceConfig::default(),
-        );
+        )
+        .with_clock(janitor_core::Clock::manual(0));
         let keys = HotKeys {
             subject: e.subject_id("hot-account").as_str().to_owned(),
             session: e.session_label("hot-session"),
@@ -386,15 +385,14 @@ async fn a_sparse_subject_gets_exact_counts() {
                 .subject(quiet.clone())
                 .build()
                 .expect("valid");
-            e.record(&input, NOW - 1_000 * n as i64)
+            e.at(NOW - 1_000 * n as i64)
+                .record(&input)
                 .await
                 .expect("record");
         }
         let summary = e
-            .velocity(
-                &VelocityQuery::new(ActivityKey::Subject(quiet.clone())),
-                NOW,
-            )
+            .at(NOW)
+            .velocity(&VelocityQuery::new(ActivityKey::Subject(quiet.clone())))
             .await
             .expect("velocity");
         assert!(!summary.saturated);

@@ -21,11 +21,10 @@ async fn evidence(database: &Database, grouped: bool) -> Arc<Evidence<PgEvidence
     if grouped {
         store = store.with_grouped_inserts(GroupedInserts::new(64, 2).expect("valid"));
     }
-    Arc::new(Evidence::new(
-        store,
-        label_key("grouped"),
-        EvidenceConfig::default(),
-    ))
+    Arc::new(
+        Evidence::new(store, label_key("grouped"), EvidenceConfig::default())
+            .with_clock(janitor_core::Clock::manual(0)),
+    )
 }
 
 /// The workload: new events over shared subjects and actors, repeats and changes of an event recorded
@@ -42,7 +41,7 @@ async fn record_at_once(e: &Arc<Evidence<PgEvidenceStore>>) -> Vec<(String, Answ
             .expect("valid")
     };
     let earlier = input("evt-earlier", EventType::LoginFailure, 0);
-    assert!(e.record(&earlier, T0).await.expect("earlier").recorded);
+    assert!(e.at(T0).record(&earlier).await.expect("earlier").recorded);
 
     let mut calls = Vec::new();
     for n in 0..120 {
@@ -64,7 +63,7 @@ async fn record_at_once(e: &Arc<Evidence<PgEvidenceStore>>) -> Vec<(String, Answ
     let mut running = JoinSet::new();
     for (at, (name, input)) in calls.into_iter().enumerate() {
         let e = Arc::clone(e);
-        running.spawn(async move { (at, name, e.record(&input, T0).await.map(|r| r.recorded)) });
+        running.spawn(async move { (at, name, e.at(T0).record(&input).await.map(|r| r.recorded)) });
     }
     let mut answers: Vec<_> = running.join_all().await;
     answers.sort_by_key(|(at, _, _)| *at);
@@ -170,7 +169,7 @@ async fn an_event_refused_for_its_data_leaves_the_rest_of_its_group_recorded() {
                 .visitor(browser)
                 .build()
                 .expect("valid");
-            running.spawn(async move { (n, e.record(&input, T0).await) });
+            running.spawn(async move { (n, e.at(T0).record(&input).await) });
         }
         for (n, answer) in running.join_all().await {
             if n % 8 == 7 {
