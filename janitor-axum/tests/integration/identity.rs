@@ -359,3 +359,58 @@ fn visitor_contexts_are_checked_when_made() {
     );
     assert!(VisitorContext::new(None, Some("")).is_err());
 }
+
+/// The application's state and the handle's routes, merged before the application gives its state and after:
+/// both routers serve the application's route and the endpoint.
+#[tokio::test]
+async fn the_endpoint_merges_before_or_after_the_applications_state() {
+    use axum::extract::State;
+    use axum::routing::get;
+
+    #[derive(Clone)]
+    struct Shop {
+        name: &'static str,
+    }
+    async fn shop(State(shop): State<Shop>) -> &'static str {
+        shop.name
+    }
+    let janitor = Janitor::new(
+        common::config("identity-merge-tests").build().unwrap(),
+        janitor_axum::MemoryStores::new(),
+    );
+    let state = Shop { name: "shop" };
+    let before: Router = Router::new()
+        .route("/shop", get(shop))
+        .merge(janitor.router())
+        .with_state(state.clone());
+    let after: Router = Router::new()
+        .route("/shop", get(shop))
+        .with_state(state)
+        .merge(janitor.router());
+    for app in [before, after] {
+        let page = app
+            .clone()
+            .oneshot(Request::get("/shop").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(page.status(), StatusCode::OK);
+        assert_eq!(
+            &page.into_body().collect().await.unwrap().to_bytes()[..],
+            b"shop"
+        );
+        let endpoint = app
+            .oneshot(
+                Request::post("/api/visitor")
+                    .header("host", "localhost")
+                    .header("content-type", "application/json")
+                    .body(Body::from(
+                        janitor_core::testing::mac_document().to_string(),
+                    ))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(endpoint.status(), StatusCode::OK);
+        assert!(endpoint.headers().contains_key("set-cookie"));
+    }
+}
