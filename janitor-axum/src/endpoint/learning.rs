@@ -5,7 +5,7 @@ use http::header::HeaderValue;
 use http::request::Parts;
 use janitor_core::directory::AssessmentContext;
 use janitor_core::learning::{LearningCookie, LearningVisit, Login};
-use janitor_core::{Observation, VisitorPayload};
+use janitor_core::Observation;
 
 use super::VisitorContext;
 use crate::handle::Inner;
@@ -73,7 +73,7 @@ async fn login(janitor: &Inner, parts: &Parts, context: Option<&LearningContext>
 pub(crate) async fn observe(
     janitor: &Inner,
     parts: &Parts,
-    payload: &VisitorPayload,
+    mut observation: Observation,
 ) -> Option<HeaderValue> {
     let cookie = learning_cookie(parts);
     let secure = janitor.config.cookie.secure();
@@ -84,7 +84,10 @@ pub(crate) async fn observe(
     }
     let context = parts.extensions.get::<LearningContext>();
     let login = login(janitor, parts, context).await;
-    let observation = Observation::normalize(&payload.signals, payload.behavior.as_ref());
+    // Learning keeps the page's own signals, as it did before the engine was given the network and
+    // extended ones.
+    observation.network = None;
+    observation.extended = None;
     let visit = LearningVisit {
         cookie,
         consent: context.and_then(|c| c.consent),

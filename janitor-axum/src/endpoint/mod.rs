@@ -12,7 +12,9 @@ use http::request::Parts;
 use http::{HeaderMap, Method, StatusCode};
 use janitor_core::identification::network::NetworkDigest;
 use janitor_core::protection::quota::{QuotaContext, QuotaDecision};
-use janitor_core::{IdentifyError, IdentifyRequest, Identity, StoreError, VisitorPayload};
+use janitor_core::{
+    IdentifyError, IdentifyRequest, Identity, Observation, StoreError, VisitorPayload,
+};
 use serde::Serialize;
 
 use crate::admission::{settle_unread, AdmissionConfig, AdmissionSlot};
@@ -182,7 +184,8 @@ async fn identify(
     parts: &Parts,
     payload: &VisitorPayload,
 ) -> Result<(Response, Identity), Refusal> {
-    let identified = identify_visitor(janitor, parts, payload, Route::Endpoint).await?;
+    let (identified, observation) =
+        identify_observed(janitor, parts, payload, Route::Endpoint).await?;
     let identity = identified.identity();
     let mut response = if janitor.config.endpoint.expose_client_scores() {
         response::json(StatusCode::OK, identity)
@@ -198,7 +201,7 @@ async fn identify(
     response
         .headers_mut()
         .insert(SET_COOKIE, identified.set_cookie().clone());
-    if let Some(line) = learning::observe(janitor, parts, payload).await {
+    if let Some(line) = learning::observe(janitor, parts, observation).await {
         response.headers_mut().append(SET_COOKIE, line);
     }
     Ok((response, identified.into_identity()))
@@ -254,6 +257,18 @@ pub(crate) async fn identify_visitor(
     payload: &VisitorPayload,
     route: Route,
 ) -> Result<IdentifiedVisitor, Refusal> {
+    identify_observed(janitor, parts, payload, route)
+        .await
+        .map(|(identified, _)| identified)
+}
+
+/// [`identify_visitor`], with the payload as the engine normalised it, for what else reads the request.
+async fn identify_observed(
+    janitor: &Inner,
+    parts: &Parts,
+    payload: &VisitorPayload,
+    route: Route,
+) -> Result<(IdentifiedVisitor, Observation), Refusal> {
     let config = &janitor.config;
     let cookie = cookie::visitor(&parts.headers);
     let network = match config.network_evidence() {
@@ -300,7 +315,7 @@ pub(crate) async fn identify_visitor(
             started.elapsed(),
         )
     });
-    let identity = identification.identity;
+    let (identity, observation) = (identification.identity, identification.observation);
     let line = cookie::set_cookie(
         &identity.visitor_id,
         config.cookie.secure(),
@@ -308,7 +323,7 @@ pub(crate) async fn identify_visitor(
     );
     // The line is ours: a visitor id, fixed attributes and a number, all visible ASCII.
     let set_cookie = HeaderValue::from_str(&line).map_err(|_| Refusal::Unavailable)?;
-    Ok(IdentifiedVisitor::new(identity, set_cookie))
+    Ok((IdentifiedVisitor::new(identity, set_cookie), observation))
 }
 
 /// The default answer: what the browser needs, nothing it could use to probe the matcher.

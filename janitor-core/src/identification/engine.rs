@@ -128,6 +128,9 @@ pub struct Identification {
     pub identity: Identity,
     /// How it was reached.
     pub metrics: IdentifyMetrics,
+    /// The request's payload as the engine normalised it (with the network and extended signals it was
+    /// given), so that what else reads the request (learning) does not normalise it again.
+    pub observation: Observation,
 }
 
 /// One identification's input ([`Engine::identify_request`]): `IdentifyRequest::new(&payload, now_ms)` and the
@@ -395,6 +398,7 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
                 evaluator_used: evaluation.is_some(),
                 observation_saved: learn,
             },
+            observation: current,
         })
     }
 
@@ -521,6 +525,7 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
                 evaluator_used: evaluation.is_some(),
                 observation_saved: true,
             },
+            observation: current,
         })
     }
 }
