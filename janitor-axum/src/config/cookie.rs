@@ -55,7 +55,7 @@ impl CookieConfigBuilder {
     }
 
     /// Whether the cookie carries `Secure` (default true). `false` needs
-    /// [`Environment::Development`](crate::Environment::Development), and the endpoint then answers only
+    /// [`Environment::Development`](crate::config::Environment::Development), and the endpoint then answers only
     /// loopback hosts.
     pub fn secure(mut self, secure: bool) -> Self {
         self.secure = Some(secure);

@@ -4,7 +4,7 @@
 //! Three ways, from the most explicit:
 //!
 //! - [`Janitor::identify_parts`](crate::Janitor::identify_parts) with the request's parts, the
-//!   [`VisitorContext`](crate::VisitorContext) the route knows (the account being signed into) and the payload
+//!   [`VisitorContext`] the route knows (the account being signed into) and the payload
 //!   the handler read, if any (a form field of type [`VisitorField`] tolerates a missing or invalid payload):
 //!   it claims the quotas whether or not there is a payload, and the [`IdentifiedVisitor`] it returns carries the
 //!   private identity and, as response parts, the cookie to set.

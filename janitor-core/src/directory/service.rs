@@ -120,7 +120,7 @@ impl<S: DirectoryStore> Directory<S> {
         Ok(self.store.subject(subject).await?)
     }
 
-    /// Records that the application verified `key` for `subject` (which must exist) at `now_ms`. Adding a
+    /// Records that the application verified `key` for `subject` (which must exist), at the clock's time. Adding a
     /// key the subject has already refreshes its `verifiedAt`; a key of another subject is
     /// [`DirectoryError::KeyClaimed`], and nothing changes.
     pub async fn add_verified_key(
@@ -190,14 +190,14 @@ impl<S: DirectoryStore> Directory<S> {
         Ok(self.store.delegation(id).await?)
     }
 
-    /// Revokes a delegation at `now_ms`. Only the first revocation counts: later ones change nothing and
+    /// Revokes a delegation at the clock's time. Only the first revocation counts: later ones change nothing and
     /// return false.
     pub async fn revoke_delegation(&self, id: &DelegationId) -> Result<bool, DirectoryError> {
         let now_ms = self.clock.now_ms();
         Ok(self.store.revoke_delegation(id, now_ms).await?)
     }
 
-    /// Who `context` speaks for and who acts, at `now_ms`. A presented grant is checked in this order:
+    /// Who `context` speaks for and who acts, at the clock's time. A presented grant is checked in this order:
     /// missing, revoked, expired, principal, actor, audience, scope; the first failure is the reason.
     pub async fn assess(&self, context: &AssessmentContext) -> Result<Attribution, DirectoryError> {
         let now_ms = self.clock.now_ms();
@@ -249,7 +249,7 @@ impl<S: DirectoryStore> Directory<S> {
     }
 
     /// One bounded retention step: deletes at most `batch` (clamped to 1–1000) delegations that ended at or
-    /// before `now_ms`.
+    /// before the clock's time.
     pub async fn cleanup(&self, batch: usize) -> Result<u64, DirectoryError> {
         let now_ms = self.clock.now_ms();
         Ok(self.store.cleanup(batch, now_ms).await?)

@@ -140,8 +140,8 @@ impl<S: EvidenceStore> Evidence<S> {
         self.key.evidence(&EvidenceKey::Other { purpose, value })
     }
 
-    /// Records an event at the server's `now_ms`, kept for event retention. Repeating an event (same id,
-    /// same content) records nothing and answers `recorded: false`; the same id with another content is
+    /// Records an event at the clock's time, kept for event retention. Repeating an event (same id, same
+    /// content) records nothing and answers `recorded: false`; the same id with another content is
     /// [`EvidenceError::IdempotencyConflict`]. Subjects and actors named for the first time get a subject row.
     pub async fn record(&self, input: &EventInput) -> Result<Recorded, EvidenceError> {
         let now_ms = self.clock.now_ms();

@@ -153,8 +153,8 @@ impl<S: LearningStore, P: Predictor> Learning<S, P> {
         &self.store
     }
 
-    /// Handles one request at `now_ms`; `None` when the response leaves the cookie alone (learning is off, or
-    /// the request is not collected and carried no cookie).
+    /// Handles one request at the clock's time; `None` when the response leaves the cookie alone (learning is
+    /// off, or the request is not collected and carried no cookie).
     ///
     /// - Not collected (no consent under the per-request policy, consent `false` under either): the cookie's
     ///   session is deleted and the cookie cleared.
