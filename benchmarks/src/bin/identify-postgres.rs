@@ -8,7 +8,9 @@
 //! (default 2), `--samples` sequential identifications per path 10–100,000 (default 2,000), `--concurrency`
 //! tasks of the throughput phase 1–256 (default 16), `--seconds` per throughput phase 1–600 (default 5),
 //! `--out` a JSON file for the results, `--pool-mode-rounds` 0–20 (default 0) alternating rounds of the cookie
-//! path through a session-mode and a transaction-mode pool on the same data. Uses `DATABASE_URL` (default: the
+//! path through a session-mode and a transaction-mode pool on the same data, `--erased-rounds` 0–20 (default 0)
+//! alternating rounds of the cookie path through an engine that knows its store's type and through one whose
+//! store is type-erased as an application's handle holds it. Uses `DATABASE_URL` (default: the
 //! local server) in a throwaway schema.
 
 use std::path::Path;
@@ -18,7 +20,10 @@ use std::time::{Duration, Instant};
 
 use janitor_benchmarks::{cores, number, options_or_exit, pairs, write_report, Summary};
 use janitor_core::identification::engine::IdentifyPath;
-use janitor_core::{Engine, EngineConfig, Retention, VisitorId, VisitorPayload};
+use janitor_core::{
+    Engine, EngineConfig, Evaluator, NoEvaluator, Retention, VisitorId, VisitorPayload,
+    VisitorStore,
+};
 use janitor_sql::testing::{population, with_schemas};
 use janitor_sql::PgVisitorStore;
 use serde::{Deserialize, Serialize};
@@ -35,6 +40,9 @@ struct Options {
     out: Option<String>,
     /// Rounds of the cookie path in each pool mode, alternating, on the same data (0: none).
     pool_mode_rounds: u64,
+    /// Rounds of the cookie path through an engine that knows its store's type and through one whose store
+    /// is type-erased as the application's handle holds it, alternating, on the same data (0: none).
+    erased_rounds: u64,
 }
 
 fn options() -> Result<Options, String> {
@@ -46,6 +54,7 @@ fn options() -> Result<Options, String> {
         seconds: 5,
         out: None,
         pool_mode_rounds: 0,
+        erased_rounds: 0,
     };
     for (name, value) in pairs(std::env::args().skip(1))? {
         match name.as_str() {
@@ -56,6 +65,7 @@ fn options() -> Result<Options, String> {
             "seconds" => o.seconds = number(&name, &value, 1, 600)?,
             "out" => o.out = Some(value),
             "pool-mode-rounds" => o.pool_mode_rounds = number(&name, &value, 0, 20)?,
+            "erased-rounds" => o.erased_rounds = number(&name, &value, 0, 20)?,
             other => return Err(format!("unknown option --{other}")),
         }
     }
@@ -81,6 +91,10 @@ struct Report {
     /// The cookie path in session and transaction pool mode, side by side (`--pool-mode-rounds`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pool_modes: Vec<PoolModeRound>,
+    /// The cookie path with the store's type known and erased, side by side (`--erased-rounds`; `mode` is
+    /// `known` or `erased`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    erased: Vec<PoolModeRound>,
 }
 
 /// One round of the cookie path in one pool mode.
@@ -160,9 +174,28 @@ struct Outcome {
     restored: bool,
 }
 
-async fn one(engine: &PgEngine, kind: Kind, n: u64, visitors: u64, now: i64) -> Outcome {
+/// An engine over any visitor store, with the database its statements are counted on.
+struct Measured<S: VisitorStore, E: Evaluator> {
+    engine: Engine<S, E>,
+    database: janitor_sql::Database,
+}
+
+impl Measured<PgVisitorStore, NoEvaluator> {
+    fn known(engine: PgEngine) -> Arc<Self> {
+        let database = engine.store().database().clone();
+        Arc::new(Measured { engine, database })
+    }
+}
+
+async fn one<S: VisitorStore, E: Evaluator>(
+    measured: &Measured<S, E>,
+    kind: Kind,
+    n: u64,
+    visitors: u64,
+    now: i64,
+) -> Outcome {
     let (payload, cookie) = kind.request(n, visitors);
-    let database = engine.store().database();
+    let (engine, database) = (&measured.engine, &measured.database);
     let before = database.statements_executed();
     let started = Instant::now();
     let result = engine
@@ -185,7 +218,12 @@ fn micros(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e7).round() / 10.0
 }
 
-async fn sequential(engine: &PgEngine, kind: Kind, o: &Options, clock: &AtomicU64) -> Sequential {
+async fn sequential<S: VisitorStore, E: Evaluator>(
+    engine: &Measured<S, E>,
+    kind: Kind,
+    o: &Options,
+    clock: &AtomicU64,
+) -> Sequential {
     let mut latencies = Vec::with_capacity(o.samples as usize);
     let (mut statements, mut restored, mut cookie_paths) = (0, 0, 0);
     for i in 0..o.samples {
@@ -220,8 +258,8 @@ async fn sequential(engine: &PgEngine, kind: Kind, o: &Options, clock: &AtomicU6
     }
 }
 
-async fn throughput(
-    engine: &Arc<PgEngine>,
+async fn throughput<S: VisitorStore + 'static, E: Evaluator + 'static>(
+    engine: &Arc<Measured<S, E>>,
     kind: Kind,
     o: &Options,
     clock: &Arc<AtomicU64>,
@@ -278,7 +316,7 @@ async fn throughput(
 /// client's timeout) on the same server and data, in alternating rounds so that the machine's drift falls on
 /// both.
 async fn compare_pool_modes(
-    session: &Arc<PgEngine>,
+    session: &Arc<Measured<PgVisitorStore, NoEvaluator>>,
     database: &janitor_sql::Database,
     o: &Options,
     clock: &Arc<AtomicU64>,
@@ -293,7 +331,7 @@ async fn compare_pool_modes(
         .pool_mode(janitor_sql::PoolMode::Transaction)
         .build()
         .expect("transaction-mode configuration");
-    let transaction = Arc::new(Engine::new(
+    let transaction = Measured::known(Engine::new(
         PgVisitorStore::new(
             janitor_sql::Database::new(config).expect("pool"),
             Retention::default(),
@@ -318,6 +356,56 @@ async fn compare_pool_modes(
     rounds
 }
 
+/// The cookie path through the engine that knows its store's type and through the engine an application's
+/// handle holds (the store family's type erased, each store call's future boxed), on the same pool and data,
+/// in alternating rounds so that the machine's drift falls on both.
+async fn compare_erased(
+    known: &Arc<Measured<PgVisitorStore, NoEvaluator>>,
+    database: &janitor_sql::Database,
+    o: &Options,
+    clock: &Arc<AtomicU64>,
+) -> Vec<PoolModeRound> {
+    use janitor_core::stores::erased::ErasedEvaluator;
+    use janitor_core::{ErasedStores, Stores};
+    if o.erased_rounds == 0 {
+        return Vec::new();
+    }
+    let stores = ErasedStores::new(janitor_sql::PgStores::new(database.clone()));
+    let erased = Arc::new(Measured {
+        engine: Engine::new(
+            stores.visitors(Retention::default()),
+            EngineConfig::default(),
+        )
+        .with_optional_evaluator(None::<Arc<dyn ErasedEvaluator>>),
+        database: database.clone(),
+    });
+    let mut rounds = Vec::new();
+    for round in 1..=o.erased_rounds {
+        // A B B A: each order of the pair in every two rounds.
+        let erased_first = round % 2 == 0;
+        for first in [true, false] {
+            let (mode, sequential_run, throughput_run) = if first == erased_first {
+                let s = sequential(&erased, Kind::Cookie, o, clock).await;
+                let t = throughput(&erased, Kind::Cookie, o, clock).await;
+                ("erased", s, t)
+            } else {
+                let s = sequential(known, Kind::Cookie, o, clock).await;
+                let t = throughput(known, Kind::Cookie, o, clock).await;
+                ("known", s, t)
+            };
+            println!("store type {mode}, round {round}");
+            rounds.push(PoolModeRound {
+                round,
+                mode: mode.to_owned(),
+                sequential_median_us: sequential_run.median_us,
+                per_second: throughput_run.per_second,
+                throughput_median_us: throughput_run.median_us,
+            });
+        }
+    }
+    rounds
+}
+
 #[tokio::main]
 async fn main() {
     let o = options_or_exit("identify-postgres", options());
@@ -332,7 +420,7 @@ async fn main() {
             o.per_visitor,
             started.elapsed().as_secs_f64()
         );
-        let engine = Arc::new(Engine::new(
+        let engine = Measured::known(Engine::new(
             PgVisitorStore::new(database.clone(), Retention::default()),
             EngineConfig::default(),
         ));
@@ -360,6 +448,7 @@ async fn main() {
             throughput_results.push(throughput(&engine, kind, &o, &clock).await);
         }
         let pool_modes = compare_pool_modes(&engine, &database, &o, &clock).await;
+        let erased = compare_erased(&engine, &database, &o, &clock).await;
         let report = Report {
             benchmark: "identify-postgres".to_owned(),
             visitors: o.visitors,
@@ -369,6 +458,7 @@ async fn main() {
             throughput: throughput_results,
             statements_prepared: database.statements_prepared(),
             pool_modes,
+            erased,
         };
         if let Some(path) = &o.out {
             write_report(Path::new(path), &report).unwrap_or_else(|e| panic!("{e}"));

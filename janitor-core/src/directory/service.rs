@@ -243,8 +243,8 @@ impl<S: DirectoryStore> Directory<S> {
     /// which keeps them (detached) and can erase the account holder's browser in the same step.
     pub async fn forget_user(&self, account_id: &str) -> Result<bool, DirectoryError> {
         let subject = self.subject_id(account_id)?;
-        // On PostgreSQL the subject's learning sessions go with its row by cascade; the Janitor handle's
-        // forget_user also erases them from stores without one (memory).
+        // On PostgreSQL the subject's learning sessions go with its row by cascade; an account's erasure
+        // (`erasure::erase_account`, the handle's `erase_account`) also erases them from stores without one.
         self.delete_subject(&subject).await
     }
 
