@@ -42,8 +42,7 @@ pub use visitor::{IdentifiedVisitor, Visitor, VisitorLayer};
 // The core's services and their types, so that `janitor-axum` is an application's one dependency.
 pub use janitor_core::{directory, erasure, evidence, identification, learning, protection};
 
-/// The PostgreSQL stores (`janitor-sql`): the pool, its configuration, the migrations.
+/// The PostgreSQL stores (`janitor-sql`): the pool (`Database`), its configuration, the migrations and the
+/// `PgStores` family.
 #[cfg(feature = "postgres")]
 pub use janitor_sql as postgres;
-#[cfg(feature = "postgres")]
-pub use janitor_sql::{Database, PgStores};

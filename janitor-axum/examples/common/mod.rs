@@ -164,8 +164,7 @@ fn setup(env: &EnvSource) -> Result<Setup, SetupError> {
 
 #[cfg(feature = "postgres")]
 async fn serve_postgres(setup: Setup, site: impl Site, addr: Addresses) -> Result<(), SetupError> {
-    use janitor_axum::postgres::{DatabaseConfig, LookupReplica};
-    use janitor_axum::{Database, PgStores};
+    use janitor_axum::postgres::{Database, DatabaseConfig, LookupReplica, PgStores};
     let database = Database::new(DatabaseConfig::from_env()?)?;
     let report = database.migrate().await?;
     println!("PostgreSQL: migrations applied now {:?}", report.applied);

@@ -515,7 +515,7 @@ on_both_stores!(
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn storage_failure_is_503_without_internals() {
-    use janitor_axum::PgStores;
+    use janitor_axum::postgres::PgStores;
 
     let database = janitor_sql::Database::new(
         janitor_sql::DatabaseConfig::builder("postgres://postgres@127.0.0.1:1/postgres")
@@ -546,7 +546,7 @@ async fn storage_failure_is_503_without_internals() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_returning_browser_costs_one_statement_and_two_with_quotas() {
-    use janitor_axum::PgStores;
+    use janitor_axum::postgres::PgStores;
 
     janitor_sql::testing::with_schemas(|schemas| async move {
         let database = schemas.fresh().await;

@@ -2,7 +2,8 @@
 //! the same secret matches, and one with another secret is refused with a message that says what to fix.
 
 use janitor_axum::handle::{KeyCheck, KeyCheckError};
-use janitor_axum::{Janitor, MemoryStores, PgStores};
+use janitor_axum::postgres::PgStores;
+use janitor_axum::{Janitor, MemoryStores};
 use janitor_sql::testing::with_schemas;
 
 const SHARED: &str = "the-shop-instances-share-this-secret-7f3a";

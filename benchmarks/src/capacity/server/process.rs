@@ -21,10 +21,11 @@ use axum::routing::get;
 use axum::{Json, Router};
 use janitor_axum::admission::{Admission, AdmissionConfig};
 use janitor_axum::config::{CookieConfig, Environment};
+use janitor_axum::postgres::PgStores;
 use janitor_axum::serve::{
     serve_listener, BufferPool, Driver, ServeConfig, KEEP_ALIVE_TIMEOUT_MS, MAX_CONNECTIONS,
 };
-use janitor_axum::{Janitor, JanitorConfig, MemoryStores, PgStores};
+use janitor_axum::{Janitor, JanitorConfig, MemoryStores};
 use janitor_sql::{Database, DatabaseConfig};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};

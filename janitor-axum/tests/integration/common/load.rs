@@ -91,10 +91,15 @@ pub async fn serve_on_database(
     url: &str,
     namespace: &str,
     routes: impl FnOnce(&janitor_axum::Janitor) -> axum::Router,
-) -> (janitor_axum::Database, janitor_axum::Janitor, SocketAddr) {
+) -> (
+    janitor_axum::postgres::Database,
+    janitor_axum::Janitor,
+    SocketAddr,
+) {
     use janitor_axum::postgres::DatabaseConfig;
+    use janitor_axum::postgres::{Database, PgStores};
     use janitor_axum::serve::{serve, ServeConfig};
-    use janitor_axum::{Database, Janitor, PgStores};
+    use janitor_axum::Janitor;
 
     let config = DatabaseConfig::builder(url)
         .statement_timeout_ms(2_000)

@@ -30,7 +30,7 @@ macro_rules! on_both_stores {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $scenario() {
                     janitor_sql::testing::with_schemas(|schemas| async move {
-                        super::$scenario(janitor_axum::PgStores::new(schemas.fresh().await)).await;
+                        super::$scenario(janitor_axum::postgres::PgStores::new(schemas.fresh().await)).await;
                     })
                     .await;
                 }
