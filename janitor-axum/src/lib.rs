@@ -25,8 +25,6 @@ mod script;
 #[cfg(feature = "serve")]
 pub mod serve;
 mod telemetry;
-#[cfg(feature = "testing")]
-pub mod testing;
 
 pub use config::{
     known_env_variables, unknown_env_variables, warn_unknown_env, UnknownEnvVariable,

@@ -20,8 +20,8 @@ use axum::Router;
 use common::load::{keep_asking, post as post_request, serve_on_database, Answer};
 use janitor_axum::evidence::EvidenceError;
 use janitor_axum::{Action, DynJanitor, EventInput, EventType, Refusal, StoreError};
-use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
 use janitor_sql::{Database, DatabaseConfig};
+use janitor_test_support::cluster::{free_port, Cluster, ClusterSpec};
 use tokio::time::Instant;
 
 /// Clients identifying at once, and clients recording events, each on its own keep-alive connection.
