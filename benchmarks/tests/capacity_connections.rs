@@ -7,14 +7,14 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use janitor_axum::testing::http1::{self, Connection};
 use janitor_benchmarks::capacity::connections::{self, Plan};
 use janitor_benchmarks::capacity::env::{CapacityEnv, Run};
 use janitor_benchmarks::capacity::run::HttpRun;
 use janitor_benchmarks::capacity::server::{ServerStats, CONTROL_OFFSET};
 use janitor_benchmarks::capacity::{seed, Target};
-use janitor_sql::testing::ports::free_span;
 use janitor_sql::testing::{database_url, population, with_schemas, Schemas};
+use janitor_test_support::http1::{self, Connection};
+use janitor_test_support::ports::free_span;
 use serde_json::Value;
 
 /// Known visitors behind the cookies; sockets take them in turn.

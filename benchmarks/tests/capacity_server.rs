@@ -13,15 +13,15 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use janitor_axum::serve::Driver;
-use janitor_axum::testing::http1::{self, Connection};
 use janitor_benchmarks::capacity::env::{CapacityEnv, Run};
 use janitor_benchmarks::capacity::run::HttpRun;
 use janitor_benchmarks::capacity::server::host::HOST_OFFSET;
 use janitor_benchmarks::capacity::server::host::{host_address, host_cores, Lease};
 use janitor_benchmarks::capacity::server::{Fleet, FleetSettings, CONTROL_OFFSET, ENDPOINT};
 use janitor_benchmarks::capacity::{seed, Target};
-use janitor_sql::testing::ports::free_span;
 use janitor_sql::testing::{database_url, population, with_schemas};
+use janitor_test_support::http1::{self, Connection};
+use janitor_test_support::ports::free_span;
 
 /// A run on `schema` whose servers it starts itself, or, when `external`, leases from a fleet host.
 fn run_for(schema: &str, external: bool) -> HttpRun {

@@ -10,8 +10,8 @@ use janitor_benchmarks::capacity::run::HttpRun;
 use janitor_benchmarks::capacity::server::{FleetSettings, CONTROL_OFFSET};
 use janitor_benchmarks::capacity::throughput::{measure, SweepSettings, CHART, REPORT};
 use janitor_benchmarks::capacity::{seed, Target};
-use janitor_sql::testing::ports::free_span;
 use janitor_sql::testing::{admin_client, database_url, population, with_schemas};
+use janitor_test_support::ports::free_span;
 use serde_json::Value;
 
 const VISITORS: u64 = 300;

@@ -24,8 +24,6 @@ pub mod script;
 pub mod serve;
 mod setup;
 mod telemetry;
-#[cfg(feature = "testing")]
-pub mod testing;
 pub mod visitor;
 
 // The root holds what an application names to start and to serve; the rest is behind its module, one path

@@ -287,7 +287,7 @@ pub fn postgres(installed: bool) -> Result<(), String> {
 }
 
 /// The directory of the server programs: `pg_config --bindir`, else the highest /usr/lib/postgresql/*/bin that
-/// holds them (as janitor-sql's disposable clusters look for them).
+/// holds them (as the tests' disposable clusters, in janitor-test-support, look for them).
 pub fn server_bin_dir() -> Option<PathBuf> {
     let has_programs = |dir: &Path| SERVER_PROGRAMS.iter().all(|p| dir.join(p).is_file());
     let from_pg_config = Command::new("pg_config")

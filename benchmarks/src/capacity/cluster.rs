@@ -1,5 +1,5 @@
-//! The disposable PostgreSQL cluster of a run, when `JANITOR_BENCHMARK_DATABASE_URL` is not set: janitor-sql's
-//! disposable cluster (`janitor_sql::testing::cluster`, which says how it is made, guarded and cleaned up) at
+//! The disposable PostgreSQL cluster of a run, when `JANITOR_BENCHMARK_DATABASE_URL` is not set: the tests'
+//! disposable cluster (`janitor_test_support::cluster`, which says how it is made, guarded and cleaned up) at
 //! the harness's fixed place and with the reference's limits.
 //!
 //! The cluster lives in `<temp dir>/janitor-capacity-cluster` and listens only on 127.0.0.1:30434. It runs
@@ -7,14 +7,14 @@
 //! durability included (fsync, synchronous_commit, full_page_writes stay on), so the figures measured on it are
 //! honest. `JANITOR_BENCHMARK_REUSE=1` starts again a cluster an earlier run kept, and keeps it afterwards.
 
-pub use janitor_sql::testing::cluster::Cluster;
-use janitor_sql::testing::cluster::ClusterSpec;
+pub use janitor_test_support::cluster::Cluster;
+use janitor_test_support::cluster::ClusterSpec;
 
 use super::env::CapacityEnv;
 
 /// The port of the disposable cluster, on 127.0.0.1 only.
 /// Below the ephemeral range (32768–60999), where another program's outgoing socket could hold it, and above
-/// the ports tests take (20000–29999, `janitor_sql::testing::ports`).
+/// the ports tests take (20000–29999, `janitor_test_support::ports`).
 pub const PORT: u16 = 30_434;
 
 /// The name of the cluster's directory inside the temp directory.

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
+use janitor_test_support::cluster::{free_port, Cluster, ClusterSpec};
 use serde::{Deserialize, Serialize};
 
 use super::env::{CapacityEnv, Run};

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use janitor_core::{Engine, EngineConfig, Retention};
-use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
 use janitor_sql::testing::population;
 use janitor_sql::{Database, DatabaseConfig, LookupReplica, PgVisitorStore};
+use janitor_test_support::cluster::{free_port, Cluster, ClusterSpec};
 use serde::{Deserialize, Serialize};
 
 use super::env::{CapacityEnv, Run};

@@ -22,8 +22,8 @@ use janitor_axum::evidence::EvidenceError;
 use janitor_axum::evidence::{Action, EventInput, EventType};
 use janitor_axum::handle::StoreError;
 use janitor_axum::{Janitor, Refusal};
-use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
 use janitor_sql::{Database, DatabaseConfig};
+use janitor_test_support::cluster::{free_port, Cluster, ClusterSpec};
 use tokio::time::Instant;
 
 /// Clients identifying at once, and clients recording events, each on its own keep-alive connection.

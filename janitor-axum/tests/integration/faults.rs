@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::load::{keep_asking, post, serve_on_database};
-use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
 use janitor_sql::{Database, DatabaseConfig};
+use janitor_test_support::cluster::{free_port, Cluster, ClusterSpec};
 use tokio::time::Instant;
 
 /// Clients identifying at once, each on its own keep-alive connection.

@@ -20,8 +20,8 @@ use janitor_core::identification::network::NetworkDigest;
 use janitor_core::label::LabelKey;
 use janitor_core::testing::mac_document;
 use janitor_core::{Observation, VisitorId, VisitorStore};
-use janitor_sql::testing::ports::free_span;
-use janitor_sql::testing::tied::{self, Stop, Tied};
+use janitor_test_support::ports::free_span;
+use janitor_test_support::tied::{self, Stop, Tied};
 use serde_json::{json, Value};
 
 const NGINX: &str = "/usr/sbin/nginx";

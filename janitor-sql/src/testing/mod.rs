@@ -15,14 +15,9 @@
 //! );
 //! ```
 
-pub mod cluster;
-pub mod pgbouncer;
 pub mod population;
-pub mod ports;
-pub mod relay;
 pub mod statements;
 mod suites;
-pub mod tied;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};

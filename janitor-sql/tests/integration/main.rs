@@ -3,7 +3,9 @@
 //! runs one module's tests.
 //!
 //! The self dev-dependency that turns `testing` on is left out of the published crate, where the modules that
-//! need it build with `--features testing` only; other features gate the modules that need them.
+//! need it build with `--features testing` only; other features gate the modules that need them. The modules
+//! that run the repository's unpublished janitor-test-support (a cluster of their own, PgBouncer) need
+//! `repository-tests`, which only the repository's own build turns on.
 //!
 //! The tests share one process: none installs a global metrics recorder or tracing subscriber (a test that reads
 //! them sets its thread's own) or sets an environment variable.
@@ -33,17 +35,17 @@ mod metrics;
 mod migrations;
 #[cfg(feature = "testing")]
 mod not_migrated;
-#[cfg(feature = "testing")]
+#[cfg(feature = "repository-tests")]
 mod pgbouncer;
 #[cfg(feature = "testing")]
 mod plans;
 #[cfg(feature = "testing")]
 mod quota;
-#[cfg(feature = "testing")]
+#[cfg(feature = "repository-tests")]
 mod replica;
 #[cfg(feature = "testing")]
 mod store_suites;
-#[cfg(all(feature = "testing", feature = "tls"))]
+#[cfg(all(feature = "repository-tests", feature = "tls"))]
 mod tls;
 #[cfg(feature = "testing")]
 mod unavailable;

@@ -9,9 +9,9 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use janitor_core::{Engine, EngineConfig, Retention, StoreError, VisitorStore};
-use janitor_sql::testing::pgbouncer::PgBouncer;
 use janitor_sql::testing::{admin_client, database_url, with_schemas, Schemas};
 use janitor_sql::{Database, PgVisitorStore, PoolMode};
+use janitor_test_support::pgbouncer::{BouncerMode, PgBouncer};
 
 /// What a case behind the bouncer gets: schemas to make, and the bouncer's URL.
 #[derive(Debug, Clone)]
@@ -142,7 +142,7 @@ async fn the_client_keeps_the_statement_timeout_and_cancels_the_statement() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_mode_through_pgbouncer_says_to_use_transaction_mode() {
     // PgBouncer refuses the `options` startup parameter in each of its pool modes.
-    for bouncer_mode in [PoolMode::Session, PoolMode::Transaction] {
+    for bouncer_mode in [BouncerMode::Session, BouncerMode::Transaction] {
         let bouncer =
             PgBouncer::start_in(&database_url(), bouncer_mode).unwrap_or_else(|e| panic!("{e}"));
         let database = Database::from_url(&bouncer.url("postgres")).expect("pool");

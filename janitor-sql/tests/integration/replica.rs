@@ -14,12 +14,12 @@ use janitor_core::identification::candidates::probes_for;
 use janitor_core::testing::visitor;
 use janitor_core::testing::visitor_store::observation;
 use janitor_core::{Retention, VisitorId, VisitorStore};
-use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
-use janitor_sql::testing::relay::Relay;
 use janitor_sql::testing::{database_url, with_schemas};
 use janitor_sql::{
     Database, DatabaseConfig, LookupReplica, PgVisitorStore, ReplicaState, SetupError,
 };
+use janitor_test_support::cluster::{free_port, Cluster, ClusterSpec};
+use janitor_test_support::relay::Relay;
 
 use janitor_core::testing::T0;
 

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use janitor_core::{Retention, StoreError, VisitorStore};
-use janitor_sql::testing::cluster::{free_port, Cluster, ClusterSpec};
 use janitor_sql::{Database, DatabaseConfig, PgVisitorStore, SetupError};
+use janitor_test_support::cluster::{free_port, Cluster, ClusterSpec};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };

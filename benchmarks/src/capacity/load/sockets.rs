@@ -10,7 +10,7 @@ use tokio::task::{JoinError, JoinSet};
 
 use super::{Command, Counters, Reply, Settings, FIRST_PORT};
 use crate::capacity::report::rss_bytes;
-use janitor_axum::testing::http1::{self, Connection, Response};
+use janitor_test_support::http1::{self, Connection, Response};
 
 /// How long one socket may take to connect and be warmed up. A full accept queue makes the kernel drop the
 /// handshake and the client retry after 1, 3, 7… s; past this the ramp is failing, not slow.

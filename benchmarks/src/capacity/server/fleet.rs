@@ -13,7 +13,7 @@ use super::{ServerStats, CONTROL_OFFSET};
 use crate::capacity::run::HttpRun;
 use crate::capacity::Target;
 use janitor_axum::serve::Driver;
-use janitor_axum::testing::http1::{self, Connection};
+use janitor_test_support::http1::{self, Connection};
 
 /// How long the processes get to start answering their control ports.
 const START_DEADLINE: Duration = Duration::from_secs(60);

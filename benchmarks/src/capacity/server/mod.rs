@@ -10,7 +10,7 @@ pub mod fleet;
 pub mod host;
 pub mod process;
 
-use janitor_axum::testing::http1;
+use janitor_test_support::http1;
 use serde::{Deserialize, Serialize};
 
 pub use fleet::{Fleet, FleetSettings};

@@ -257,7 +257,7 @@ fn listen(port: u16) -> Result<TcpListener, String> {
 
 /// A port that could not be had, with who holds it when /proc shows that.
 pub(crate) fn refused(port: u16, error: &io::Error) -> String {
-    match janitor_sql::testing::ports::holder(port) {
+    match janitor_test_support::ports::holder(port) {
         Some(holder) => format!("port {port} on 127.0.0.1: {error}; held by {holder}"),
         None => format!("port {port} on 127.0.0.1: {error}"),
     }

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::samples::{due, Sample};
-use janitor_axum::testing::http1::{self, Connection};
+use janitor_test_support::http1::{self, Connection};
 
 /// How long one request may wait for its answer before the run gives up.
 pub const ANSWER_DEADLINE: Duration = Duration::from_secs(30);

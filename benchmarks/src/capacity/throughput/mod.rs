@@ -42,7 +42,7 @@ use super::server::{
     client_requests, identify_request, Fleet, FleetSettings, ServerStats, BASE_PORT,
     BEHAVIOR_VARIANTS,
 };
-use janitor_axum::testing::http1::{self, Connection};
+use janitor_test_support::http1::{self, Connection};
 
 /// Connections of the sweep, as in the reference.
 pub const CONNECTIONS: usize = 10_000;

@@ -12,7 +12,7 @@ use super::generator::{closed_loop, open, Requests};
 use super::limits::ratio;
 use super::samples::{round1, Latency, Sample, Tally};
 use crate::ms;
-use janitor_axum::testing::http1;
+use janitor_test_support::http1;
 
 /// The trivial route without the admission layer.
 pub const PLAIN: &str = "/plain";

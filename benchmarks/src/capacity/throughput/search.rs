@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use janitor_axum::testing::http1::Connection;
+use janitor_test_support::http1::Connection;
 
 use super::report::{RatePoint, SearchReport};
 use super::samples::{interval, Sample, Tally};

@@ -3,10 +3,13 @@
 #![allow(dead_code, unused_imports, unused_macros)]
 
 pub mod browser;
+// The wire-level client is the repository's unpublished janitor-test-support's.
+#[cfg(feature = "repository-tests")]
 pub mod load;
 #[cfg(feature = "jev")]
 pub mod provider;
 pub mod stores;
+#[cfg(feature = "repository-tests")]
 pub mod wire;
 
 use janitor_axum::config::JanitorConfigBuilder;

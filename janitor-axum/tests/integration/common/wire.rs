@@ -1,6 +1,6 @@
-//! A real server on a loopback socket, the wire-level client of `janitor_axum::testing`, and bounded waits, so the
-//! tests see exactly what goes over the wire (status, headers, whether the connection stays open) and fail
-//! rather than hang.
+//! A real server on a loopback socket, the wire-level client of `janitor_test_support::http1`, and bounded waits,
+//! so the tests see exactly what goes over the wire (status, headers, whether the connection stays open) and
+//! fail rather than hang.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::Router;
 use janitor_axum::admission::{Admission, AdmissionConfig};
-pub use janitor_axum::testing::http1::{
+pub use janitor_test_support::http1::{
     get, post_json_with, post_with_length, Connection, Head, Reply,
 };
 use tokio::net::TcpListener;

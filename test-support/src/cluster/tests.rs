@@ -6,7 +6,7 @@ use super::*;
 /// A port no other test of this process is given (below the ephemeral range, where a listener another test
 /// binds to port 0 cannot land: one did, and a cluster meant to fail found that listener and counted as started).
 fn own_port() -> u16 {
-    crate::testing::ports::free_span(1).unwrap()
+    crate::ports::free_span(1).unwrap()
 }
 
 const OWNER: &str = "janitor-cluster-test";

@@ -13,7 +13,7 @@
 //! removed: the run did not create it.
 //!
 //! The server runs as a child of this process under a shell that stops it when this process ends, however it
-//! ends (see `testing/tied.rs`): an interrupted or killed test leaves no server behind. It does leave the
+//! ends (see [`tied`]): an interrupted or killed test leaves no server behind. It does leave the
 //! directory, and the next start refuses; its message gives the commands that clean up:
 //! `pg_ctl stop -D <dir>/data -m fast` (as the postgres user when root, for a server still stopping) and
 //! `rm -rf <dir>`.
@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use super::tied::{self, Stop, Tied};
+use crate::tied::{self, Stop, Tied};
 
 mod standby;
 
@@ -507,7 +507,7 @@ fn port_is_free(spec: &ClusterSpec) -> Result<(), String> {
         } else {
             spec.port_hint.clone()
         };
-        let holder = super::ports::holder(port)
+        let holder = crate::ports::holder(port)
             .map(|holder| format!(", held by {holder}"))
             .unwrap_or_default();
         format!("127.0.0.1:{port} is taken ({why}{holder}); {hint}")

@@ -7,7 +7,7 @@
 //! `search_path` instead of naming its schema fails instead of passing by luck. When this process is root the
 //! bouncer switches to the postgres user, since PgBouncer refuses to run as root. [`PgBouncer`] stops it and removes its
 //! directory when dropped; it runs under a shell that also stops it when this process is interrupted or killed
-//! (`testing/tied.rs`).
+//! ([`tied`]).
 
 use std::fs;
 use std::net::{Ipv4Addr, TcpStream};
@@ -17,14 +17,22 @@ use std::process::Command;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use super::tied::{self, Stop, Tied};
-use crate::PoolMode;
+use crate::tied::{self, Stop, Tied};
 
 /// Where Debian's package puts the program.
 pub const PROGRAM: &str = "/usr/sbin/pgbouncer";
 
 /// The `search_path` every server session gets through the bouncer: nothing lives there.
 pub const NOWHERE: &str = "janitor_nowhere";
+
+/// The bouncer's `pool_mode`: how long a client keeps the server session it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BouncerMode {
+    /// `session`: for the client's whole connection.
+    Session,
+    /// `transaction`: for one transaction.
+    Transaction,
+}
 
 /// A running PgBouncer.
 #[derive(Debug)]
@@ -41,21 +49,21 @@ impl PgBouncer {
     /// # Errors
     /// When PgBouncer is not installed (with the command that installs it), or does not start.
     pub fn start(upstream: &str) -> Result<PgBouncer, String> {
-        PgBouncer::start_in(upstream, PoolMode::Transaction)
+        PgBouncer::start_in(upstream, BouncerMode::Transaction)
     }
 
     /// The same in the bouncer's `pool_mode` named by `mode` (`session` or `transaction`).
     ///
     /// # Errors
     /// As [`start`](Self::start).
-    pub fn start_in(upstream: &str, mode: PoolMode) -> Result<PgBouncer, String> {
+    pub fn start_in(upstream: &str, mode: BouncerMode) -> Result<PgBouncer, String> {
         if !Path::new(PROGRAM).is_file() {
             return Err(format!(
                 "{PROGRAM} is missing: install it with `apt-get install -y --no-install-recommends pgbouncer`"
             ));
         }
         let (host, port) = server_of(upstream)?;
-        let listen = super::cluster::free_port()?;
+        let listen = crate::cluster::free_port()?;
         let dir =
             std::env::temp_dir().join(format!("janitor-pgbouncer-{}-{listen}", std::process::id()));
         fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
@@ -67,8 +75,8 @@ impl PgBouncer {
              extra_float_digits\n",
             auth = dir.join("users.txt").display(),
             mode = match mode {
-                PoolMode::Session => "session",
-                PoolMode::Transaction => "transaction",
+                BouncerMode::Session => "session",
+                BouncerMode::Transaction => "transaction",
             },
             log = dir.join("pgbouncer.log").display(),
             pid = dir.join("pgbouncer.pid").display(),

@@ -4,7 +4,7 @@
 //! A port in the ephemeral range (Linux: 32768–60999, `net.ipv4.ip_local_port_range`) can be held at any
 //! moment by another program's outgoing connection, so a fixed port there fails a run now and then with only
 //! "Address already in use". A server that can listen on port 0 should (see
-//! [`free_port`](super::cluster::free_port)); one that needs several ports at known distances from a first
+//! [`free_port`](crate::cluster::free_port)); one that needs several ports at known distances from a first
 //! one (a server and its control port) takes a [`free_span`]. Each span a process takes is new to it, so tests
 //! running side by side never share one, and every port of it could be bound a moment ago.
 
