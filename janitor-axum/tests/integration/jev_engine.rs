@@ -149,7 +149,7 @@ async fn a_slow_provider_is_unavailable_risk_not_a_slow_identification() {
     );
 }
 
-/// The whole handle, configured with `Janitor::with_jev`: through the endpoint, risk comes from the provider
+/// The whole handle, configured with `Janitor::builder(..).jev(..)`: through the endpoint, risk comes from the provider
 /// and stays private unless exposed; a failing provider leaves identification working.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_handle_wires_jev_behind_the_budget() {
