@@ -1,4 +1,4 @@
-//! The in-memory identity store: the embedded default and the reference for other stores.
+//! The in-memory directory store: the embedded default and the reference for other stores.
 //!
 //! Subject rows are the evidence store's own (one table in PostgreSQL, `identity_subjects`): a store made
 //! with [`MemoryDirectoryStore::with_evidence`] shares them, so a subject that events created exists here, and
@@ -14,7 +14,7 @@ use super::store::{store_cleanup_batch, DirectoryStore, KeyWrite, SubjectRecord}
 use crate::error::StoreError;
 use crate::evidence::{MemoryEvidenceStore, SubjectId, SubjectKind};
 
-/// A thread-safe identity store held in process memory. Clones share the same directory.
+/// A thread-safe directory store held in process memory. Clones share the same directory.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryDirectoryStore {
     inner: Arc<Mutex<Inner>>,

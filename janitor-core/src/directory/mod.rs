@@ -13,7 +13,7 @@
 //!   [`forget_user`](Directory::forget_user), which also reaches the subject's evidence.
 //!
 //! Storage is the [`DirectoryStore`] trait: [`MemoryDirectoryStore`] here, `PgDirectoryStore` in `janitor-sql`,
-//! both held to the behaviour suite in `testing::identity_store` (feature `testing`).
+//! both held to the behaviour suite in `testing::directory_store` (feature `testing`).
 //! [docs/identity.md](https://github.com/janitor-rust/janitor/blob/main/docs/identity.md)
 //! gives every limit and JSON shape.
 

@@ -1,7 +1,7 @@
-//! The identity store: subjects, their verified keys and delegations between them.
+//! The directory store: subjects, their verified keys and delegations between them.
 //!
 //! One trait, implemented in memory here ([`MemoryDirectoryStore`](super::MemoryDirectoryStore)) and on
-//! PostgreSQL in `janitor-sql`, with the behaviour written down once as `testing::identity_store` (feature
+//! PostgreSQL in `janitor-sql`, with the behaviour written down once as `testing::directory_store` (feature
 //! `testing`). Stores receive finished records and labels: [`Directory`](super::Directory)
 //! computes every label before a store sees it, so no store ever handles a raw account id or key value.
 

@@ -23,8 +23,8 @@
 //! The macros need `tokio` (with `macros` and `rt-multi-thread`) among the calling crate's dev-dependencies.
 
 pub mod budget_store;
+pub mod directory_store;
 pub mod evidence_store;
-pub mod identity_store;
 pub mod learning_store;
 pub mod quota_store;
 pub mod stores;

@@ -2,7 +2,7 @@
 
 /// Runs janitor-core's visitor, quota, budget, evidence, identity and learning store suites and the family's
 /// suite on PostgreSQL, one test per case, in modules `visitor_store`, `quota_store`, `budget_store`,
-/// `evidence_store`, `identity_store`, `learning_store` and `stores`. `around` runs each case with
+/// `evidence_store`, `directory_store`, `learning_store` and `stores`. `around` runs each case with
 /// a context (as in janitor-core's suites); `database` makes a fresh, migrated [`Database`](crate::Database)
 /// of it. The calling crate depends on `janitor-core` (feature `testing`) and `tokio`.
 ///
@@ -72,10 +72,10 @@ macro_rules! pg_store_suites {
             );
         }
 
-        mod identity_store {
+        mod directory_store {
             use super::*;
 
-            janitor_core::identity_store_tests!(
+            janitor_core::directory_store_tests!(
                 around: $around,
                 fresh: |$context: $type, ()| async move { $crate::PgDirectoryStore::new($database) },
             );

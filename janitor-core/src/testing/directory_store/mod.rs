@@ -1,5 +1,5 @@
 //! The behaviour every [`DirectoryStore`] must show, run through [`Directory`] as server code uses
-//! it: [`identity_store_tests!`](crate::identity_store_tests) runs each case as its own test. The factory
+//! it: [`directory_store_tests!`](crate::directory_store_tests) runs each case as its own test. The factory
 //! must return an empty store.
 
 mod delegations;
@@ -54,13 +54,13 @@ fn invalid_at(result: Result<impl std::fmt::Debug, DirectoryError>, expected: &s
 /// One `#[tokio::test]` per case of the [`DirectoryStore`] suite ([`crate::testing`] shows the forms).
 ///
 /// ```ignore
-/// janitor_core::identity_store_tests!(fresh: |()| async { MemoryDirectoryStore::new() });
+/// janitor_core::directory_store_tests!(fresh: |()| async { MemoryDirectoryStore::new() });
 /// ```
 #[macro_export]
-macro_rules! identity_store_tests {
+macro_rules! directory_store_tests {
     ($($setup:tt)+) => {
         $crate::__store_suite!(
-            identity_store [
+            directory_store [
             subjects_keep_their_kind,
             account_ids_are_bounded,
             keys_belong_to_one_subject,
