@@ -46,6 +46,15 @@ impl Clock {
         }
     }
 
+    /// Sets a manual clock to `ms`, for a test that names each call's time; panics on the system's clock,
+    /// which cannot be set, so that such a test cannot run on the real time without noticing.
+    pub fn pin(&self, ms: i64) {
+        assert!(
+            self.set(ms),
+            "a test that sets the time must build the service with a manual clock"
+        );
+    }
+
     /// Moves a manual clock forward by `ms` and answers the new time; the system's clock answers its time.
     pub fn advance(&self, ms: i64) -> i64 {
         match &self.manual {
@@ -75,5 +84,11 @@ mod tests {
         let clock = Clock::system();
         assert!(!clock.set(0));
         assert!(clock.now_ms() > 1_600_000_000_000);
+    }
+
+    #[test]
+    #[should_panic(expected = "manual clock")]
+    fn pinning_the_system_clock_fails_loudly() {
+        Clock::system().pin(0);
     }
 }
