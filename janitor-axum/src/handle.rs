@@ -69,6 +69,8 @@ pub(crate) struct Inner {
     pub(crate) evidence: JanitorEvidence,
     pub(crate) directory: JanitorDirectory,
     pub(crate) learning: JanitorLearning,
+    /// The time of everything the handle does: what its services read, and its own quotas and maintenance.
+    pub(crate) clock: Clock,
 }
 
 /// What [`Janitor::assess`] gives server code: the answer to send, and the full identity when there is one.
@@ -126,7 +128,8 @@ impl JanitorBuilder {
         self
     }
 
-    /// The clock the evidence, directory and learning services read (the system's unless set): a manual
+    /// The clock of the whole handle (the system's unless set): the endpoint's and the routes' identification
+    /// and quotas, maintenance, and the engine, evidence, directory and learning services it hands out. A manual
     /// [`Clock`] lets a test or a simulation move time.
     pub fn clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
@@ -153,7 +156,8 @@ impl JanitorBuilder {
         } = self;
         crate::telemetry::handle_built(&config, stores.kind());
         let engine = Engine::new(stores.visitors(config.retention), config.engine)
-            .with_optional_evaluator(evaluator);
+            .with_optional_evaluator(evaluator)
+            .with_clock(clock.clone());
         let quotas = config
             .quotas
             .map(|q| RequestQuotas::new(stores.quotas(), config.key.clone(), q));
@@ -165,7 +169,7 @@ impl JanitorBuilder {
         // builds.
         let learning = Learning::new(stores.learning(), &config.key, config.learning, None)
             .expect("JanitorConfig admits collect mode only")
-            .with_clock(clock);
+            .with_clock(clock.clone());
         let admission = Admission::new(config.admission);
         Janitor {
             inner: Arc::new(Inner {
@@ -177,6 +181,7 @@ impl JanitorBuilder {
                 evidence,
                 directory,
                 learning,
+                clock,
             }),
         }
     }

@@ -122,7 +122,7 @@ impl Janitor {
         batch: usize,
     ) -> Result<Maintenance, CleanupError> {
         let batch = cleanup_batch(batch)?;
-        let now = self.inner.evidence.clock().now_ms();
+        let now = self.inner.clock.now_ms();
         let visitors = self.inner.engine.store().cleanup(after, batch, now).await?;
         let quotas = match &self.inner.quotas {
             Some(q) => q.cleanup(batch, now).await?,

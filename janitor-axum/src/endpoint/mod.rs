@@ -141,7 +141,7 @@ pub(crate) async fn claim_quota(janitor: &Inner, context: &VisitorContext) -> Re
         );
         return Err(Refusal::Unavailable);
     };
-    match quotas.check(&context, janitor_core::now_ms()).await {
+    match quotas.check(&context, janitor.clock.now_ms()).await {
         Ok(QuotaDecision::Allowed) => Ok(()),
         Ok(QuotaDecision::Limited {
             retry_after_secs, ..
@@ -282,7 +282,7 @@ async fn identify_observed(
         // Logged at debug where it was read.
         (true, Route::Application) => extended::extended_signals(&parts.headers).unwrap_or(None),
     };
-    let request = IdentifyRequest::new(payload, janitor_core::now_ms())
+    let request = IdentifyRequest::new(payload, janitor.clock.now_ms())
         .with_cookie(cookie.as_ref())
         .with_network(network)
         .with_extended(extended);

@@ -328,6 +328,7 @@ on_both_stores!(
     the_layer_keys_the_quota_by_the_bodys_account,
     a_request_without_a_payload_is_counted,
     identify_parts_in_a_handler,
+    the_handles_clock_is_the_time_of_its_quotas_and_identifications,
 );
 
 #[tokio::test]
@@ -413,4 +414,55 @@ async fn the_endpoint_merges_before_or_after_the_applications_state() {
         assert_eq!(endpoint.status(), StatusCode::OK);
         assert!(endpoint.headers().contains_key("set-cookie"));
     }
+}
+
+/// The handle's clock is the time of its quotas and of what it identifies: a spent account quota is spent
+/// until the handle's manual clock reaches the next window, whatever the system's time.
+async fn the_handles_clock_is_the_time_of_its_quotas_and_identifications<S: Stores>(stores: S) {
+    use janitor_axum::handle::Clock;
+    use janitor_axum::Refusal;
+
+    let config = common::config("identity-clock-tests")
+        .quotas(QuotaConfig::builder().account(1).build().unwrap())
+        .build()
+        .unwrap();
+    // A minute's window starting at an instant the system's clock passed long ago.
+    let clock = Clock::manual(1_000 * 60_000);
+    let janitor = Janitor::builder(config, stores)
+        .clock(clock.clone())
+        .build();
+    let context = VisitorContext::for_account("ada@example.com").unwrap();
+    assert_eq!(janitor.claim_quota(&context).await, Ok(()));
+    assert!(matches!(
+        janitor.claim_quota(&context).await,
+        Err(Refusal::RateLimited { .. })
+    ));
+    clock.advance(60_000);
+    assert_eq!(janitor.claim_quota(&context).await, Ok(()));
+
+    // The engine it hands out keeps time by the same clock: its history expires by that clock, not by the
+    // system's, for which both visits are decades old.
+    let payload =
+        janitor_core::VisitorPayload::from_value(&janitor_core::testing::mac_document()).unwrap();
+    let engine = janitor.engine();
+    let first = engine.identify(&payload, None).await.unwrap();
+    let cookie = Some(&first.identity.visitor_id);
+    clock.advance(86_400_000);
+    assert!(
+        engine
+            .identify(&payload, cookie)
+            .await
+            .unwrap()
+            .identity
+            .is_returning
+    );
+    clock.advance(91 * 86_400_000);
+    assert!(
+        !engine
+            .identify(&payload, cookie)
+            .await
+            .unwrap()
+            .identity
+            .is_returning
+    );
 }

@@ -5,6 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Serialize, Serializer};
 
+use crate::clock::Clock;
 use crate::error::StoreError;
 use crate::identification::candidates::{
     probes_for, rank_lookup_rows, CANDIDATE_FLOOR, CANDIDATE_LIMIT,
@@ -197,6 +198,7 @@ pub struct Engine<S, E = NoEvaluator> {
     store: S,
     evaluator: Option<E>,
     config: EngineConfig,
+    clock: Clock,
 }
 
 impl<S: VisitorStore> Engine<S, NoEvaluator> {
@@ -206,6 +208,7 @@ impl<S: VisitorStore> Engine<S, NoEvaluator> {
             store,
             evaluator: None,
             config,
+            clock: Clock::system(),
         }
     }
 }
@@ -217,6 +220,7 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
             store: self.store,
             evaluator: Some(evaluator),
             config: self.config,
+            clock: self.clock,
         }
     }
 
@@ -227,7 +231,20 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
             store: self.store,
             evaluator,
             config: self.config,
+            clock: self.clock,
         }
+    }
+
+    /// The same engine reading the time of [`identify`](Self::identify) from `clock` (a manual one in tests and
+    /// simulations).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The clock [`identify`](Self::identify) reads the time from.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// The store.
@@ -247,10 +264,10 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
         payload: &VisitorPayload,
         cookie: Option<&VisitorId>,
     ) -> Result<Identification, IdentifyError> {
-        self.identify_at(payload, cookie, now_ms()).await
+        self.identify_at(payload, cookie, self.clock.now_ms()).await
     }
 
-    /// [`identify`](Self::identify) at a given time (epoch milliseconds).
+    /// [`identify`](Self::identify) at a given time (epoch milliseconds), whatever the engine's clock says.
     pub async fn identify_at(
         &self,
         payload: &VisitorPayload,
