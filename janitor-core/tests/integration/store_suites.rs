@@ -68,10 +68,10 @@ mod stores {
     janitor_core::stores_tests!(fresh: |()| async { MemoryStores::new() });
 }
 
-mod identity_store {
+mod directory_store {
     use janitor_core::directory::MemoryDirectoryStore;
 
-    janitor_core::identity_store_tests!(fresh: |()| async { MemoryDirectoryStore::new() });
+    janitor_core::directory_store_tests!(fresh: |()| async { MemoryDirectoryStore::new() });
 }
 
 mod directory_family {
@@ -106,4 +106,48 @@ mod learning_store {
     use janitor_core::learning::MemoryLearningStore;
 
     janitor_core::learning_store_tests!(fresh: |()| async { MemoryLearningStore::new() });
+}
+
+/// The same suites through the family as an application's handle holds it (every store behind an
+/// `Arc<dyn …>`, each call's future boxed): the erasure forwards every method, a default or overridden one alike.
+mod erased {
+    use janitor_core::{ErasedStores, MemoryStores};
+
+    fn family() -> ErasedStores {
+        ErasedStores::new(MemoryStores::new())
+    }
+
+    mod visitor_store {
+        use janitor_core::Stores;
+
+        janitor_core::visitor_store_tests!(fresh: |retention| async move { super::family().visitors(retention) });
+    }
+    mod quota_store {
+        use janitor_core::Stores;
+
+        janitor_core::quota_store_tests!(fresh: |()| async { super::family().quotas() });
+    }
+    mod budget_store {
+        use janitor_core::Stores;
+
+        janitor_core::budget_store_tests!(fresh: |()| async { super::family().budget() });
+    }
+    mod evidence_store {
+        use janitor_core::Stores;
+
+        janitor_core::evidence_store_tests!(fresh: |_visitors| async { super::family().evidence() });
+    }
+    mod directory_store {
+        use janitor_core::Stores;
+
+        janitor_core::directory_store_tests!(fresh: |()| async { super::family().directory() });
+    }
+    mod learning_store {
+        use janitor_core::Stores;
+
+        janitor_core::learning_store_tests!(fresh: |()| async { super::family().learning() });
+    }
+    mod stores {
+        janitor_core::stores_tests!(fresh: |()| async { super::family() });
+    }
 }
