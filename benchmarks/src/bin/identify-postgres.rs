@@ -311,6 +311,25 @@ async fn throughput<S: VisitorStore + 'static, E: Evaluator + 'static>(
     }
 }
 
+/// One round of the cookie path on `engine`: sequential, then under load.
+async fn cookie_round<S: VisitorStore + 'static, E: Evaluator + 'static>(
+    engine: &Arc<Measured<S, E>>,
+    mode: &str,
+    round: u64,
+    o: &Options,
+    clock: &Arc<AtomicU64>,
+) -> PoolModeRound {
+    let sequential = sequential(engine, Kind::Cookie, o, clock).await;
+    let throughput = throughput(engine, Kind::Cookie, o, clock).await;
+    PoolModeRound {
+        round,
+        mode: mode.to_owned(),
+        sequential_median_us: sequential.median_us,
+        per_second: throughput.per_second,
+        throughput_median_us: throughput.median_us,
+    }
+}
+
 /// The cookie path through a pool in session mode (named statements prepared once per connection, settings
 /// in the startup packet) and one in transaction mode (unnamed typed statements, qualified tables, the
 /// client's timeout) on the same server and data, in alternating rounds so that the machine's drift falls on
@@ -342,15 +361,7 @@ async fn compare_pool_modes(
     for round in 1..=o.pool_mode_rounds {
         for (mode, engine) in [("session", session), ("transaction", &transaction)] {
             println!("pool mode {mode}, round {round}:");
-            let sequential = sequential(engine, Kind::Cookie, o, clock).await;
-            let throughput = throughput(engine, Kind::Cookie, o, clock).await;
-            rounds.push(PoolModeRound {
-                round,
-                mode: mode.to_owned(),
-                sequential_median_us: sequential.median_us,
-                per_second: throughput.per_second,
-                throughput_median_us: throughput.median_us,
-            });
+            rounds.push(cookie_round(engine, mode, round, o, clock).await);
         }
     }
     rounds
@@ -384,22 +395,12 @@ async fn compare_erased(
         // A B B A: each order of the pair in every two rounds.
         let erased_first = round % 2 == 0;
         for first in [true, false] {
-            let (mode, sequential_run, throughput_run) = if first == erased_first {
-                let s = sequential(&erased, Kind::Cookie, o, clock).await;
-                let t = throughput(&erased, Kind::Cookie, o, clock).await;
-                ("erased", s, t)
+            rounds.push(if first == erased_first {
+                println!("store type erased, round {round}:");
+                cookie_round(&erased, "erased", round, o, clock).await
             } else {
-                let s = sequential(known, Kind::Cookie, o, clock).await;
-                let t = throughput(known, Kind::Cookie, o, clock).await;
-                ("known", s, t)
-            };
-            println!("store type {mode}, round {round}");
-            rounds.push(PoolModeRound {
-                round,
-                mode: mode.to_owned(),
-                sequential_median_us: sequential_run.median_us,
-                per_second: throughput_run.per_second,
-                throughput_median_us: throughput_run.median_us,
+                println!("store type known, round {round}:");
+                cookie_round(known, "known", round, o, clock).await
             });
         }
     }
