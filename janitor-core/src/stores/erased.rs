@@ -32,7 +32,9 @@ use crate::learning::{
     Confirmation, ExamplePool, LearningReport, LearningSession, LearningStore, SessionId,
 };
 use crate::protection::budget::{BudgetRow, BudgetStore};
-use crate::protection::quota::{ClaimOutcome, QuotaClaim, QuotaStore};
+use crate::protection::quota::{
+    ChainOutcome, ChainSettle, ClaimChain, ClaimOutcome, QuotaClaim, QuotaStore,
+};
 use crate::visitor::VisitorId;
 
 /// A store (or evaluator) whose futures get boxed: the one implementation of each object-safe twin, so that
@@ -100,6 +102,8 @@ erase! {
     /// A [`QuotaStore`] of any type.
     ErasedQuotaStore erases QuotaStore {
         fn claim(&self, claim: &QuotaClaim) -> Result<ClaimOutcome, StoreError>;
+        fn claim_chain(&self, chain: &ClaimChain) -> Result<ChainOutcome, StoreError>;
+        fn settle_chain(&self, settle: &ChainSettle) -> Result<(), StoreError>;
         fn cleanup(&self, batch: usize, now_ms: i64) -> Result<usize, StoreError>;
     }
 }

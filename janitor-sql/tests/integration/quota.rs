@@ -52,12 +52,7 @@ async fn twenty_five_concurrent_claims_admit_exactly_seven() {
                 .map(|_| {
                     let store = store.clone();
                     tokio::spawn(async move {
-                        let claim = QuotaClaim {
-                            id: format!("hot-{round}"),
-                            limit: 7,
-                            window_start: T0,
-                            window_ms: 60_000,
-                        };
+                        let claim = QuotaClaim::fixed(format!("hot-{round}"), 7, T0, 60_000);
                         store.claim(&claim).await
                     })
                 })

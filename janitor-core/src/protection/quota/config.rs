@@ -5,6 +5,7 @@ use std::ops::RangeInclusive;
 
 use serde_json::Value;
 
+use super::{NetworkPrefixBits, QuotaAlgorithm};
 use crate::config::{check, ConfigError, Limit};
 
 /// Requests per window for the whole deployment (default 600).
@@ -13,6 +14,8 @@ pub const GLOBAL_LIMIT: Limit<u32> = Limit::new("global", 600, 1, 1_000_000);
 pub const ACCOUNT_LIMIT: Limit<u32> = Limit::new("account", 60, 1, 1_000_000);
 /// Requests per window for one session (default 30).
 pub const SESSION_LIMIT: Limit<u32> = Limit::new("session", 30, 1, 1_000_000);
+/// Requests per window from one network prefix (off unless set; no contract default).
+pub const NETWORK_LIMIT: Limit<u32> = Limit::new("network", 60, 1, 1_000_000);
 /// Slices the global quota is cut into, each its own row (default 1: no sharding).
 pub const SHARDS: Limit<u32> = Limit::new("shards", 1, 1, 128);
 /// Length of a quota window in milliseconds (default one minute).
@@ -27,7 +30,10 @@ pub enum QuotaConfigError {
     #[error(transparent)]
     OutOfRange(#[from] ConfigError),
     /// A key the configuration does not have.
-    #[error("unknown quota option {0:?} (known: global, account, session, shards, window_ms)")]
+    #[error(
+        "unknown quota option {0:?} (known: global, account, session, network, network_algorithm, \
+         network_ipv4_prefix, network_ipv6_prefix, shards, window_ms)"
+    )]
     UnknownKey(String),
     /// A value of the wrong type.
     #[error("quota option {0} must be a whole number")]
@@ -35,6 +41,9 @@ pub enum QuotaConfigError {
     /// The configuration is not a JSON object.
     #[error("quota options must be an object")]
     NotAnObject,
+    /// An algorithm name that is neither `fixed_window` nor `gcra`.
+    #[error("quota option network_algorithm must be \"fixed_window\" or \"gcra\"")]
+    UnknownAlgorithm,
 }
 
 /// Validated request quota options. Each of the three counters is on with its limit, or off: an off counter
@@ -45,9 +54,17 @@ pub struct QuotaConfig {
     pub(super) global: Option<u32>,
     pub(super) account: Option<u32>,
     pub(super) session: Option<u32>,
+    pub(super) network: Option<u32>,
+    pub(super) network_algorithm: QuotaAlgorithm,
+    pub(super) network_prefix: NetworkPrefixBits,
     pub(super) shards: u32,
     pub(super) window_ms: i64,
 }
+
+/// The network counter's algorithm unless set: GCRA, chosen by the sign-in benchmark
+/// (docs/signin-defence.md): it delays honest clients of a busy network by one interval, not to the window's
+/// end, and an attacker gets no edge burst.
+pub const NETWORK_ALGORITHM: QuotaAlgorithm = QuotaAlgorithm::Gcra;
 
 impl Default for QuotaConfig {
     fn default() -> Self {
@@ -55,6 +72,9 @@ impl Default for QuotaConfig {
             global: Some(GLOBAL_LIMIT.default),
             account: Some(ACCOUNT_LIMIT.default),
             session: Some(SESSION_LIMIT.default),
+            network: None,
+            network_algorithm: NETWORK_ALGORITHM,
+            network_prefix: NetworkPrefixBits::default(),
             shards: SHARDS.default,
             window_ms: WINDOW_MS.default,
         }
@@ -68,8 +88,8 @@ impl QuotaConfig {
     }
 
     /// Options from a JSON object such as `{"global": 600, "shards": 4}`: every key optional (an absent counter
-    /// is on with its default, as the contract reads it), unknown keys and out-of-range values refused (the
-    /// message names the range).
+    /// of the contract is on with its default, as the contract reads it; the network counter is off unless
+    /// named), unknown keys and out-of-range values refused (the message names the range).
     pub fn from_value(value: &Value) -> Result<QuotaConfig, QuotaConfigError> {
         let object = value.as_object().ok_or(QuotaConfigError::NotAnObject)?;
         let mut builder = QuotaConfig::builder();
@@ -82,6 +102,21 @@ impl QuotaConfig {
                 "global" => builder.global(as_u32(number("global")?)),
                 "account" => builder.account(as_u32(number("account")?)),
                 "session" => builder.session(as_u32(number("session")?)),
+                "network" => builder.network(as_u32(number("network")?)),
+                "network_algorithm" => builder.network_algorithm(
+                    value
+                        .as_str()
+                        .and_then(QuotaAlgorithm::parse)
+                        .ok_or(QuotaConfigError::UnknownAlgorithm)?,
+                ),
+                "network_ipv4_prefix" => {
+                    let bits = number("network_ipv4_prefix")?;
+                    builder.network_ipv4_prefix(u8::try_from(bits).unwrap_or(u8::MAX))
+                }
+                "network_ipv6_prefix" => {
+                    let bits = number("network_ipv6_prefix")?;
+                    builder.network_ipv6_prefix(u8::try_from(bits).unwrap_or(u8::MAX))
+                }
                 "shards" => builder.shards(as_u32(number("shards")?)),
                 "window_ms" => builder.window_ms(number("window_ms")?),
                 other => return Err(QuotaConfigError::UnknownKey(other.to_owned())),
@@ -105,9 +140,32 @@ impl QuotaConfig {
         self.session
     }
 
+    /// The per-network limit per window; `None` (the default) when the network counter is off.
+    pub fn network(&self) -> Option<u32> {
+        self.network
+    }
+
+    /// How the network counter spends its limit.
+    pub fn network_algorithm(&self) -> QuotaAlgorithm {
+        self.network_algorithm
+    }
+
+    /// The network counter's window: the quotas' window.
+    pub fn network_window_ms(&self) -> i64 {
+        self.window_ms
+    }
+
+    /// How much of a client address names its network.
+    pub fn network_prefix(&self) -> NetworkPrefixBits {
+        self.network_prefix
+    }
+
     /// Whether at least one counter is on. A configuration with none counts nothing.
     pub fn any_counter_on(&self) -> bool {
-        self.global.is_some() || self.account.is_some() || self.session.is_some()
+        self.global.is_some()
+            || self.account.is_some()
+            || self.session.is_some()
+            || self.network.is_some()
     }
 
     /// The shards asked for (see [`effective_shards`](Self::effective_shards) for the ones used).
@@ -149,6 +207,10 @@ impl fmt::Display for QuotaConfig {
             }
             None => f.write_str("global off")?,
         }
+        // The network counter is this library's own: named only when on, so the contract's line is unchanged.
+        if let Some(limit) = self.network {
+            write!(f, ", network {limit} ({})", self.network_algorithm.as_str())?;
+        }
         for (name, limit) in [("account", self.account), ("session", self.session)] {
             match limit {
                 Some(limit) => write!(f, ", {name} {limit}")?,
@@ -189,6 +251,10 @@ pub struct QuotaConfigBuilder {
     global: Counter,
     account: Counter,
     session: Counter,
+    network: Option<u32>,
+    network_algorithm: Option<QuotaAlgorithm>,
+    network_ipv4_prefix: Option<u8>,
+    network_ipv6_prefix: Option<u8>,
     shards: Option<u32>,
     window_ms: Option<i64>,
 }
@@ -209,6 +275,32 @@ impl QuotaConfigBuilder {
     /// Requests per window per session: 1–1,000,000, default 30.
     pub fn session(mut self, limit: u32) -> Self {
         self.session = Counter::Limit(limit);
+        self
+    }
+
+    /// Switches the network counter on: requests per window from one network prefix, 1–1,000,000 (off unless
+    /// set). The client address is the one the origin policy vouches for (the peer, or what a trusted proxy
+    /// forwarded).
+    pub fn network(mut self, limit: u32) -> Self {
+        self.network = Some(limit);
+        self
+    }
+
+    /// How the network counter spends its limit (default [`NETWORK_ALGORITHM`]).
+    pub fn network_algorithm(mut self, algorithm: QuotaAlgorithm) -> Self {
+        self.network_algorithm = Some(algorithm);
+        self
+    }
+
+    /// Bits of an IPv4 address that name its network: 8–32, default 24.
+    pub fn network_ipv4_prefix(mut self, bits: u8) -> Self {
+        self.network_ipv4_prefix = Some(bits);
+        self
+    }
+
+    /// Bits of an IPv6 address that name its network: 16–128, default 48.
+    pub fn network_ipv6_prefix(mut self, bits: u8) -> Self {
+        self.network_ipv6_prefix = Some(bits);
         self
     }
 
@@ -249,6 +341,12 @@ impl QuotaConfigBuilder {
             global: self.global.build(GLOBAL_LIMIT)?,
             account: self.account.build(ACCOUNT_LIMIT)?,
             session: self.session.build(SESSION_LIMIT)?,
+            network: self.network.map(|n| NETWORK_LIMIT.check(n)).transpose()?,
+            network_algorithm: self.network_algorithm.unwrap_or(NETWORK_ALGORITHM),
+            network_prefix: NetworkPrefixBits::new(
+                self.network_ipv4_prefix.unwrap_or(24),
+                self.network_ipv6_prefix.unwrap_or(48),
+            )?,
             shards: SHARDS.or_default(self.shards)?,
             window_ms: WINDOW_MS.or_default(self.window_ms)?,
         })
@@ -261,6 +359,7 @@ impl QuotaConfigBuilder {
 pub struct QuotaContext<'a> {
     account: Option<&'a str>,
     session: Option<&'a str>,
+    network: Option<&'a str>,
 }
 
 impl<'a> QuotaContext<'a> {
@@ -280,7 +379,22 @@ impl<'a> QuotaContext<'a> {
                 })?;
             }
         }
-        Ok(QuotaContext { account, session })
+        Ok(QuotaContext {
+            account,
+            session,
+            network: None,
+        })
+    }
+
+    /// The same context from the network whose counter id is `network` (see
+    /// [`network_label`](super::network_label)); the handle fills it from the client address.
+    pub fn with_network(self, network: Option<&'a str>) -> Self {
+        QuotaContext { network, ..self }
+    }
+
+    /// The network counter's id, if any.
+    pub fn network(&self) -> Option<&'a str> {
+        self.network
     }
 
     /// The account, if any.
@@ -303,8 +417,21 @@ mod tests {
     #[test]
     fn every_bound_is_checked() {
         type Setter = fn(QuotaConfigBuilder, i64) -> QuotaConfigBuilder;
-        let cases: [(Setter, i64, i64, &str); 5] = [
+        let cases: [(Setter, i64, i64, &str); 8] = [
             (|b, v| b.global(v as u32), 1, 1_000_000, "global"),
+            (|b, v| b.network(v as u32), 1, 1_000_000, "network"),
+            (
+                |b, v| b.network_ipv4_prefix(v as u8),
+                8,
+                32,
+                "network_ipv4_prefix",
+            ),
+            (
+                |b, v| b.network_ipv6_prefix(v as u8),
+                16,
+                128,
+                "network_ipv6_prefix",
+            ),
             (|b, v| b.account(v as u32), 1, 1_000_000, "account"),
             (|b, v| b.session(v as u32), 1, 1_000_000, "session"),
             (|b, v| b.shards(v as u32), 1, 128, "shards"),
@@ -375,6 +502,9 @@ mod tests {
             global: Some(600),
             account: Some(60),
             session: Some(30),
+            network: None,
+            network_algorithm: QuotaAlgorithm::Gcra,
+            network_prefix: NetworkPrefixBits::default(),
             shards: 1,
             window_ms: 60_000,
         };

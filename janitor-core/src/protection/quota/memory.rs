@@ -3,7 +3,10 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{ClaimOutcome, QuotaClaim, QuotaStore};
+use super::{
+    claim_row, release_row, ChainOutcome, ChainSettle, ClaimChain, ClaimOutcome, CounterRow,
+    QuotaClaim, QuotaStore,
+};
 use crate::error::StoreError;
 
 /// Counters behind one mutex, with an index by reset time so cleanup reads only ended windows. A cheap handle:
@@ -15,14 +18,8 @@ pub struct MemoryQuotaStore {
 
 #[derive(Debug, Default)]
 struct Inner {
-    rows: HashMap<String, Row>,
+    rows: HashMap<String, CounterRow>,
     by_reset: BTreeSet<(i64, String)>,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Row {
-    used: u32,
-    reset_at: i64,
 }
 
 impl MemoryQuotaStore {
@@ -53,7 +50,28 @@ impl MemoryQuotaStore {
 }
 
 impl Inner {
-    fn set(&mut self, id: &str, row: Row) {
+    /// One claim, as the store's `claim` makes it under the lock.
+    pub(super) fn claim(&mut self, claim: &QuotaClaim) -> ClaimOutcome {
+        let row = self.rows.get(&claim.id).copied();
+        let claimed = claim_row(
+            claim.algorithm,
+            row,
+            claim.limit,
+            claim.window_start,
+            claim.window_ms,
+        );
+        match claimed {
+            Ok(row) => {
+                self.set(&claim.id, row);
+                ClaimOutcome::Allowed
+            }
+            Err(reset_at) => ClaimOutcome::Denied {
+                reset_at: Some(reset_at),
+            },
+        }
+    }
+
+    fn set(&mut self, id: &str, row: CounterRow) {
         if let Some(old) = self.rows.insert(id.to_owned(), row) {
             self.by_reset.remove(&(old.reset_at, id.to_owned()));
         }
@@ -63,28 +81,38 @@ impl Inner {
 
 impl QuotaStore for MemoryQuotaStore {
     async fn claim(&self, claim: &QuotaClaim) -> Result<ClaimOutcome, StoreError> {
+        Ok(self.lock().claim(claim))
+    }
+
+    async fn claim_chain(&self, chain: &ClaimChain) -> Result<ChainOutcome, StoreError> {
         let mut inner = self.lock();
-        let fresh = Row {
-            used: 1,
-            reset_at: claim.reset_at(),
-        };
-        match inner.rows.get(&claim.id).copied() {
-            None => inner.set(&claim.id, fresh),
-            Some(row) if row.reset_at <= claim.window_start => inner.set(&claim.id, fresh),
-            Some(row) if row.used < claim.limit => inner.set(
-                &claim.id,
-                Row {
-                    used: row.used + 1,
-                    ..row
-                },
-            ),
-            Some(row) => {
-                return Ok(ClaimOutcome::Denied {
-                    reset_at: Some(row.reset_at),
-                })
+        let known = chain
+            .known_mark
+            .as_ref()
+            .and_then(|mark| inner.rows.get(mark))
+            .is_some_and(|row| row.reset_at > chain.now_ms);
+        Ok(ChainOutcome::from_claims(chain, known, |_, claim| {
+            inner.claim(claim)
+        }))
+    }
+
+    async fn settle_chain(&self, settle: &ChainSettle) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        for claim in &settle.releases {
+            if let Some(row) = inner.rows.get(&claim.id).copied() {
+                let row = release_row(claim.algorithm, row, claim.limit, claim.window_ms);
+                inner.set(&claim.id, row);
             }
         }
-        Ok(ClaimOutcome::Allowed)
+        if let Some((mark, until)) = &settle.mark {
+            let used = inner.rows.get(mark).map_or(1, |row| row.used);
+            let reset_at = inner
+                .rows
+                .get(mark)
+                .map_or(*until, |row| row.reset_at.max(*until));
+            inner.set(mark, CounterRow { used, reset_at });
+        }
+        Ok(())
     }
 
     async fn cleanup(&self, batch: usize, now_ms: i64) -> Result<usize, StoreError> {

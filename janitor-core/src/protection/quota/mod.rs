@@ -11,14 +11,22 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::error::StoreError;
 use crate::label::{LabelKey, ProtectionKey};
 
+mod algorithm;
+mod chain;
 mod config;
 mod memory;
+pub(crate) mod network;
 
+pub use algorithm::{claim_row, gcra_interval, release_row, CounterRow, QuotaAlgorithm};
+pub use chain::{ChainLink, ChainOutcome, ChainSettle, ClaimChain, ClaimWhen, LinkOutcome};
 pub use config::{
     QuotaConfig, QuotaConfigBuilder, QuotaConfigError, QuotaContext, ACCOUNT_LIMIT,
     CONTEXT_ID_CHARS, GLOBAL_LIMIT, SESSION_LIMIT, SHARDS, WINDOW_MS,
 };
 pub use memory::MemoryQuotaStore;
+pub use network::{
+    network_label, NetworkPrefixBits, IPV4_PREFIX_BITS, IPV6_PREFIX_BITS, OWN_LABEL_PREFIX,
+};
 
 /// One counter to claim: its row id, its limit, and the window the claim falls in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,12 +40,28 @@ pub struct QuotaClaim {
     pub window_start: i64,
     /// Window length; a new or restarted row resets at `window_start + window_ms`.
     pub window_ms: i64,
+    /// How the limit is spent: the contract's fixed window for its counters.
+    pub algorithm: QuotaAlgorithm,
 }
 
 impl QuotaClaim {
-    /// When a row created or restarted by this claim resets.
+    /// When a row created or restarted by this claim resets (for GCRA: the arrival time of a first claim).
     pub fn reset_at(&self) -> i64 {
-        self.window_start + self.window_ms
+        match self.algorithm {
+            QuotaAlgorithm::FixedWindow => self.window_start + self.window_ms,
+            QuotaAlgorithm::Gcra => self.window_start + gcra_interval(self.limit, self.window_ms),
+        }
+    }
+
+    /// A fixed-window claim: the contract's counters.
+    pub fn fixed(id: String, limit: u32, window_start: i64, window_ms: i64) -> QuotaClaim {
+        QuotaClaim {
+            id,
+            limit,
+            window_start,
+            window_ms,
+            algorithm: QuotaAlgorithm::FixedWindow,
+        }
     }
 }
 
@@ -63,6 +87,21 @@ pub trait QuotaStore: Send + Sync {
         claim: &QuotaClaim,
     ) -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send;
 
+    /// Atomically, in one step: reads whether the chain's known mark is live, then claims each link that
+    /// applies, in order, as [`claim`](Self::claim) would, stopping at the first denial.
+    fn claim_chain(
+        &self,
+        chain: &ClaimChain,
+    ) -> impl Future<Output = Result<ChainOutcome, StoreError>> + Send;
+
+    /// In one step: gives one claim back to each counter in `settle.releases` (a fixed window's `used` less
+    /// one, never below zero; a GCRA row's time one interval earlier) and makes the mark live until at least
+    /// its time. Rows that are gone are left gone.
+    fn settle_chain(
+        &self,
+        settle: &ChainSettle,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     /// Deletes at most `batch` rows whose window ended at or before `now_ms`, oldest first; returns how many.
     fn cleanup(
         &self,
@@ -76,6 +115,8 @@ pub trait QuotaStore: Send + Sync {
 pub enum QuotaCounter {
     /// The global quota (or, when sharded, the shard this request used).
     Global,
+    /// The quota of the client's network prefix (an extension of this library, off unless configured).
+    Network,
     /// The account's quota.
     Account,
     /// The session's quota.
@@ -150,6 +191,35 @@ impl<S: QuotaStore> RequestQuotas<S> {
         &self.config
     }
 
+    /// The label key.
+    pub fn key(&self) -> &LabelKey {
+        &self.key
+    }
+
+    /// The claims of the request quotas a request makes, the global counter on this instance's next shard.
+    pub fn next_claims(
+        &self,
+        context: &QuotaContext<'_>,
+        now_ms: i64,
+    ) -> Vec<(QuotaCounter, QuotaClaim)> {
+        self.claims(context, now_ms, self.next_shard())
+    }
+
+    fn next_shard(&self) -> u32 {
+        let shards = rotation(&self.global_ids);
+        // Round-robin within this instance; a request uses one shard and never borrows from another. With one
+        // global row, or none, there is nothing to rotate: no shared write on every request.
+        if shards > 1 {
+            self.next_shard
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
+                    Some((s + 1) % shards)
+                })
+                .unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
     /// The claims one request makes, in order, using global shard `shard` (ignored when unsharded). A counter
     /// that is off makes no claim, nor does an account or session counter for a request without one.
     pub fn claims(
@@ -159,9 +229,23 @@ impl<S: QuotaStore> RequestQuotas<S> {
         shard: u32,
     ) -> Vec<(QuotaCounter, QuotaClaim)> {
         let window_ms = self.config.window_ms();
-        let mut claims = Vec::with_capacity(3);
+        let mut claims = Vec::with_capacity(4);
         if let Some(global) = self.global_claim(now_ms, shard) {
             claims.push((QuotaCounter::Global, global));
+        }
+        // Before the account's: a client spraying many accounts from one network spends its own counter, not
+        // the accounts' owners'.
+        if let (Some(limit), Some(network)) = (self.config.network(), context.network()) {
+            claims.push((
+                QuotaCounter::Network,
+                QuotaClaim {
+                    id: network.to_owned(),
+                    limit,
+                    window_start: now_ms,
+                    window_ms: self.config.network_window_ms(),
+                    algorithm: self.config.network_algorithm(),
+                },
+            ));
         }
         let exact = [
             (
@@ -177,12 +261,8 @@ impl<S: QuotaStore> RequestQuotas<S> {
         ];
         for (counter, limit, subject) in exact {
             if let (Some(limit), Some(subject)) = (limit, subject) {
-                let claim = QuotaClaim {
-                    id: self.key.protection(&subject),
-                    limit,
-                    window_start: now_ms,
-                    window_ms,
-                };
+                let claim =
+                    QuotaClaim::fixed(self.key.protection(&subject), limit, now_ms, window_ms);
                 claims.push((counter, claim));
             }
         }
@@ -194,45 +274,33 @@ impl<S: QuotaStore> RequestQuotas<S> {
         let window_ms = self.config.window_ms();
         match self.global_ids.as_slice() {
             [] => None,
-            [id] => Some(QuotaClaim {
-                id: id.clone(),
-                limit: self.config.global()?,
-                window_start: now_ms,
+            [id] => Some(QuotaClaim::fixed(
+                id.clone(),
+                self.config.global()?,
+                now_ms,
                 window_ms,
-            }),
+            )),
             ids => {
                 let shard = shard % rotation(ids);
-                Some(QuotaClaim {
-                    id: ids[shard as usize].clone(),
-                    limit: self.config.shard_limit(shard),
-                    // Every slice shares the epoch-aligned clock, so slices fill and reset together.
-                    window_start: now_ms.div_euclid(window_ms) * window_ms,
+                // Every slice shares the epoch-aligned clock, so slices fill and reset together.
+                Some(QuotaClaim::fixed(
+                    ids[shard as usize].clone(),
+                    self.config.shard_limit(shard),
+                    now_ms.div_euclid(window_ms) * window_ms,
                     window_ms,
-                })
+                ))
             }
         }
     }
 
-    /// Claims the request's counters in order (global, account, session), stopping at the first denial;
+    /// Claims the request's counters in order (global, network, account, session), stopping at the first denial;
     /// counters that are off are skipped. A store failure is an error, never an allowance.
     pub async fn check(
         &self,
         context: &QuotaContext<'_>,
         now_ms: i64,
     ) -> Result<QuotaDecision, StoreError> {
-        let shards = rotation(&self.global_ids);
-        // Round-robin within this instance; a request uses one shard and never borrows from another. With one
-        // global row, or none, there is nothing to rotate: no shared write on every request.
-        let shard = if shards > 1 {
-            self.next_shard
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
-                    Some((s + 1) % shards)
-                })
-                .unwrap_or(0)
-        } else {
-            0
-        };
-        for (counter, claim) in self.claims(context, now_ms, shard) {
+        for (counter, claim) in self.next_claims(context, now_ms) {
             if let ClaimOutcome::Denied { reset_at } = self.store.claim(&claim).await? {
                 let reset_at = reset_at.unwrap_or_else(|| claim.reset_at());
                 return Ok(QuotaDecision::Limited {

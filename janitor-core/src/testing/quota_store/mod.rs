@@ -5,10 +5,14 @@
 //! uses several connections sees them at the same time.
 
 use super::{join_all, label_key, Fresh, T0};
+
+mod signin;
+
 use crate::protection::quota::{
     ClaimOutcome, QuotaClaim, QuotaConfig, QuotaContext, QuotaCounter, QuotaDecision, QuotaStore,
     RequestQuotas,
 };
+pub use signin::*;
 
 /// A global quota of 21 cut into 4 shards of one-minute windows: slices of 6, 5, 5 and 5.
 pub fn sharded_quotas() -> QuotaConfig {
@@ -37,12 +41,7 @@ pub fn allowed_or_global_denial(decision: QuotaDecision) -> bool {
 }
 
 fn claim(id: &str, limit: u32, window_start: i64) -> QuotaClaim {
-    QuotaClaim {
-        id: id.to_owned(),
-        limit,
-        window_start,
-        window_ms: 60_000,
-    }
+    QuotaClaim::fixed(id.to_owned(), limit, window_start, 60_000)
 }
 
 /// Case: Fills then denies with the reset time.
@@ -255,6 +254,15 @@ macro_rules! quota_store_tests {
             cleanup_is_bounded_and_keeps_live_windows,
             only_counters_that_are_on_claim,
             every_counter_off_counts_nothing,
+            gcra_spreads_the_limit_without_an_edge_burst,
+            the_network_counter_comes_before_the_account,
+            a_chain_claims_in_order_and_stops_at_the_first_denial,
+            a_known_browser_signs_in_while_unknown_browsers_are_locked,
+            concurrent_wrong_passwords_check_at_most_the_lock,
+            a_right_password_gives_its_slots_back_and_marks_the_browser,
+            failure_budgets_challenge_unknown_browsers_only,
+            quota_denials_deny_with_the_time_left,
+            a_dry_run_decides_and_counts_but_allows,
             ]
             $($setup)+
         );

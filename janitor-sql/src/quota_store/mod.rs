@@ -1,10 +1,17 @@
-//! Request quotas on PostgreSQL: one atomic upsert per counter on `protection_quotas`.
+//! Request quotas on PostgreSQL: one atomic upsert per counter on `protection_quotas`, and the sign-in's chain
+//! of counters in one statement (`chain.rs`).
 
-use janitor_core::protection::quota::{ClaimOutcome, QuotaClaim, QuotaStore};
+use janitor_core::protection::quota::{
+    gcra_interval, ChainOutcome, ChainSettle, ClaimChain, ClaimOutcome, QuotaAlgorithm, QuotaClaim,
+    QuotaStore,
+};
 use janitor_core::StoreError;
 
 use crate::database::Database;
 use crate::error::unreadable;
+use crate::params::Param;
+
+mod chain;
 
 /// Claims one counter (`$1` id, `$2` reset time of a new window, `$3` window start, `$4` limit) in one
 /// statement. The upsert is the row contract shared with Janitor instances in other languages: create at 1,
@@ -21,6 +28,22 @@ const CLAIM: &str = "WITH claimed AS ( \
      SELECT true, reset_at FROM claimed \
      UNION ALL \
      SELECT false, reset_at FROM protection_quotas WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)";
+
+/// Claims one GCRA counter (`$1` id, `$2` now, `$3` emission interval, `$4` window) in one statement: the row's
+/// `reset_at` is the theoretical arrival time; a claim is allowed while `max(reset_at, now) + interval` is at
+/// most a window ahead of now. On a denial the same statement reads when the next claim fits.
+const CLAIM_GCRA: &str = "WITH claimed AS ( \
+       INSERT INTO protection_quotas AS q (id, used, reset_at) VALUES ($1, 1, $2 + $3) \
+       ON CONFLICT (id) DO UPDATE SET \
+         used = CASE WHEN q.reset_at <= $2 THEN 1 ELSE LEAST(q.used, 2147483646) + 1 END, \
+         reset_at = GREATEST(q.reset_at, $2) + $3 \
+       WHERE GREATEST(q.reset_at, $2) + $3 - $2 <= $4 \
+       RETURNING reset_at \
+     ) \
+     SELECT true, reset_at FROM claimed \
+     UNION ALL \
+     SELECT false, GREATEST(reset_at, $2) + $3 - $4 FROM protection_quotas \
+       WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)";
 
 /// Deletes at most `$2` rows whose window ended at or before `$1`, oldest first. The repeated condition keeps
 /// a row that another instance restarted in the meantime.
@@ -51,12 +74,19 @@ impl QuotaStore for PgQuotaStore {
         // The column is an INTEGER; limits are at most 1,000,000 by configuration.
         let limit = i32::try_from(claim.limit).unwrap_or(i32::MAX);
         let mut connection = self.database.connection().await?;
-        let rows = connection
-            .query(
-                CLAIM,
-                &[&claim.id, &claim.reset_at(), &claim.window_start, &limit],
-            )
-            .await?;
+        let rows = match claim.algorithm {
+            QuotaAlgorithm::FixedWindow => {
+                let params: [&dyn Param; 4] =
+                    [&claim.id, &claim.reset_at(), &claim.window_start, &limit];
+                connection.query(CLAIM, &params).await?
+            }
+            QuotaAlgorithm::Gcra => {
+                let interval = gcra_interval(claim.limit, claim.window_ms);
+                let params: [&dyn Param; 4] =
+                    [&claim.id, &claim.window_start, &interval, &claim.window_ms];
+                connection.query(CLAIM_GCRA, &params).await?
+            }
+        };
         let Some(row) = rows.first() else {
             // Denied, and the row was created after this statement's snapshot: its reset time is unknown.
             return Ok(ClaimOutcome::Denied { reset_at: None });
@@ -70,9 +100,22 @@ impl QuotaStore for PgQuotaStore {
             // after that, the snapshot still shows the ended window; the new one ends about a window from now,
             // which is what the caller assumes when the time is unknown.
             ClaimOutcome::Denied {
-                reset_at: (reset_at > claim.window_start).then_some(reset_at),
+                reset_at: match claim.algorithm {
+                    QuotaAlgorithm::FixedWindow => {
+                        (reset_at > claim.window_start).then_some(reset_at)
+                    }
+                    QuotaAlgorithm::Gcra => Some(reset_at),
+                },
             }
         })
+    }
+
+    async fn claim_chain(&self, chain: &ClaimChain) -> Result<ChainOutcome, StoreError> {
+        chain::claim(&self.database, chain).await
+    }
+
+    async fn settle_chain(&self, settle: &ChainSettle) -> Result<(), StoreError> {
+        chain::settle(&self.database, settle).await
     }
 
     async fn cleanup(&self, batch: usize, now_ms: i64) -> Result<usize, StoreError> {
