@@ -33,17 +33,17 @@ const CLAIM: &str = "WITH claimed AS ( \
 /// `reset_at` is the theoretical arrival time; a claim is allowed while `max(reset_at, now) + interval` is at
 /// most a window ahead of now. On a denial the same statement reads when the next claim fits.
 const CLAIM_GCRA: &str = "WITH claimed AS ( \
-       INSERT INTO protection_quotas AS q (id, used, reset_at) VALUES ($1, 1, $2 + $3) \
+       INSERT INTO protection_quotas AS q (id, used, reset_at) VALUES ($1::text, 1, $2::bigint + $3::bigint) \
        ON CONFLICT (id) DO UPDATE SET \
-         used = CASE WHEN q.reset_at <= $2 THEN 1 ELSE LEAST(q.used, 2147483646) + 1 END, \
-         reset_at = GREATEST(q.reset_at, $2) + $3 \
-       WHERE GREATEST(q.reset_at, $2) + $3 - $2 <= $4 \
+         used = CASE WHEN q.reset_at <= $2::bigint THEN 1 ELSE LEAST(q.used, 2147483646) + 1 END, \
+         reset_at = GREATEST(q.reset_at, $2::bigint) + $3::bigint \
+       WHERE GREATEST(q.reset_at, $2::bigint) + $3::bigint - $2::bigint <= $4::bigint \
        RETURNING reset_at \
      ) \
      SELECT true, reset_at FROM claimed \
      UNION ALL \
-     SELECT false, GREATEST(reset_at, $2) + $3 - $4 FROM protection_quotas \
-       WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM claimed)";
+     SELECT false, GREATEST(reset_at, $2::bigint) + $3::bigint - $4::bigint FROM protection_quotas \
+       WHERE id = $1::text AND NOT EXISTS (SELECT 1 FROM claimed)";
 
 /// Deletes at most `$2` rows whose window ended at or before `$1`, oldest first. The repeated condition keeps
 /// a row that another instance restarted in the meantime.
