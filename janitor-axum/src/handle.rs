@@ -13,6 +13,7 @@ use janitor_core::erasure::{AccountErasure, ErasureError};
 use janitor_core::evidence::Evidence;
 use janitor_core::learning::Learning;
 use janitor_core::protection::quota::RequestQuotas;
+use janitor_core::protection::signin::SignInGuard;
 use janitor_core::stores::erased::{
     ErasedDirectoryStore, ErasedEvaluator, ErasedEvidenceStore, ErasedLearningStore,
     ErasedQuotaStore, ErasedVisitorStore,
@@ -66,6 +67,9 @@ pub(crate) struct Inner {
     pub(crate) stores: ErasedStores,
     pub(crate) engine: JanitorEngine,
     pub(crate) quotas: Option<RequestQuotas<Arc<dyn ErasedQuotaStore>>>,
+    /// The sign-in defence, over the quota store (`quota_store`).
+    pub(crate) signin: SignInGuard,
+    pub(crate) quota_store: Arc<dyn ErasedQuotaStore>,
     pub(crate) evidence: JanitorEvidence,
     pub(crate) directory: JanitorDirectory,
     pub(crate) learning: JanitorLearning,
@@ -161,6 +165,8 @@ impl JanitorBuilder {
         let quotas = config
             .quotas
             .map(|q| RequestQuotas::new(stores.quotas(), config.key.clone(), q));
+        let signin = SignInGuard::new(config.key.clone(), config.signin);
+        let quota_store = stores.quotas();
         let evidence = Evidence::new(stores.evidence(), config.key.clone(), config.evidence)
             .with_clock(clock.clone());
         let directory =
@@ -178,6 +184,8 @@ impl JanitorBuilder {
                 stores,
                 engine,
                 quotas,
+                signin,
+                quota_store,
                 evidence,
                 directory,
                 learning,
@@ -291,11 +299,17 @@ impl Janitor {
     }
 
     /// Claims the quotas of a request made in `context` on a route of the application (a sign-in keyed by
-    /// the account being signed into, say): the global counter, then the account's and the session's when
-    /// `context` names them. Nothing else is checked (see [`check_origin`](Self::check_origin)); a refusal is
-    /// [`Refusal::RateLimited`] (429 with `Retry-After`) or [`Refusal::Unavailable`] (503).
-    pub async fn claim_quota(&self, context: &VisitorContext) -> Result<(), Refusal> {
-        endpoint::claim_quota(&self.inner, context)
+    /// the account being signed into, say): the global counter, the network's of the client of `parts` when
+    /// that counter is on, then the account's and the session's when `context` names them. Nothing else is
+    /// checked (see [`check_origin`](Self::check_origin)); a refusal is [`Refusal::RateLimited`] (429 with
+    /// `Retry-After`) or [`Refusal::Unavailable`] (503). A sign-in uses [`sign_in`](Self::sign_in), which
+    /// claims these and its own counters in one step.
+    pub async fn claim_quota(
+        &self,
+        parts: &Parts,
+        context: &VisitorContext,
+    ) -> Result<(), Refusal> {
+        endpoint::claim_quota(&self.inner, parts, context)
             .await
             .inspect_err(|refusal| crate::telemetry::refused(*refusal))
     }

@@ -23,6 +23,7 @@ pub mod script;
 #[cfg(feature = "serve")]
 pub mod serve;
 mod setup;
+pub mod signin;
 mod telemetry;
 pub mod visitor;
 

@@ -217,6 +217,33 @@ pub(crate) fn identified(metrics: &IdentifyMetrics, identity: &Identity, elapsed
 }
 
 /// Records one refusal, and logs the ones an operator acts on.
+/// Logs and counts a sign-in decision that was not a plain allowance: one `janitor_signin_decisions_total`
+/// per reason, labelled with the verdict decided and whether it was enforced (`dry_run`).
+pub(crate) fn signin_decided(decision: &janitor_core::protection::signin::SignInDecision) {
+    if decision.reasons().is_empty() {
+        return;
+    }
+    let reasons: Vec<&str> = decision.reasons().iter().map(|r| r.as_str()).collect();
+    tracing::info!(
+        verdict = decision.decided().as_str(),
+        dry_run = decision.dry_run(),
+        known_browser = decision.known_browser(),
+        reasons = ?reasons,
+        "sign-in {}",
+        if decision.dry_run() { "would be stopped (dry run)" } else { "stopped" }
+    );
+    #[cfg(feature = "metrics")]
+    for reason in decision.reasons() {
+        metrics::counter!(
+            "janitor_signin_decisions_total",
+            "verdict" => decision.decided().as_str(),
+            "reason" => reason.as_str(),
+            "dry_run" => if decision.dry_run() { "true" } else { "false" }
+        )
+        .increment(1);
+    }
+}
+
 pub(crate) fn refused(refusal: Refusal) {
     #[cfg(feature = "metrics")]
     metrics::counter!("janitor_refusals_total", "reason" => refusal.reason()).increment(1);

@@ -1,31 +1,24 @@
-//! The routes of the sign-in example: `POST /login` claims the quota of the account being signed into (with
-//! or without a browser payload), identifies the browser beside the form, counts the account's recent
-//! failures, and records what happened as evidence; `POST /account/erase` erases an account and the browser
-//! it signs in from, after the same quota and lock (every route that checks a password goes through them). Both sit behind the origin layer, so another site's page cannot post to them. The tests
-//! (`tests/integration/login.rs`) serve these same routes.
+//! The routes of the sign-in example: `POST /login` signs in through [`Janitor::sign_in`], which identifies
+//! the browser beside the form, claims the request quotas (the account's, the network's) and the sign-in
+//! defence's counters, checks the password only when they allow it, and records what happened as evidence;
+//! `POST /account/erase` erases an account and the browser it signs in from, after the same call (every route
+//! that checks a password goes through it). Both sit behind the origin layer, so another site's page cannot
+//! post to them. The tests (`tests/integration/login.rs`) serve these same routes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use janitor_axum::evidence::{
-    Action, ActivityKey, EventInput, EventType, SubjectId, VelocityQuery,
-};
 use janitor_axum::visitor::VisitorField;
-use janitor_axum::{directory, IdentifiedVisitor, Janitor, VisitorContext};
+use janitor_axum::{directory, IdentifiedVisitor, Janitor};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-/// Failed sign-ins of one account, within [`FAILURE_WINDOW_MS`], after which it is locked.
-pub const MAX_FAILURES: u32 = 5;
-/// The window failed sign-ins are counted over: 15 minutes.
-pub const FAILURE_WINDOW_MS: i64 = 15 * 60_000;
 /// The largest form this example reads (the payload is at most 16 KiB).
 const MAX_FORM_BYTES: usize = 64 * 1024;
 
@@ -108,104 +101,6 @@ async fn read_form<T: serde::de::DeserializeOwned>(body: axum::body::Body) -> Re
         .map_err(|_| answer(StatusCode::BAD_REQUEST, json!({"error": "Invalid form"})))
 }
 
-/// What a route that checks a password knows before checking it.
-struct Attempt {
-    /// The browser, when the form carried a payload.
-    identified: Option<IdentifiedVisitor>,
-    /// The account's evidence subject (an HMAC label of its name).
-    subject: SubjectId,
-    /// The account's failed password checks within [`FAILURE_WINDOW_MS`].
-    failures: u32,
-}
-
-impl Attempt {
-    fn locked(&self) -> bool {
-        self.failures >= MAX_FAILURES
-    }
-
-    fn visitor(&self) -> Option<&janitor_axum::Identity> {
-        self.identified.as_ref().map(IdentifiedVisitor::identity)
-    }
-}
-
-/// The step before every password check, sign-in or not: claims the account's quota (429 when spent, with or
-/// without a payload), identifies the browser when the form carries a payload, and reads the account's recent
-/// failures. A route that checked a password without it would let a script guess past the quota and the lock.
-async fn attempt(
-    app: &App,
-    parts: &Parts,
-    account: &str,
-    payload: Option<&janitor_axum::VisitorPayload>,
-) -> Result<Attempt, Response> {
-    // The name is never stored; its quota counter is an HMAC label.
-    let Ok(context) = VisitorContext::for_account(account) else {
-        return Err(answer(
-            StatusCode::BAD_REQUEST,
-            json!({"error": "Invalid form"}),
-        ));
-    };
-    let identified = match app.janitor.identify_parts(parts, &context, payload).await {
-        Ok(identified) => identified,
-        Err(refusal) => return Err(refusal.for_route().into_response()),
-    };
-    let subject = app.janitor.evidence().subject_id(account);
-    let recent = VelocityQuery::new(ActivityKey::Subject(subject.clone()))
-        .action(Action::SignIn)
-        .window_ms(FAILURE_WINDOW_MS);
-    let failures = match app.janitor.evidence().velocity(&recent).await {
-        Ok(summary) => summary.counts.get(&EventType::LoginFailure).copied(),
-        Err(error) => return Err(internal("velocity read failed", error)),
-    };
-    Ok(Attempt {
-        identified,
-        subject,
-        failures: failures.unwrap_or(0),
-    })
-}
-
-/// Records the outcome of a password check against the account: a failure counts towards its lock whichever
-/// route checked the password.
-async fn record(app: &App, attempt: &Attempt, event_type: EventType) -> Result<(), Response> {
-    let mut event = EventInput::builder(&event_id(), event_type)
-        .action(Action::SignIn)
-        .subject(attempt.subject.clone());
-    if let Some(visitor) = attempt.visitor() {
-        event = event.visitor(visitor.visitor_id.clone());
-    }
-    let recorded = match event.build() {
-        Ok(event) => app.janitor.evidence().record(&event).await,
-        Err(error) => return Err(internal("event refused", error)),
-    };
-    recorded
-        .map(|_| ())
-        .map_err(|error| internal("event not recorded", error))
-}
-
-/// Checks the password while the account is not locked and records the outcome: 429 while it is locked, 401
-/// when the password is wrong, `Ok` when it is right.
-async fn check(
-    app: &App,
-    attempt: &Attempt,
-    account: &str,
-    password: &str,
-) -> Result<(), Response> {
-    let (event_type, refusal) = if attempt.locked() {
-        let message = "Too many failed sign-ins; try again later";
-        let refusal = (StatusCode::TOO_MANY_REQUESTS, message);
-        (EventType::ActionDenied, Some(refusal))
-    } else if app.accounts.verify(account, password) {
-        (EventType::LoginSuccess, None)
-    } else {
-        let refusal = (StatusCode::UNAUTHORIZED, "Wrong username or password");
-        (EventType::LoginFailure, Some(refusal))
-    };
-    record(app, attempt, event_type).await?;
-    match refusal {
-        Some((status, message)) => Err(answer(status, json!({"error": message}))),
-        None => Ok(()),
-    }
-}
-
 async fn login(State(app): State<App>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let form: LoginForm = match read_form(body).await {
@@ -214,37 +109,42 @@ async fn login(State(app): State<App>, request: Request) -> Response {
     };
     // One account, however the user typed its name.
     let account = directory::canonical_account(&form.username);
-    let attempt = match attempt(&app, &parts, &account, form.visitor.payload()).await {
-        Ok(attempt) => attempt,
-        Err(response) => return response,
+    // One call does the bookkeeping in its order: identify, claim the counters, check the password only when
+    // they allow it, settle, record. The closure is the application's own check.
+    let check = async || app.accounts.verify(&account, &form.password);
+    let mut signin = match app
+        .janitor
+        .sign_in(&parts, &account, form.visitor.payload(), check)
+        .await
+    {
+        Ok(signin) => signin,
+        Err(refusal) => return refusal.for_route().into_response(),
     };
-    if let Err(refused) = check(&app, &attempt, &account, &form.password).await {
-        return with_cookie(attempt, refused);
-    }
-    let visitor = attempt.visitor();
-    let body = json!({
-        "signedIn": true,
-        "visitorId": visitor.map(|v| v.visitor_id.to_string()),
-        "isReturning": visitor.map(|v| v.is_returning),
-        "riskStatus": visitor.map(|v| v.risk_status.as_str()),
-        "recentFailures": attempt.failures,
-    });
-    with_cookie(attempt, answer(StatusCode::OK, body))
+    let response = match signin.refusal() {
+        // This example has no second factor: a challenge is refused (403) with its reasons; an application
+        // with one would ask for it here.
+        Some(refused) => refused,
+        None => {
+            let visitor = signin.identity();
+            let body = json!({
+                "signedIn": true,
+                "visitorId": visitor.map(|v| v.visitor_id.to_string()),
+                "isReturning": visitor.map(|v| v.is_returning),
+                "riskStatus": visitor.map(|v| v.risk_status.as_str()),
+                "knownBrowser": signin.decision().known_browser(),
+            });
+            answer(StatusCode::OK, body)
+        }
+    };
+    with_cookie(signin.take_identified(), response)
 }
 
 /// `response`, with the `__visitor` cookie when the browser was identified.
-fn with_cookie(attempt: Attempt, response: Response) -> Response {
-    match attempt.identified {
+fn with_cookie(identified: Option<IdentifiedVisitor>, response: Response) -> Response {
+    match identified {
         Some(identified) => (identified, response).into_response(),
         None => response,
     }
-}
-
-/// A fresh idempotency key for one event (the application's own request id in a real one).
-fn event_id() -> String {
-    let bytes: [u8; 16] = rand::random();
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("login-{hex}")
 }
 
 /// Erasure asks for the password again: erasing an account must be the account holder's act.
@@ -261,15 +161,17 @@ async fn erase(State(app): State<App>, request: Request) -> Response {
         Ok(form) => form,
         Err(response) => return response,
     };
-    // Erasure checks the password too: through the same quota and lock as sign-in, or it would be a way to
-    // guess one without either.
+    // Erasure checks the password too: through the same sign-in defence, or it would be a way to guess one
+    // past it.
     let account = directory::canonical_account(&form.username);
-    let attempt = match attempt(&app, &parts, &account, None).await {
-        Ok(attempt) => attempt,
-        Err(response) => return response,
-    };
-    if let Err(refused) = check(&app, &attempt, &account, &form.password).await {
-        return refused;
+    let check = async || app.accounts.verify(&account, &form.password);
+    match app.janitor.sign_in(&parts, &account, None, check).await {
+        Ok(signin) => {
+            if let Some(refused) = signin.refusal() {
+                return refused;
+            }
+        }
+        Err(refusal) => return refusal.for_route().into_response(),
     }
     // The account, and the browser it signs in from: evidence about other accounts that names this browser
     // (another account's failed sign-ins from it) is kept, detached from it.

@@ -3,9 +3,13 @@
 
 use janitor_core::config::{EnvError, EnvSource};
 
+use janitor_core::protection::quota::{self, QuotaAlgorithm};
+use janitor_core::protection::signin;
+use janitor_core::Limit;
+
 use super::settings::{
     AdmissionSettings, CookieSettings, EndpointSettings, EvidenceSettings, JanitorSettings,
-    OriginSettings, QuotaSettings,
+    OriginSettings, QuotaSettings, SignInSettings,
 };
 use super::unknown_env::warn_unknown_env;
 use super::{Environment, JanitorConfig, JanitorConfigError};
@@ -40,6 +44,19 @@ impl JanitorSettings {
         "JANITOR_QUOTA_SESSION",
         "JANITOR_QUOTA_SHARDS",
         "JANITOR_QUOTA_WINDOW_MS",
+        "JANITOR_QUOTA_NETWORK",
+        "JANITOR_QUOTA_NETWORK_ALGORITHM",
+        "JANITOR_QUOTA_NETWORK_IPV4_PREFIX",
+        "JANITOR_QUOTA_NETWORK_IPV6_PREFIX",
+        "JANITOR_SIGNIN_LOCK_FAILURES",
+        "JANITOR_SIGNIN_LOCK_WINDOW_MS",
+        "JANITOR_SIGNIN_NETWORK_FAILURES",
+        "JANITOR_SIGNIN_BROWSER_FAILURES",
+        "JANITOR_SIGNIN_SITE_FAILURES",
+        "JANITOR_SIGNIN_FAILURE_WINDOW_MS",
+        "JANITOR_SIGNIN_KNOWN_BROWSER_DAYS",
+        "JANITOR_SIGNIN_DRY_RUN",
+        "JANITOR_RATE_LIMIT_HEADERS",
         "JANITOR_EVENT_RETENTION_DAYS",
         "JANITOR_LINK_RETENTION_DAYS",
         "JANITOR_MAX_EVENTS_PER_QUERY",
@@ -108,6 +125,8 @@ impl JanitorSettings {
                 body_grace_ms: env.number("JANITOR_BODY_GRACE_MS")?,
             },
             quotas: quotas_from_env(env)?,
+            signin: signin_from_env(env)?,
+            rate_limit_headers: env.flag("JANITOR_RATE_LIMIT_HEADERS")?,
             evidence: EvidenceSettings {
                 event_retention_days: env.number("JANITOR_EVENT_RETENTION_DAYS")?,
                 link_retention_days: env.number("JANITOR_LINK_RETENTION_DAYS")?,
@@ -126,9 +145,103 @@ fn quotas_from_env(env: &EnvSource) -> Result<Option<QuotaSettings>, EnvError> {
         global: env.number("JANITOR_QUOTA_GLOBAL")?,
         account: env.number("JANITOR_QUOTA_ACCOUNT")?,
         session: env.number("JANITOR_QUOTA_SESSION")?,
+        network: within(
+            env,
+            "JANITOR_QUOTA_NETWORK",
+            quota::NETWORK_LIMIT,
+            "a number from 1 to 1000000",
+        )?,
+        network_algorithm: env
+            .choice("JANITOR_QUOTA_NETWORK_ALGORITHM", "gcra or fixed_window")?
+            .map(|name| QuotaAlgorithm::parse(&name).expect("a listed choice")),
+        network_ipv4_prefix: within(
+            env,
+            "JANITOR_QUOTA_NETWORK_IPV4_PREFIX",
+            Limit::new("network_ipv4_prefix", 24, 8, 32),
+            "a prefix length from 8 to 32",
+        )?,
+        network_ipv6_prefix: within(
+            env,
+            "JANITOR_QUOTA_NETWORK_IPV6_PREFIX",
+            Limit::new("network_ipv6_prefix", 48, 16, 128),
+            "a prefix length from 16 to 128",
+        )?,
         shards: env.number("JANITOR_QUOTA_SHARDS")?,
         window_ms: env.number("JANITOR_QUOTA_WINDOW_MS")?,
     }))
+}
+
+/// The sign-in settings of `JANITOR_SIGNIN_*`; each out-of-range value is refused naming its variable.
+fn signin_from_env(env: &EnvSource) -> Result<SignInSettings, EnvError> {
+    Ok(SignInSettings {
+        lock_failures: within(
+            env,
+            "JANITOR_SIGNIN_LOCK_FAILURES",
+            signin::LOCK_FAILURES,
+            "a number from 1 to 100",
+        )?,
+        lock_window_ms: within(
+            env,
+            "JANITOR_SIGNIN_LOCK_WINDOW_MS",
+            signin::LOCK_WINDOW_MS,
+            "milliseconds from 60000 to 86400000",
+        )?,
+        network_failures: within(
+            env,
+            "JANITOR_SIGNIN_NETWORK_FAILURES",
+            signin::NETWORK_FAILURES,
+            "a number from 1 to 1000000",
+        )?,
+        browser_failures: within(
+            env,
+            "JANITOR_SIGNIN_BROWSER_FAILURES",
+            signin::BROWSER_FAILURES,
+            "a number from 1 to 1000000",
+        )?,
+        site_failures: within(
+            env,
+            "JANITOR_SIGNIN_SITE_FAILURES",
+            signin::SITE_FAILURES,
+            "a number from 1 to 100000000",
+        )?,
+        failure_window_ms: within(
+            env,
+            "JANITOR_SIGNIN_FAILURE_WINDOW_MS",
+            signin::FAILURE_WINDOW_MS,
+            "milliseconds from 60000 to 2592000000",
+        )?,
+        known_browser_days: within(
+            env,
+            "JANITOR_SIGNIN_KNOWN_BROWSER_DAYS",
+            signin::KNOWN_BROWSER_DAYS,
+            "a number from 1 to 400",
+        )?,
+        dry_run: env.flag("JANITOR_SIGNIN_DRY_RUN")?,
+    })
+}
+
+/// A number within `limit`'s range, when set: anything else is refused naming the variable.
+fn within<T>(
+    env: &EnvSource,
+    name: &str,
+    limit: Limit<T>,
+    expected: &'static str,
+) -> Result<Option<T>, EnvError>
+where
+    T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display,
+{
+    let refused = |value: String| EnvError {
+        variable: name.to_owned(),
+        expected,
+        value,
+    };
+    match env.text(name) {
+        None => Ok(None),
+        Some(text) => match text.trim().parse::<T>() {
+            Ok(value) if limit.range().contains(&value) => Ok(Some(value)),
+            _ => Err(refused(text)),
+        },
+    }
 }
 
 impl JanitorConfig {

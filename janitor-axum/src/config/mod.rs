@@ -25,6 +25,7 @@ pub use endpoint::{
 };
 pub use janitor_core::config::{ConfigError, EnvSource};
 pub use janitor_core::protection::quota::QuotaConfig;
+pub use janitor_core::protection::signin::SignInConfig;
 pub use origin::{
     OriginConfig, OriginConfigBuilder, OriginError, ProxyRange, ProxyRangeError, PublicOrigin,
     MAX_ORIGIN_ENTRIES,
@@ -126,6 +127,8 @@ pub struct JanitorConfig {
     pub(crate) origin: OriginConfig,
     pub(crate) admission: AdmissionConfig,
     pub(crate) quotas: Option<QuotaConfig>,
+    pub(crate) signin: SignInConfig,
+    pub(crate) rate_limit_headers: bool,
     pub(crate) evidence: EvidenceConfig,
     pub(crate) learning: LearningConfig,
     pub(crate) network_evidence: bool,
@@ -178,6 +181,17 @@ impl JanitorConfig {
         self.quotas.as_ref()
     }
 
+    /// The sign-in defence's options ([`Janitor::sign_in`](crate::Janitor::sign_in)).
+    pub fn signin(&self) -> &SignInConfig {
+        &self.signin
+    }
+
+    /// Whether refusals carry the IETF `RateLimit-Policy` and `RateLimit` fields besides `Retry-After` (off by
+    /// default).
+    pub fn rate_limit_headers(&self) -> bool {
+        self.rate_limit_headers
+    }
+
     /// Whether each visit's network digest is kept for the precise policy (off by default).
     pub fn network_evidence(&self) -> bool {
         self.network_evidence
@@ -216,6 +230,8 @@ pub struct JanitorConfigBuilder {
     origin: OriginConfig,
     admission: AdmissionConfig,
     quotas: Option<QuotaConfig>,
+    signin: SignInConfig,
+    rate_limit_headers: bool,
     evidence: Option<EvidenceConfig>,
     learning: LearningConfig,
 }
@@ -328,6 +344,19 @@ impl JanitorConfigBuilder {
         self
     }
 
+    /// The sign-in defence's options (default [`SignInConfig::default`]).
+    pub fn signin(mut self, signin: SignInConfig) -> Self {
+        self.signin = signin;
+        self
+    }
+
+    /// Adds the IETF `RateLimit-Policy` and `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers-11) to
+    /// every 429 the library answers or hands the application, besides `Retry-After` (default off).
+    pub fn rate_limit_headers(mut self, on: bool) -> Self {
+        self.rate_limit_headers = on;
+        self
+    }
+
     /// Evidence options (default [`EvidenceConfig::default`]).
     pub fn evidence(mut self, evidence: EvidenceConfig) -> Self {
         self.evidence = Some(evidence);
@@ -404,6 +433,8 @@ impl JanitorConfigBuilder {
             origin: self.origin,
             admission: self.admission,
             quotas: self.quotas,
+            signin: self.signin,
+            rate_limit_headers: self.rate_limit_headers,
             evidence: self.evidence.unwrap_or_default(),
             learning: self.learning,
             network_evidence: self.network_evidence,

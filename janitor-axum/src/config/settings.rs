@@ -13,7 +13,9 @@
 //! | `JANITOR_ENDPOINT_PATH`, `JANITOR_SCRIPT_PATH`, `JANITOR_MAX_BODY_BYTES`, `JANITOR_REQUEST_TIMEOUT_MS`, `JANITOR_EXPOSE_CLIENT_SCORES` | `endpoint.*` |
 //! | `JANITOR_ALLOWED_ORIGINS`, `JANITOR_TRUSTED_PROXIES` (comma-separated) | `origin.allowed_origins`, `origin.trusted_proxies` |
 //! | `JANITOR_MAX_IN_FLIGHT`, `JANITOR_MAX_DRAIN_BYTES`, `JANITOR_DRAIN_TIMEOUT_MS`, `JANITOR_BODY_GRACE_MS` | `admission.*` |
-//! | `JANITOR_QUOTA_GLOBAL`, `_ACCOUNT`, `_SESSION` (each switches its counter on; one not set is off), `_SHARDS`, `_WINDOW_MS` (shape the counters, switch none on) | `quotas.*` |
+//! | `JANITOR_QUOTA_GLOBAL`, `_ACCOUNT`, `_SESSION`, `_NETWORK` (each switches its counter on; one not set is off), `_SHARDS`, `_WINDOW_MS`, `_NETWORK_ALGORITHM` (`gcra` or `fixed_window`), `_NETWORK_IPV4_PREFIX`, `_NETWORK_IPV6_PREFIX` (shape the counters, switch none on) | `quotas.*` |
+//! | `JANITOR_SIGNIN_LOCK_FAILURES`, `_LOCK_WINDOW_MS`, `_NETWORK_FAILURES`, `_BROWSER_FAILURES`, `_SITE_FAILURES`, `_FAILURE_WINDOW_MS`, `_KNOWN_BROWSER_DAYS`, `_DRY_RUN` | `signin.*` |
+//! | `JANITOR_RATE_LIMIT_HEADERS` | `rate_limit_headers` |
 //! | `JANITOR_EVENT_RETENTION_DAYS`, `JANITOR_LINK_RETENTION_DAYS`, `JANITOR_MAX_EVENTS_PER_QUERY` | `evidence.*` |
 //!
 //! `JanitorSettings::from_env` (in `environment.rs`, with the list [`JanitorSettings::ENV_VARIABLES`]) also
@@ -24,7 +26,8 @@
 //! logging.
 
 use janitor_core::evidence::EvidenceConfig;
-use janitor_core::protection::quota::QuotaConfig;
+use janitor_core::protection::quota::{QuotaAlgorithm, QuotaConfig};
+use janitor_core::protection::signin::SignInConfig;
 use janitor_core::MatchingPolicy;
 use serde::Deserialize;
 
@@ -69,6 +72,10 @@ pub struct JanitorSettings {
     /// Request quotas; absent means off. Only the counters named are on (`{account = 3}` counts accounts
     /// and nothing else); `shards` and `window_ms` alone switch none on and are refused.
     pub quotas: Option<QuotaSettings>,
+    /// The sign-in defence ([`SignInConfig`]); absent values are its defaults.
+    pub signin: SignInSettings,
+    /// Whether refusals carry the IETF `RateLimit-Policy` and `RateLimit` fields (off when absent).
+    pub rate_limit_headers: Option<bool>,
     /// Evidence options.
     pub evidence: EvidenceSettings,
 }
@@ -126,8 +133,8 @@ pub struct AdmissionSettings {
 }
 
 /// [`QuotaConfig`] as data. Unlike the builder, which starts with every counter on, a counter not given here
-/// is off: settings switch on exactly the counters they name. At least one of `global`, `account` and
-/// `session` is required.
+/// is off: settings switch on exactly the counters they name. At least one of `global`, `account`, `session`
+/// and `network` is required.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[allow(missing_docs)] // each field is the builder method of the same name
@@ -135,8 +142,55 @@ pub struct QuotaSettings {
     pub global: Option<u32>,
     pub account: Option<u32>,
     pub session: Option<u32>,
+    pub network: Option<u32>,
+    pub network_algorithm: Option<QuotaAlgorithm>,
+    pub network_ipv4_prefix: Option<u8>,
+    pub network_ipv6_prefix: Option<u8>,
     pub shards: Option<u32>,
     pub window_ms: Option<i64>,
+}
+
+/// [`SignInConfig`] as data: each absent value is the default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[allow(missing_docs)] // each field is the builder method of the same name
+pub struct SignInSettings {
+    pub lock_failures: Option<u32>,
+    pub lock_window_ms: Option<i64>,
+    pub network_failures: Option<u32>,
+    pub browser_failures: Option<u32>,
+    pub site_failures: Option<u32>,
+    pub failure_window_ms: Option<i64>,
+    pub known_browser_days: Option<u32>,
+    pub dry_run: Option<bool>,
+}
+
+impl SignInSettings {
+    fn build(self) -> Result<SignInConfig, JanitorConfigError> {
+        let mut b = SignInConfig::builder();
+        if let Some(n) = self.lock_failures {
+            b = b.lock_failures(n);
+        }
+        if let Some(ms) = self.lock_window_ms {
+            b = b.lock_window_ms(ms);
+        }
+        if let Some(n) = self.network_failures {
+            b = b.network_failures(n);
+        }
+        if let Some(n) = self.browser_failures {
+            b = b.browser_failures(n);
+        }
+        if let Some(n) = self.site_failures {
+            b = b.site_failures(n);
+        }
+        if let Some(ms) = self.failure_window_ms {
+            b = b.failure_window_ms(ms);
+        }
+        if let Some(days) = self.known_browser_days {
+            b = b.known_browser_days(days);
+        }
+        Ok(b.dry_run(self.dry_run.unwrap_or(false)).build()?)
+    }
 }
 
 /// [`EvidenceConfig`](crate::evidence::EvidenceConfig) as data.
@@ -205,7 +259,10 @@ impl JanitorSettings {
         if let Some(quotas) = self.quotas {
             builder = builder.quotas(quotas.build()?);
         }
-        builder.build()
+        builder
+            .signin(self.signin.build()?)
+            .rate_limit_headers(self.rate_limit_headers.unwrap_or(false))
+            .build()
     }
 }
 
@@ -291,6 +348,18 @@ impl QuotaSettings {
             Some(n) => b.session(n),
             None => b.without_session(),
         };
+        if let Some(n) = self.network {
+            b = b.network(n);
+        }
+        if let Some(algorithm) = self.network_algorithm {
+            b = b.network_algorithm(algorithm);
+        }
+        if let Some(bits) = self.network_ipv4_prefix {
+            b = b.network_ipv4_prefix(bits);
+        }
+        if let Some(bits) = self.network_ipv6_prefix {
+            b = b.network_ipv6_prefix(bits);
+        }
         if let Some(n) = self.shards {
             b = b.shards(n);
         }
@@ -302,8 +371,8 @@ impl QuotaSettings {
         if !quotas.any_counter_on() {
             return Err(JanitorConfigError::Invalid {
                 field: "quotas",
-                reason: "no quota counter set: set global, account or session \
-                         (JANITOR_QUOTA_GLOBAL, _ACCOUNT, _SESSION); shards and window_ms only shape them",
+                reason: "no quota counter set: set global, account, session or network \
+                         (JANITOR_QUOTA_GLOBAL, _ACCOUNT, _SESSION, _NETWORK); the others only shape them",
             });
         }
         Ok(quotas)

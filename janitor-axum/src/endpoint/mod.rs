@@ -77,7 +77,7 @@ pub(crate) async fn handle(janitor: &Inner, request: Request) -> (Response, Opti
     let context = parts.extensions.get().unwrap_or(&anonymous);
     let before_body = async {
         check_head(&parts, config)?;
-        claim_quota(janitor, context).await?;
+        claim_quota(janitor, &parts, context).await?;
         body::check_declared_length(&parts.headers, config.endpoint.max_body_bytes())
             .map_err(|_| Refusal::TooLarge)
     };
@@ -126,9 +126,13 @@ fn check_head(parts: &Parts, config: &JanitorConfig) -> Result<(), Refusal> {
     }
 }
 
-/// Claims the quotas of a request made in `context`, when quotas are on: the global counter, then the
-/// account's and the session's when the context names them.
-pub(crate) async fn claim_quota(janitor: &Inner, context: &VisitorContext) -> Result<(), Refusal> {
+/// Claims the quotas of a request made in `context` from the client of `parts`, when quotas are on: the global
+/// counter, the network's when it is on, then the account's and the session's when the context names them.
+pub(crate) async fn claim_quota(
+    janitor: &Inner,
+    parts: &Parts,
+    context: &VisitorContext,
+) -> Result<(), Refusal> {
     let Some(quotas) = &janitor.quotas else {
         return Ok(());
     };
@@ -141,11 +145,20 @@ pub(crate) async fn claim_quota(janitor: &Inner, context: &VisitorContext) -> Re
         );
         return Err(Refusal::Unavailable);
     };
+    let network = quotas
+        .config()
+        .network()
+        .map(|_| crate::signin::client_network(parts, &janitor.config));
+    let context = context.with_network(network.as_ref().map(|n| n.quota_id.as_str()));
     match quotas.check(&context, janitor.clock.now_ms()).await {
         Ok(QuotaDecision::Allowed) => Ok(()),
         Ok(QuotaDecision::Limited {
-            retry_after_secs, ..
-        }) => Err(Refusal::RateLimited { retry_after_secs }),
+            counter,
+            retry_after_secs,
+        }) => Err(Refusal::RateLimited {
+            retry_after_secs,
+            policy: crate::signin::quota_policy(&janitor.config, counter),
+        }),
         Err(e) => {
             tracing::warn!(error = %e, "quota storage failed");
             Err(Refusal::Unavailable)
@@ -216,7 +229,7 @@ pub(crate) async fn identify_parts(
     payload: Option<&VisitorPayload>,
 ) -> Result<Option<IdentifiedVisitor>, Refusal> {
     let identified = async {
-        claim_quota(janitor, context).await?;
+        claim_quota(janitor, parts, context).await?;
         match payload {
             Some(payload) => identify_visitor(janitor, parts, payload, Route::Application)
                 .await

@@ -10,8 +10,10 @@ use http::header::{
 };
 use http::{HeaderMap, StatusCode};
 
+mod rate_limit;
 mod route;
 
+pub use rate_limit::RateLimitPolicy;
 pub use route::RouteRefusal;
 
 /// Why a request got no identification. Bodies are `{"error": message}` with fixed texts that never echo the
@@ -30,10 +32,13 @@ pub enum Refusal {
     UnsupportedMediaType,
     /// Insecure cookies are configured and the host is not loopback: 400.
     InsecureCookie,
-    /// A request quota is full: 429 with `Retry-After`.
+    /// A request quota is full: 429 with `Retry-After` and, when the configuration asks for them, the IETF
+    /// `RateLimit-Policy` and `RateLimit` fields.
     RateLimited {
-        /// Whole seconds until the quota's window ends, at least 1.
+        /// Whole seconds until the quota has room, at least 1.
         retry_after_secs: u64,
+        /// The spent counter, when its fields are to be sent.
+        policy: Option<RateLimitPolicy>,
     },
     /// The body is, or declares to be, larger than allowed: 413.
     TooLarge,
@@ -60,6 +65,7 @@ impl Refusal {
         Refusal::InsecureCookie,
         Refusal::RateLimited {
             retry_after_secs: 1,
+            policy: None,
         },
         Refusal::TooLarge,
         Refusal::BodyRequired,
@@ -146,8 +152,14 @@ impl Refusal {
             Refusal::MethodNotAllowed => {
                 headers.insert(ALLOW, HeaderValue::from_static("POST"));
             }
-            Refusal::RateLimited { retry_after_secs } => {
+            Refusal::RateLimited {
+                retry_after_secs,
+                policy,
+            } => {
                 headers.insert(RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+                if let Some(policy) = policy {
+                    policy.write_headers(*retry_after_secs, headers);
+                }
             }
             // Storage that cannot answer is usually back within seconds (a lost connection, a failover): the
             // client is told when to try again, as for a full admission layer.

@@ -148,7 +148,7 @@ where
             };
             let document = document.unwrap_or(Value::Null);
             let context = (layer.context)(&parts, &document);
-            if let Err(refusal) = layer.janitor.claim_quota(&context).await {
+            if let Err(refusal) = layer.janitor.claim_quota(&parts, &context).await {
                 return Ok(refusal.for_route().into_response());
             }
             let field = document

@@ -224,6 +224,59 @@ async fn the_layer_keys_the_quota_by_the_bodys_account<S: Stores>(stores: S) {
     assert_eq!(status, StatusCode::OK);
 }
 
+/// With the network counter on, requests whose client nobody names (no peer address, as here, or a trusted
+/// proxy that forwarded none) share one network: they are counted together, not let through uncounted, and a
+/// named client's network is counted apart.
+async fn requests_without_a_client_address_share_one_network<S: Stores>(stores: S) {
+    use std::net::SocketAddr;
+
+    use axum::extract::ConnectInfo;
+
+    let quotas = QuotaConfig::builder()
+        .without_global()
+        .without_account()
+        .without_session()
+        .network(2)
+        .build()
+        .unwrap();
+    let config = common::config("identity-network-tests")
+        .quotas(quotas)
+        .build()
+        .unwrap();
+    let janitor = Janitor::new(config, stores);
+    let anyone = VisitorContext::anonymous();
+    let (unnamed, ()) = http::Request::new(()).into_parts();
+    let named = |peer: &str| {
+        let mut request = http::Request::new(());
+        let peer: SocketAddr = peer.parse().unwrap();
+        request.extensions_mut().insert(ConnectInfo(peer));
+        request.into_parts().0
+    };
+    assert_eq!(janitor.claim_quota(&unnamed, &anyone).await, Ok(()));
+    assert_eq!(janitor.claim_quota(&unnamed, &anyone).await, Ok(()));
+    assert!(matches!(
+        janitor.claim_quota(&unnamed, &anyone).await,
+        Err(janitor_axum::Refusal::RateLimited { .. })
+    ));
+    // A client with an address has its own counter, shared by its /24.
+    assert_eq!(
+        janitor.claim_quota(&named("203.0.113.5:1"), &anyone).await,
+        Ok(())
+    );
+    assert_eq!(
+        janitor.claim_quota(&named("203.0.113.99:2"), &anyone).await,
+        Ok(())
+    );
+    assert!(janitor
+        .claim_quota(&named("203.0.113.7:3"), &anyone)
+        .await
+        .is_err());
+    assert_eq!(
+        janitor.claim_quota(&named("203.0.114.7:3"), &anyone).await,
+        Ok(())
+    );
+}
+
 /// `claim_quota` and `identify_parts` without a payload count the request all the same.
 async fn a_request_without_a_payload_is_counted<S: Stores>(stores: S) {
     let quotas = QuotaConfig::builder().account(1).build().unwrap();
@@ -239,11 +292,11 @@ async fn a_request_without_a_payload_is_counted<S: Stores>(stores: S) {
         Ok(None)
     ));
     for limited in [
-        janitor.claim_quota(&ada).await,
-        janitor.clone().claim_quota(&ada).await,
+        janitor.claim_quota(&parts, &ada).await,
+        janitor.clone().claim_quota(&parts, &ada).await,
     ] {
         assert!(
-            matches!(limited, Err(janitor_axum::Refusal::RateLimited { retry_after_secs }) if retry_after_secs >= 1),
+            matches!(limited, Err(janitor_axum::Refusal::RateLimited { retry_after_secs, policy: None }) if retry_after_secs >= 1),
             "{limited:?}"
         );
     }
@@ -323,6 +376,7 @@ async fn identify_parts_in_a_handler<S: Stores>(stores: S) {
 }
 
 on_both_stores!(
+    requests_without_a_client_address_share_one_network,
     the_login_route_identifies_and_sets_the_cookie,
     account_quotas_apply_on_the_login_route,
     the_layer_keys_the_quota_by_the_bodys_account,
@@ -432,13 +486,14 @@ async fn the_handles_clock_is_the_time_of_its_quotas_and_identifications<S: Stor
         .clock(clock.clone())
         .build();
     let context = VisitorContext::for_account("ada@example.com").unwrap();
-    assert_eq!(janitor.claim_quota(&context).await, Ok(()));
+    let (parts, ()) = http::Request::new(()).into_parts();
+    assert_eq!(janitor.claim_quota(&parts, &context).await, Ok(()));
     assert!(matches!(
-        janitor.claim_quota(&context).await,
+        janitor.claim_quota(&parts, &context).await,
         Err(Refusal::RateLimited { .. })
     ));
     clock.advance(60_000);
-    assert_eq!(janitor.claim_quota(&context).await, Ok(()));
+    assert_eq!(janitor.claim_quota(&parts, &context).await, Ok(()));
 
     // The engine it hands out keeps time by the same clock: its history expires by that clock, not by the
     // system's, for which both visits are decades old.

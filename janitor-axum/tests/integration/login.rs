@@ -18,6 +18,8 @@ use serde_json::{json, Value};
 
 const PASSWORD: &str = "correct horse battery staple";
 const DAVE: &str = "dave's own passphrase";
+/// Failures from unknown browsers that lock an account for them (the library's default).
+const MAX_FAILURES: u32 = janitor_axum::protection::signin::LOCK_FAILURES.default;
 
 /// A handle on `stores`, with quotas when given, and the example's routes served on a socket.
 async fn site<S: Stores>(stores: S, quotas: Option<QuotaConfig>) -> (Janitor, SocketAddr) {
@@ -25,7 +27,15 @@ async fn site<S: Stores>(stores: S, quotas: Option<QuotaConfig>) -> (Janitor, So
     if let Some(quotas) = quotas {
         config = config.quotas(quotas);
     }
-    let janitor = Janitor::new(config.build().unwrap(), stores);
+    serve_site(stores, config.build().unwrap()).await
+}
+
+/// A handle on `stores` with `config`, and the example's routes served on a socket.
+async fn serve_site<S: Stores>(
+    stores: S,
+    config: janitor_axum::JanitorConfig,
+) -> (Janitor, SocketAddr) {
+    let janitor = Janitor::new(config, stores);
     let accounts = app::Accounts::with(&[("ada", PASSWORD), ("dave", DAVE)]);
     let routes = app::routes(janitor.clone(), accounts);
     let address = serve(janitor.router().merge(routes)).await;
@@ -139,19 +149,36 @@ async fn a_form_without_a_valid_payload_signs_in_and_a_bad_form_records_nothing<
 
 async fn five_failures_lock_the_account_even_for_the_right_password<S: Stores>(stores: S) {
     let (janitor, address) = site(stores, None).await;
-    for attempt in 0..app::MAX_FAILURES {
+    for attempt in 0..MAX_FAILURES {
         let answer = post(address, "/login", &sign_in("wrong"), None).await;
         assert_eq!(answer.status, 401, "attempt {attempt}: {}", answer.body);
     }
     let locked = post(address, "/login", &sign_in(PASSWORD), None).await;
-    assert_eq!(locked.status, 429, "{}", locked.body);
+    assert_locked(&locked);
+    // The refused attempt checked no password and wrote nothing.
     assert_eq!(
         sign_in_events(&janitor, "ada").await,
-        [
-            (EventType::LoginFailure, app::MAX_FAILURES),
-            (EventType::ActionDenied, 1)
-        ]
+        [(EventType::LoginFailure, MAX_FAILURES)]
     );
+}
+
+/// The answer of an account locked for the browser that asked: a challenge this example has no second factor
+/// for, so a refusal, whatever the password.
+#[track_caller]
+fn assert_locked(answer: &Answer) {
+    assert_eq!(answer.status, 403, "{}", answer.body);
+    assert_eq!(answer.body["challenge"], true, "{}", answer.body);
+    assert_eq!(
+        answer.body["reasons"],
+        json!(["locked_for_unknown_browsers"])
+    );
+    let retry: u64 = answer
+        .retry_after
+        .as_deref()
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=900).contains(&retry), "{retry}");
 }
 
 async fn the_account_quota_counts_sign_ins_with_or_without_a_payload<S: Stores>(stores: S) {
@@ -251,7 +278,7 @@ async fn erasing_one_account_keeps_another_accounts_lockout<S: Stores>(stores: S
     let (janitor, address) = site(stores, None).await;
     let first = post(address, "/login", &sign_in_as("dave", "wrong"), None).await;
     let cookie = first.cookie.clone().expect("the browser's cookie");
-    for _ in 1..app::MAX_FAILURES {
+    for _ in 1..MAX_FAILURES {
         let failed = post(
             address,
             "/login",
@@ -273,15 +300,15 @@ async fn erasing_one_account_keeps_another_accounts_lockout<S: Stores>(stores: S
     );
     assert_eq!(
         sign_in_events(&janitor, "dave").await,
-        [(EventType::LoginFailure, app::MAX_FAILURES)]
+        [(EventType::LoginFailure, MAX_FAILURES)]
     );
     let locked = post(address, "/login", &sign_in_as("dave", DAVE), None).await;
-    assert_eq!(locked.status, 429, "dave is still locked: {}", locked.body);
+    assert_locked(&locked);
     assert!(sign_in_events(&janitor, "ada").await.is_empty());
 }
 
 /// Erasure checks a password, so it is held by the same quota and lock as sign-in: 30 guesses at a locked
-/// account are all refused with 429 and the right one erases nothing; wrong guesses through erasure lock the
+/// account are all refused (a challenge, 403) and the right one erases nothing; wrong guesses through erasure lock the
 /// account for sign-in too; and the name's spelling does not matter.
 async fn erasure_is_no_way_around_the_lock<S: Stores>(stores: S) {
     let quotas = QuotaConfig::builder()
@@ -293,7 +320,7 @@ async fn erasure_is_no_way_around_the_lock<S: Stores>(stores: S) {
     let (janitor, address) = site(stores, Some(quotas)).await;
     let erase_as =
         |name: &str, password: &str| json!({"username": name, "password": password}).to_string();
-    for _ in 0..app::MAX_FAILURES {
+    for _ in 0..MAX_FAILURES {
         let failed = post(address, "/login", &sign_in_as("dave", "wrong"), None).await;
         assert_eq!(failed.status, 401);
     }
@@ -305,22 +332,22 @@ async fn erasure_is_no_way_around_the_lock<S: Stores>(stores: S) {
             None,
         )
         .await;
-        assert_eq!(guessed.status, 429, "guess {guess}: {}", guessed.body);
+        assert_eq!(guessed.status, 403, "guess {guess}: {}", guessed.body);
     }
     let right = post(address, "/account/erase", &erase_as(" Dave", DAVE), None).await;
-    assert_eq!(right.status, 429, "{}", right.body);
+    assert_locked(&right);
     let kept = sign_in_events(&janitor, "dave").await;
     assert!(
-        kept.contains(&(EventType::LoginFailure, app::MAX_FAILURES)),
+        kept.contains(&(EventType::LoginFailure, MAX_FAILURES)),
         "{kept:?}"
     );
     // Wrong passwords through erasure count towards the lock of sign-in.
-    for _ in 0..app::MAX_FAILURES {
+    for _ in 0..MAX_FAILURES {
         let failed = post(address, "/account/erase", &erase_as("ADA", "wrong"), None).await;
         assert_eq!(failed.status, 401, "{}", failed.body);
     }
     let locked = post(address, "/login", &sign_in(PASSWORD), None).await;
-    assert_eq!(locked.status, 429, "{}", locked.body);
+    assert_locked(&locked);
 }
 
 /// Visitor ids reach page scripts: dave presents ada's browser id with his own erasure, and ada's browser keeps
@@ -345,7 +372,94 @@ async fn erasure_leaves_a_browser_that_is_not_the_accounts_own<S: Stores>(stores
     );
 }
 
+/// `JANITOR_QUOTA_NETWORK=3`: the fourth sign-in attempt from one network within a minute, on any mix of
+/// accounts and passwords, is a 429 with `Retry-After` (and the draft's `RateLimit` fields when they are on),
+/// and so is the endpoint's next identification from that network.
+async fn the_network_quota_refuses_the_fourth_attempt_from_one_network<S: Stores>(stores: S) {
+    let env = janitor_axum::config::EnvSource::from_pairs([
+        ("JANITOR_SECRET", common::SECRET),
+        ("JANITOR_QUOTA_NETWORK", "3"),
+        ("JANITOR_RATE_LIMIT_HEADERS", "true"),
+    ]);
+    let settings = janitor_axum::JanitorSettings::from_env(&env).unwrap();
+    let config = settings.build().unwrap();
+    assert_eq!(config.quotas().and_then(|q| q.network()), Some(3));
+    assert!(config.rate_limit_headers());
+    let (janitor, address) = serve_site(stores, config).await;
+    let attempts = [
+        sign_in(PASSWORD),
+        sign_in_as("dave", "wrong"),
+        json!({"username": "grace", "password": "guess"}).to_string(),
+    ];
+    for body in &attempts {
+        let answer = post(address, "/login", body, None).await;
+        assert_ne!(answer.status, 429, "{body}: {}", answer.body);
+    }
+    let fourth = post_with(address, "/login", &sign_in_as("dave", DAVE), &[]).await;
+    assert_eq!(fourth.status, 429, "{}", fourth.body);
+    let retry: u64 = fourth.retry_after.expect("Retry-After").parse().unwrap();
+    // GCRA: room for one more comes back a third of a minute after the burst.
+    assert!((1..=20).contains(&retry), "{retry}");
+    assert_eq!(
+        fourth.body,
+        json!({"error": "Too many requests; try again later"})
+    );
+    assert_eq!(
+        sign_in_events(&janitor, "dave").await,
+        [(EventType::LoginFailure, 1)]
+    );
+    // The endpoint counts the same network.
+    let mut connection = Connection::open(address).await.unwrap();
+    let body = json!({"signals": {}}).to_string();
+    let request = format!(
+        "POST /api/visitor HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let reply = connection.exchange(request.as_bytes()).await.unwrap();
+    assert_eq!(reply.status(), 429, "{}", reply.text());
+    assert_eq!(
+        reply.header("ratelimit-policy"),
+        Some("\"network\";q=3;w=60")
+    );
+    let limit = reply.header("ratelimit").expect("RateLimit").to_owned();
+    assert!(limit.starts_with("\"network\";r=0;t="), "{limit}");
+}
+
+/// Lockout abuse: a client with no cookie and no payload locks ada with wrong passwords, and then cannot sign
+/// in even with the right one; ada's own browser (the cookie and payload of an earlier successful sign-in)
+/// still signs in, again and again, while the attacker keeps trying.
+async fn an_attacker_cannot_lock_ada_out_of_her_own_browser<S: Stores>(stores: S) {
+    let (janitor, address) = site(stores, None).await;
+    let first = post(address, "/login", &sign_in(PASSWORD), None).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.body["knownBrowser"], false);
+    let cookie = first.cookie.clone().expect("ada's cookie");
+    let bare = |password: &str| json!({"username": "ada", "password": password}).to_string();
+    for attempt in 0..MAX_FAILURES {
+        let failed = post(address, "/login", &bare("hunter2"), None).await;
+        assert_eq!(failed.status, 401, "attempt {attempt}: {}", failed.body);
+    }
+    assert_locked(&post(address, "/login", &bare(PASSWORD), None).await);
+    for round in 0..3 {
+        let own = post(address, "/login", &sign_in(PASSWORD), Some(&cookie)).await;
+        assert_eq!(own.status, 200, "round {round}: {}", own.body);
+        assert_eq!(own.body["knownBrowser"], true);
+        assert_eq!(own.body["visitorId"], first.body["visitorId"]);
+        assert_locked(&post(address, "/login", &bare("hunter3"), None).await);
+    }
+    // The attacker's refused attempts checked no password.
+    let events = sign_in_events(&janitor, "ada").await;
+    assert!(
+        events.contains(&(EventType::LoginFailure, MAX_FAILURES)),
+        "{events:?}"
+    );
+    assert!(events.contains(&(EventType::LoginSuccess, 4)), "{events:?}");
+}
+
 on_both_stores!(
+    the_network_quota_refuses_the_fourth_attempt_from_one_network,
+    an_attacker_cannot_lock_ada_out_of_her_own_browser,
     erasure_leaves_a_browser_that_is_not_the_accounts_own,
     erasure_is_no_way_around_the_lock,
     a_sign_in_identifies_the_browser_and_records_the_success,

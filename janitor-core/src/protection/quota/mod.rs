@@ -21,11 +21,13 @@ pub use algorithm::{claim_row, gcra_interval, release_row, CounterRow, QuotaAlgo
 pub use chain::{ChainLink, ChainOutcome, ChainSettle, ClaimChain, ClaimWhen, LinkOutcome};
 pub use config::{
     QuotaConfig, QuotaConfigBuilder, QuotaConfigError, QuotaContext, ACCOUNT_LIMIT,
-    CONTEXT_ID_CHARS, GLOBAL_LIMIT, SESSION_LIMIT, SHARDS, WINDOW_MS,
+    CONTEXT_ID_CHARS, GLOBAL_LIMIT, NETWORK_ALGORITHM, NETWORK_LIMIT, SESSION_LIMIT, SHARDS,
+    WINDOW_MS,
 };
 pub use memory::MemoryQuotaStore;
 pub use network::{
-    network_label, NetworkPrefixBits, IPV4_PREFIX_BITS, IPV6_PREFIX_BITS, OWN_LABEL_PREFIX,
+    network_label, shared_network_label, NetworkPrefixBits, IPV4_PREFIX_BITS, IPV6_PREFIX_BITS,
+    OWN_LABEL_PREFIX,
 };
 
 /// One counter to claim: its row id, its limit, and the window the claim falls in.
@@ -300,16 +302,47 @@ impl<S: QuotaStore> RequestQuotas<S> {
         context: &QuotaContext<'_>,
         now_ms: i64,
     ) -> Result<QuotaDecision, StoreError> {
-        for (counter, claim) in self.next_claims(context, now_ms) {
-            if let ClaimOutcome::Denied { reset_at } = self.store.claim(&claim).await? {
+        let claims = self.next_claims(context, now_ms);
+        let denied = match claims.as_slice() {
+            [] => None,
+            [(counter, claim)] => match self.store.claim(claim).await? {
+                ClaimOutcome::Allowed => None,
+                ClaimOutcome::Denied { reset_at } => Some((*counter, claim, reset_at)),
+            },
+            // Several counters in one store step (one statement on PostgreSQL), with the same order and the
+            // same stop at the first denial as one claim after another.
+            _ => {
+                let chain = ClaimChain {
+                    known_mark: None,
+                    now_ms,
+                    links: claims
+                        .iter()
+                        .map(|(_, claim)| ChainLink {
+                            claim: claim.clone(),
+                            when: ClaimWhen::Always,
+                        })
+                        .collect(),
+                };
+                let outcome = self.store.claim_chain(&chain).await?;
+                claims
+                    .iter()
+                    .zip(outcome.links)
+                    .find_map(|((counter, claim), link)| match link {
+                        LinkOutcome::Denied { reset_at } => Some((*counter, claim, reset_at)),
+                        _ => None,
+                    })
+            }
+        };
+        Ok(match denied {
+            None => QuotaDecision::Allowed,
+            Some((counter, claim, reset_at)) => {
                 let reset_at = reset_at.unwrap_or_else(|| claim.reset_at());
-                return Ok(QuotaDecision::Limited {
+                QuotaDecision::Limited {
                     counter,
                     retry_after_secs: retry_after_secs(reset_at, now_ms),
-                });
+                }
             }
-        }
-        Ok(QuotaDecision::Allowed)
+        })
     }
 
     /// Deletes at most `batch` ended windows (see [`QuotaStore::cleanup`]); `batch` is clamped to 1–1000.

@@ -83,6 +83,12 @@ pub fn network_label(key: &LabelKey, bits: NetworkPrefixBits, address: IpAddr) -
     own_label(key, &json!(["quota-network-v1", bits.network(address)]))
 }
 
+/// The network counter's row id for every client of a kind that has no address (`unnamed`, `unreadable`):
+/// the digest of `JSON(["quota-network-v1", name])`, which no prefix in CIDR notation can equal.
+pub fn shared_network_label(key: &LabelKey, name: &str) -> String {
+    own_label(key, &json!(["quota-network-v1", name]))
+}
+
 /// A label of `value` under this library's own prefix.
 pub(crate) fn own_label(key: &LabelKey, value: &serde_json::Value) -> String {
     let label = key.label(&compact_json(value));

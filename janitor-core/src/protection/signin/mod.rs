@@ -2,11 +2,12 @@
 //! spraying and lockout abuse each meet a limit, and the owner of an account keeps signing in from a browser
 //! that signed in before (the pattern OWASP calls device cookies).
 //!
-//! One step before the check claims, in one store operation: the request quotas (global, network, account,
-//! session: [`Verdict::Deny`]), then, for a browser that signed in to the account before (a *known* one), its
-//! own failure slot for the account (`Deny` when spent), and for any other browser the failure budgets of the
-//! site, its network and itself, and the account's lock for unknown browsers ([`Verdict::Challenge`] when one
-//! is spent). Claiming before the check is what makes it atomic: however many attempts race, no more
+//! A first store step claims the request quotas (global, network, account, session: [`Verdict::Deny`]) before
+//! anything else is spent on the attempt. A second, after the browser is identified, claims: for a browser that signed in to the account before (a *known* one: it
+//! presents the cookie of that sign-in), its own failure slot for the account (`Deny` when spent), and for any
+//! other browser the account's lock for unknown browsers and the failure budgets of the browser, its network
+//! and the site ([`Verdict::Challenge`] when one is spent). As with the contract's quotas, the counters before
+//! the one that stops an attempt have counted it. Claiming before the check is what makes it atomic: however many attempts race, no more
 //! passwords are checked than the slots allow. A right password gives its slots back and marks the browser
 //! known; a wrong one leaves them taken, which is the failure counted.
 //!
@@ -21,7 +22,7 @@ use crate::label::LabelKey;
 use crate::protection::quota::network::own_label;
 use crate::protection::quota::{
     retry_after_secs, ChainLink, ChainSettle, ClaimChain, ClaimWhen, LinkOutcome, QuotaAlgorithm,
-    QuotaClaim, QuotaContext, QuotaStore, RequestQuotas,
+    QuotaClaim, QuotaContext, QuotaCounter, QuotaDecision, QuotaStore, RequestQuotas,
 };
 
 mod config;
@@ -46,15 +47,13 @@ pub struct SignInAttempt<'a> {
     pub network: Option<&'a str>,
     /// The network counter's id for the request quotas ([`network_label`](crate::protection::quota::network_label)).
     pub network_quota_id: Option<&'a str>,
-    /// The browser's visitor id, when the form carried a payload; `None` for a client that sent none.
+    /// The visitor id the request's `__visitor` cookie carries: the browser's proof that it is the one that
+    /// signed in before (a copied payload is not). Only it makes a browser known.
+    pub cookie: Option<&'a str>,
+    /// The browser's visitor id as identified from the form's payload, or the cookie's when there was no
+    /// payload; `None` for a client that sent neither. Its failures count against it, and a right password
+    /// makes it known.
     pub browser: Option<&'a str>,
-}
-
-/// What each link of an attempt's chain stands for.
-#[derive(Debug, Clone, Copy)]
-enum Link {
-    Quota(SignInReason),
-    Failure(SignInReason),
 }
 
 /// The sign-in defence of one deployment: its options and label key. Cheap to share; the counters are in the
@@ -76,16 +75,60 @@ impl SignInGuard {
         &self.config
     }
 
-    /// Decides `attempt` at `now_ms`, claiming its counters in one store operation (see the module's docs).
-    /// `quotas` are the deployment's request quotas, when on. A store failure is an error, never an allowance.
+    /// Claims the request quotas of `attempt` (global, network, account, session, as configured) in one store
+    /// step, before anything else is spent on it: `Some` decision ([`Verdict::Deny`], with the counter as its
+    /// reason) when one is full. Run it first, then identify the browser, then [`begin`](Self::begin).
+    pub async fn check_quotas<S: QuotaStore>(
+        &self,
+        quotas: &RequestQuotas<S>,
+        attempt: &SignInAttempt<'_>,
+        now_ms: i64,
+    ) -> Result<Option<SignInDecision>, StoreError> {
+        let context = QuotaContext::new(Some(attempt.account), attempt.session)
+            .map_err(|e| StoreError::Invalid(format!("sign-in context: {e}")))?
+            .with_network(attempt.network_quota_id);
+        let QuotaDecision::Limited {
+            counter,
+            retry_after_secs,
+        } = quotas.check(&context, now_ms).await?
+        else {
+            return Ok(None);
+        };
+        let config = quotas.config();
+        let quota = match counter {
+            QuotaCounter::Global => config.global(),
+            QuotaCounter::Network => config.network(),
+            QuotaCounter::Account => config.account(),
+            QuotaCounter::Session => config.session(),
+        };
+        let reason = SignInReason::of_counter(counter);
+        Ok(Some(SignInDecision {
+            decided: Verdict::Deny,
+            dry_run: self.config.dry_run,
+            reasons: vec![reason],
+            retry_after_secs: Some(retry_after_secs),
+            spent: quota.map(|quota| SpentLimit {
+                reason,
+                quota,
+                window_secs: u64::try_from(config.window_ms() / 1000).unwrap_or(1),
+            }),
+            known_browser: false,
+            releases: Vec::new(),
+            mark: None,
+        }))
+    }
+
+    /// Decides `attempt` at `now_ms`, claiming its failure counters in one store operation (see the module's
+    /// docs). `earlier` is what [`check_quotas`](Self::check_quotas) decided in dry run, kept as the first
+    /// reason. A store failure is an error, never an allowance.
     pub async fn begin<S: QuotaStore>(
         &self,
         store: &S,
-        quotas: Option<&RequestQuotas<S>>,
         attempt: &SignInAttempt<'_>,
+        earlier: Option<SignInDecision>,
         now_ms: i64,
     ) -> Result<SignInDecision, StoreError> {
-        let (chain, roles) = self.chain(quotas, attempt, now_ms)?;
+        let (chain, roles) = self.chain(attempt, now_ms);
         let outcome = store.claim_chain(&chain).await?;
         let mut decision = SignInDecision {
             decided: Verdict::Allow,
@@ -95,25 +138,34 @@ impl SignInGuard {
             spent: None,
             known_browser: outcome.known,
             releases: Vec::new(),
-            mark: chain.known_mark.clone(),
+            mark: attempt
+                .browser
+                .or(attempt.cookie)
+                .map(|browser| self.known_mark(attempt.account, browser)),
         };
-        for ((link, role), result) in chain.links.iter().zip(&roles).zip(&outcome.links) {
-            match (result, role) {
-                (LinkOutcome::Allowed, Link::Failure(_)) => {
-                    decision.releases.push(link.claim.clone())
-                }
-                (LinkOutcome::Denied { reset_at }, Link::Quota(reason) | Link::Failure(reason)) => {
+        if let Some(earlier) = earlier {
+            decision.decided = earlier.decided;
+            decision.reasons = earlier.reasons;
+            decision.retry_after_secs = earlier.retry_after_secs;
+            decision.spent = earlier.spent;
+        }
+        for ((link, reason), result) in chain.links.iter().zip(&roles).zip(&outcome.links) {
+            match result {
+                LinkOutcome::Allowed => decision.releases.push(link.claim.clone()),
+                LinkOutcome::Denied { reset_at } => {
                     let reset_at = reset_at.unwrap_or_else(|| link.claim.reset_at());
-                    decision.decided = reason.verdict();
+                    if decision.reasons.is_empty() {
+                        decision.decided = reason.verdict();
+                        decision.retry_after_secs = Some(retry_after_secs(reset_at, now_ms));
+                        decision.spent = Some(SpentLimit {
+                            reason: *reason,
+                            quota: link.claim.limit,
+                            window_secs: u64::try_from(link.claim.window_ms / 1000).unwrap_or(1),
+                        });
+                    }
                     decision.reasons.push(*reason);
-                    decision.retry_after_secs = Some(retry_after_secs(reset_at, now_ms));
-                    decision.spent = Some(SpentLimit {
-                        reason: *reason,
-                        quota: link.claim.limit,
-                        window_secs: u64::try_from(link.claim.window_ms / 1000).unwrap_or(1),
-                    });
                 }
-                _ => {}
+                LinkOutcome::Skipped => {}
             }
         }
         Ok(decision)
@@ -143,27 +195,10 @@ impl SignInGuard {
         store.settle_chain(&settle).await
     }
 
-    /// The chain of `attempt`, and what each link stands for.
-    fn chain<S: QuotaStore>(
-        &self,
-        quotas: Option<&RequestQuotas<S>>,
-        attempt: &SignInAttempt<'_>,
-        now_ms: i64,
-    ) -> Result<(ClaimChain, Vec<Link>), StoreError> {
+    /// The chain of `attempt`'s failure counters, and the reason each stands for.
+    fn chain(&self, attempt: &SignInAttempt<'_>, now_ms: i64) -> (ClaimChain, Vec<SignInReason>) {
         let mut links = Vec::new();
         let mut roles = Vec::new();
-        if let Some(quotas) = quotas {
-            let context = QuotaContext::new(Some(attempt.account), attempt.session)
-                .map_err(|e| StoreError::Invalid(format!("sign-in context: {e}")))?
-                .with_network(attempt.network_quota_id);
-            for (counter, claim) in quotas.next_claims(&context, now_ms) {
-                links.push(ChainLink {
-                    claim,
-                    when: ClaimWhen::Always,
-                });
-                roles.push(Link::Quota(SignInReason::of_counter(counter)));
-            }
-        }
         let config = &self.config;
         let account = attempt.account;
         let failure = |id: String, limit: u32| QuotaClaim {
@@ -175,49 +210,55 @@ impl SignInGuard {
         };
         let lock =
             |id: String| QuotaClaim::fixed(id, config.lock_failures, now_ms, config.lock_window_ms);
-        // The broad budgets first: an attempt one of them stops does not also count against the account's lock,
-        // so a campaign that is being stopped does not lock its targets for their owners' new browsers too.
+        // The account's lock first: attempts at a locked account (lockout abuse, a script that keeps guessing)
+        // are stopped there without spending the budgets their network and browser share with honest users.
         let mut unknown = Vec::new();
-        if let Some(limit) = config.site_failures {
-            let id = self.label(json!(["signin-site-v1"]));
-            unknown.push((failure(id, limit), SignInReason::SiteFailures));
+        let account_lock = self.label(json!(["signin-lock-v1", account]));
+        unknown.push((lock(account_lock), SignInReason::LockedForUnknownBrowsers));
+        if let Some(limit) = config.browser_failures {
+            // Every client without a payload or cookie is one browser: a script that leaves them out shares a
+            // budget with every other such script.
+            let browser = attempt.browser.or(attempt.cookie).unwrap_or("");
+            let id = self.label(json!(["signin-browser-v1", browser]));
+            unknown.push((failure(id, limit), SignInReason::BrowserFailures));
         }
         if let (Some(limit), Some(network)) = (config.network_failures, attempt.network) {
             let id = self.label(json!(["signin-network-v1", network]));
             unknown.push((failure(id, limit), SignInReason::NetworkFailures));
         }
-        if let Some(limit) = config.browser_failures {
-            // Every client without a payload is one browser: a script that leaves the payload out shares a
-            // budget with every other such script.
-            let id = self.label(json!(["signin-browser-v1", attempt.browser.unwrap_or("")]));
-            unknown.push((failure(id, limit), SignInReason::BrowserFailures));
+        if let Some(limit) = config.site_failures {
+            let id = self.label(json!(["signin-site-v1"]));
+            unknown.push((failure(id, limit), SignInReason::SiteFailures));
         }
-        let account_lock = self.label(json!(["signin-lock-v1", account]));
-        unknown.push((lock(account_lock), SignInReason::LockedForUnknownBrowsers));
         let known_mark = attempt
-            .browser
-            .map(|browser| self.label(json!(["signin-known-v1", account, browser])));
-        if let Some(browser) = attempt.browser {
-            let id = self.label(json!(["signin-browser-lock-v1", account, browser]));
+            .cookie
+            .map(|cookie| self.known_mark(account, cookie));
+        if let Some(cookie) = attempt.cookie {
+            let id = self.label(json!(["signin-browser-lock-v1", account, cookie]));
             links.push(ChainLink {
                 claim: lock(id),
                 when: ClaimWhen::Known,
             });
-            roles.push(Link::Failure(SignInReason::LockedForThisBrowser));
+            roles.push(SignInReason::LockedForThisBrowser);
         }
         for (claim, reason) in unknown {
             links.push(ChainLink {
                 claim,
                 when: ClaimWhen::Unknown,
             });
-            roles.push(Link::Failure(reason));
+            roles.push(reason);
         }
         let chain = ClaimChain {
             known_mark,
             now_ms,
             links,
         };
-        Ok((chain, roles))
+        (chain, roles)
+    }
+
+    /// The row whose being live makes `browser` known to `account`.
+    fn known_mark(&self, account: &str, browser: &str) -> String {
+        self.label(json!(["signin-known-v1", account, browser]))
     }
 
     fn label(&self, value: serde_json::Value) -> String {

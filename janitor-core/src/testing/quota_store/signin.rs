@@ -219,12 +219,14 @@ fn guard(config: SignInConfig) -> SignInGuard {
     SignInGuard::new(label_key("signin"), config)
 }
 
+/// An attempt from `browser`, a browser that holds its cookie (`None`: a client with neither cookie nor payload).
 fn attempt<'a>(account: &'a str, network: &'a str, browser: Option<&'a str>) -> SignInAttempt<'a> {
     SignInAttempt {
         account,
         session: None,
         network: Some(network),
         network_quota_id: None,
+        cookie: browser,
         browser,
     }
 }
@@ -236,7 +238,7 @@ async fn fail<S: QuotaStore>(
     attempt: &SignInAttempt<'_>,
     now: i64,
 ) -> SignInDecision {
-    let decision = guard.begin(store, None, attempt, now).await.expect("begin");
+    let decision = guard.begin(store, attempt, None, now).await.expect("begin");
     if decision.verdict() == Verdict::Allow {
         guard
             .finish(store, &decision, false, now)
@@ -254,7 +256,7 @@ pub async fn a_known_browser_signs_in_while_unknown_browsers_are_locked(
     let guard = guard(SignInConfig::default());
     // Ada signs in once from her browser: it becomes known to her account.
     let ada = attempt("ada", "198.51.100.0/24", Some("v-ada"));
-    let first = guard.begin(store, None, &ada, T0).await.expect("begin");
+    let first = guard.begin(store, &ada, None, T0).await.expect("begin");
     assert_eq!(
         (first.verdict(), first.known_browser()),
         (Verdict::Allow, false)
@@ -267,18 +269,31 @@ pub async fn a_known_browser_signs_in_while_unknown_browsers_are_locked(
         assert_eq!(decision.verdict(), Verdict::Allow, "failure {i}");
     }
     let locked = guard
-        .begin(store, None, &attacker, T0 + 2_000)
+        .begin(store, &attacker, None, T0 + 2_000)
         .await
         .expect("begin");
     assert_eq!(locked.verdict(), Verdict::Challenge);
     assert_eq!(locked.reasons(), [SignInReason::LockedForUnknownBrowsers]);
     // The lock's window opened with Ada's first sign-in, from a browser then unknown, at T0.
     assert_eq!(locked.retry_after_secs(), Some(898));
+    // A client that copied her browser's payload (identified as her browser) but has no cookie is not known.
+    let copied = SignInAttempt {
+        cookie: None,
+        ..ada
+    };
+    let copy = guard
+        .begin(store, &copied, None, T0 + 2_000)
+        .await
+        .expect("begin");
+    assert_eq!(
+        (copy.verdict(), copy.known_browser()),
+        (Verdict::Challenge, false)
+    );
     // So is a new browser of anyone's.
     let stranger = attempt("ada", "192.0.2.0/24", Some("v-new"));
     assert_eq!(
         guard
-            .begin(store, None, &stranger, T0 + 2_000)
+            .begin(store, &stranger, None, T0 + 2_000)
             .await
             .unwrap()
             .verdict(),
@@ -287,7 +302,7 @@ pub async fn a_known_browser_signs_in_while_unknown_browsers_are_locked(
     // Ada's own browser is known and signs in, again and again.
     for i in 0..10 {
         let decision = guard
-            .begin(store, None, &ada, T0 + 3_000 + i)
+            .begin(store, &ada, None, T0 + 3_000 + i)
             .await
             .expect("begin");
         assert_eq!(
@@ -308,7 +323,7 @@ pub async fn a_known_browser_signs_in_while_unknown_browsers_are_locked(
         );
     }
     let own = guard
-        .begin(store, None, &ada, T0 + 5_000)
+        .begin(store, &ada, None, T0 + 5_000)
         .await
         .expect("begin");
     assert_eq!(
@@ -334,7 +349,7 @@ pub async fn concurrent_wrong_passwords_check_at_most_the_lock(
     let decisions = join_all(
         attempts
             .iter()
-            .map(|a| guard.begin(store, None, a, T0))
+            .map(|a| guard.begin(store, a, None, T0))
             .collect(),
     )
     .await;
@@ -355,7 +370,7 @@ pub async fn a_right_password_gives_its_slots_back_and_marks_the_browser(
     // Many right passwords from a new browser in a row never lock: each gives its slot back.
     for i in 0..2 {
         let decision = guard
-            .begin(store, None, &grace, T0 + i)
+            .begin(store, &grace, None, T0 + i)
             .await
             .expect("begin");
         assert_eq!(decision.verdict(), Verdict::Allow);
@@ -369,7 +384,7 @@ pub async fn a_right_password_gives_its_slots_back_and_marks_the_browser(
     let other = attempt("grace", "198.51.100.0/24", None);
     for i in 0..2 {
         let d = guard
-            .begin(store, None, &other, T0 + 10 + i)
+            .begin(store, &other, None, T0 + 10 + i)
             .await
             .expect("begin");
         guard
@@ -387,7 +402,7 @@ pub async fn a_right_password_gives_its_slots_back_and_marks_the_browser(
     );
     assert_eq!(
         guard
-            .begin(store, None, &other, T0 + 22)
+            .begin(store, &other, None, T0 + 22)
             .await
             .unwrap()
             .verdict(),
@@ -396,7 +411,7 @@ pub async fn a_right_password_gives_its_slots_back_and_marks_the_browser(
     // The known browser expires after the configured days.
     let days = i64::from(SignInConfig::default().known_browser_days());
     let later = guard
-        .begin(store, None, &grace, T0 + 1 + days * 86_400_000 + 1)
+        .begin(store, &grace, None, T0 + 1 + days * 86_400_000 + 1)
         .await
         .unwrap();
     assert!(!later.known_browser());
@@ -415,7 +430,7 @@ pub async fn failure_budgets_challenge_unknown_browsers_only(
         .unwrap();
     let guard = guard(config);
     let owner = attempt("owner", "203.0.113.0/24", Some("v-owner"));
-    let d = guard.begin(store, None, &owner, T0).await.unwrap();
+    let d = guard.begin(store, &owner, None, T0).await.unwrap();
     guard.finish(store, &d, true, T0).await.unwrap();
     // One network fails on three accounts, then its unknown browsers are challenged on a fourth.
     let accounts = ["a1", "a2", "a3"];
@@ -433,8 +448,8 @@ pub async fn failure_budgets_challenge_unknown_browsers_only(
     let fourth = guard
         .begin(
             store,
-            None,
             &attempt("a4", "203.0.113.0/24", Some("v-9")),
+            None,
             T0 + 2,
         )
         .await
@@ -447,8 +462,8 @@ pub async fn failure_budgets_challenge_unknown_browsers_only(
     let back = guard
         .begin(
             store,
-            None,
             &attempt("a4", "203.0.113.0/24", Some("v-9")),
+            None,
             T0 + 1 + 28_800_000,
         )
         .await
@@ -457,7 +472,7 @@ pub async fn failure_budgets_challenge_unknown_browsers_only(
     // A known browser on that network is not counted against it.
     assert_eq!(
         guard
-            .begin(store, None, &owner, T0 + 3)
+            .begin(store, &owner, None, T0 + 3)
             .await
             .unwrap()
             .verdict(),
@@ -475,7 +490,7 @@ pub async fn failure_budgets_challenge_unknown_browsers_only(
         );
     }
     let fifth = guard
-        .begin(store, None, &attempt("b9", "192.0.9.0/24", None), T0)
+        .begin(store, &attempt("b9", "192.0.9.0/24", None), None, T0)
         .await
         .unwrap();
     assert_eq!(fifth.reasons(), [SignInReason::BrowserFailures]);
@@ -484,7 +499,6 @@ pub async fn failure_budgets_challenge_unknown_browsers_only(
 /// Case: Quota denials deny with the time left, naming the counter.
 pub async fn quota_denials_deny_with_the_time_left(fresh: impl Fresh<(), Store: QuotaStore>) {
     let quotas = network_quotas(fresh.store(()).await, QuotaAlgorithm::Gcra);
-    let store = quotas.store();
     let guard = guard(SignInConfig::default());
     let key = label_key("signin");
     let network = network_label(
@@ -498,16 +512,13 @@ pub async fn quota_denials_deny_with_the_time_left(fresh: impl Fresh<(), Store: 
             ..attempt(account, "203.0.113.0/24", None)
         };
         let decision = guard
-            .begin(store, Some(&quotas), &attempt, T0)
+            .check_quotas(&quotas, &attempt, T0)
             .await
-            .expect("begin");
+            .expect("quotas");
         if i < 3 {
-            assert_eq!(decision.verdict(), Verdict::Allow, "attempt {i}");
-            guard
-                .finish(store, &decision, true, T0)
-                .await
-                .expect("finish");
+            assert_eq!(decision, None, "attempt {i}");
         } else {
+            let decision = decision.expect("the fourth is denied");
             assert_eq!(
                 (decision.verdict(), decision.reasons()),
                 (Verdict::Deny, &[SignInReason::NetworkQuota][..])
@@ -518,6 +529,23 @@ pub async fn quota_denials_deny_with_the_time_left(fresh: impl Fresh<(), Store: 
             assert_eq!((spent.quota, spent.window_secs), (3, 60));
         }
     }
+    // The account's own counter (2) stops a third attempt at one account from another network.
+    let elsewhere = network_label(
+        &key,
+        NetworkPrefixBits::default(),
+        "198.51.100.7".parse().unwrap(),
+    );
+    let ada = SignInAttempt {
+        network_quota_id: Some(&elsewhere),
+        ..attempt("ada", "198.51.100.0/24", None)
+    };
+    assert_eq!(guard.check_quotas(&quotas, &ada, T0).await.unwrap(), None);
+    let third = guard
+        .check_quotas(&quotas, &ada, T0)
+        .await
+        .unwrap()
+        .expect("denied");
+    assert_eq!(third.reasons(), [SignInReason::AccountQuota]);
 }
 
 /// Case: A dry run decides and counts but allows.
@@ -533,7 +561,7 @@ pub async fn a_dry_run_decides_and_counts_but_allows(fresh: impl Fresh<(), Store
     let attacker = attempt("ada", "203.0.113.0/24", None);
     fail(&guard, store, &attacker, T0).await;
     let decision = guard
-        .begin(store, None, &attacker, T0 + 1)
+        .begin(store, &attacker, None, T0 + 1)
         .await
         .expect("begin");
     assert!(decision.dry_run());
