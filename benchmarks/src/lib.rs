@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 pub mod accuracy;
 pub mod capacity;
 pub mod closed_loop;
+pub mod stuffing;
 
 /// Reads `--name value` pairs into `(name, value)`, refusing anything else.
 pub fn pairs(args: impl IntoIterator<Item = String>) -> Result<Vec<(String, String)>, String> {

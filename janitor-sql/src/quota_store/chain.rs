@@ -65,9 +65,21 @@ fn link_sql(out: &mut String, i: usize, p: usize, algorithm: QuotaAlgorithm, gat
     let _ = write!(
         out,
         ", c{i} AS (INSERT INTO protection_quotas AS q (id, used, reset_at) \
-         SELECT ${id}::text, 1, {fresh} FROM k WHERE {gate} \
+         SELECT ${id}::text, 1, {fresh} FROM k, w WHERE {gate} \
          ON CONFLICT (id) DO UPDATE SET {set} WHERE {allow} RETURNING 1)"
     );
+}
+
+/// Whether link `i` (its parameters from `$p`) has room, as the statement's snapshot reads it.
+fn room_sql(p: usize, algorithm: QuotaAlgorithm) -> String {
+    let (id, a, b, c) = (p, p + 1, p + 2, p + 3);
+    let full = match algorithm {
+        QuotaAlgorithm::FixedWindow => format!("reset_at > ${b}::bigint AND used >= ${c}::bigint"),
+        QuotaAlgorithm::Gcra => {
+            format!("GREATEST(reset_at, ${a}::bigint) + ${b}::bigint - ${a}::bigint > ${c}::bigint")
+        }
+    };
+    format!("NOT EXISTS (SELECT 1 FROM protection_quotas WHERE id = ${id}::text AND {full})")
 }
 
 fn condition(when: ClaimWhen) -> &'static str {
@@ -83,10 +95,26 @@ fn condition(when: ClaimWhen) -> &'static str {
 fn chain_sql(chain: &ClaimChain) -> String {
     let mut sql = String::from(
         "WITH k AS (SELECT EXISTS (SELECT 1 FROM protection_quotas \
-         WHERE id = $1::text AND reset_at > $2::bigint) AS known)",
+         WHERE id = $1::text AND reset_at > $2::bigint) AS known), w AS (SELECT true AS r",
     );
     for (i, link) in chain.links.iter().enumerate() {
+        let _ = write!(
+            sql,
+            ", {} AS r{i}",
+            room_sql(3 + 4 * i, link.claim.algorithm)
+        );
+    }
+    sql.push(')');
+    // All or nothing: every link that applies must have room before any is claimed.
+    let mut all_room = String::new();
+    if chain.all_or_nothing {
+        for (j, link) in chain.links.iter().enumerate() {
+            let _ = write!(all_room, " AND (NOT ({}) OR w.r{j})", condition(link.when));
+        }
+    }
+    for (i, link) in chain.links.iter().enumerate() {
         let mut gate = condition(link.when).to_owned();
+        gate.push_str(&all_room);
         for (j, before) in chain.links[..i].iter().enumerate() {
             let _ = write!(
                 gate,
@@ -102,7 +130,7 @@ fn chain_sql(chain: &ClaimChain) -> String {
         let _ = write!(
             sql,
             ", EXISTS (SELECT 1 FROM c{i}), \
-             (SELECT reset_at FROM protection_quotas WHERE id = ${id}::text)"
+             (SELECT reset_at FROM protection_quotas WHERE id = ${id}::text), (SELECT r{i} FROM w)"
         );
     }
     sql
@@ -128,20 +156,33 @@ pub(super) async fn claim(
     let known: bool = row.try_get(0).map_err(read)?;
     let mut written = Vec::with_capacity(chain.links.len());
     for i in 0..chain.links.len() {
-        let wrote: bool = row.try_get(1 + 2 * i).map_err(read)?;
-        let reset_at: Option<i64> = row.try_get(2 + 2 * i).map_err(read)?;
-        written.push((wrote, reset_at));
+        let wrote: bool = row.try_get(1 + 3 * i).map_err(read)?;
+        let reset_at: Option<i64> = row.try_get(2 + 3 * i).map_err(read)?;
+        let room: bool = row.try_get(3 + 3 * i).map_err(read)?;
+        written.push((wrote, reset_at, room));
     }
-    Ok(ChainOutcome::from_claims(chain, known, |i, claim| {
-        let (wrote, reset_at) = written[i];
-        if wrote {
+    // All or nothing and a link without room: nothing was claimed; that link is the denial.
+    let full = chain.all_or_nothing.then(|| {
+        chain
+            .links
+            .iter()
+            .zip(&written)
+            .position(|(link, (_, _, room))| link.applies(known) && !room)
+    });
+    let outcome = ChainOutcome::from_claims(chain, known, |i, claim| {
+        let (wrote, reset_at, _) = written[i];
+        if wrote || full.flatten().is_some_and(|f| f != i) {
             ClaimOutcome::Allowed
         } else {
             ClaimOutcome::Denied {
                 reset_at: denied_reset(claim, reset_at),
             }
         }
-    }))
+    });
+    Ok(match full.flatten() {
+        Some(_) => outcome.only_denied(),
+        None => outcome,
+    })
 }
 
 /// When a denied link's next claim fits, from its row as the statement's snapshot saw it.
@@ -207,6 +248,7 @@ mod tests {
             when,
         };
         let chain = ClaimChain {
+            all_or_nothing: false,
             known_mark: None,
             now_ms: 0,
             links: vec![
@@ -218,7 +260,7 @@ mod tests {
         let sql = chain_sql(&chain);
         assert!(
             sql.contains(
-                "FROM k WHERE NOT k.known AND (NOT (true) OR EXISTS (SELECT 1 FROM c0)) \
+                "FROM k, w WHERE NOT k.known AND (NOT (true) OR EXISTS (SELECT 1 FROM c0)) \
              AND (NOT (k.known) OR EXISTS (SELECT 1 FROM c1))"
             ),
             "{sql}"

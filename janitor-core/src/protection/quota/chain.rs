@@ -24,8 +24,13 @@ pub struct ChainLink {
     pub when: ClaimWhen,
 }
 
-/// Counters claimed in order in one step, stopping at the first denial (the links before it stay counted, as
-/// the contract's quotas do). Link ids are distinct.
+/// Counters claimed in order in one step, stopping at the first denial. Link ids are distinct.
+///
+/// In order ([`all_or_nothing`](Self::all_or_nothing) false), the links before a denial stay counted, as the
+/// contract's quotas count. All or nothing, a chain claims its links only when every one that applies has
+/// room, so an attempt stopped by one counter is not counted by the others: exact on the memory store; on
+/// PostgreSQL the room is read from the statement's snapshot before the claims, so only two chains racing for
+/// the last slot of the same counter can leave one of them counted by its other links.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimChain {
     /// The row whose being live (`reset_at > now_ms`) makes the browser known; `None`: unknown.
@@ -34,6 +39,8 @@ pub struct ClaimChain {
     pub now_ms: i64,
     /// The counters, in order.
     pub links: Vec<ChainLink>,
+    /// Whether a denial leaves the other links uncounted.
+    pub all_or_nothing: bool,
 }
 
 /// What happened to one link.
@@ -86,6 +93,19 @@ impl ChainOutcome {
             })
             .collect();
         ChainOutcome { known, links }
+    }
+}
+
+impl ChainOutcome {
+    /// The same outcome with every link but the denied one skipped: what an all-or-nothing chain that met a
+    /// full counter claimed.
+    pub fn only_denied(mut self) -> ChainOutcome {
+        for link in &mut self.links {
+            if *link == LinkOutcome::Allowed {
+                *link = LinkOutcome::Skipped;
+            }
+        }
+        self
     }
 }
 

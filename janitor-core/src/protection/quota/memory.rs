@@ -91,6 +91,32 @@ impl QuotaStore for MemoryQuotaStore {
             .as_ref()
             .and_then(|mark| inner.rows.get(mark))
             .is_some_and(|row| row.reset_at > chain.now_ms);
+        if chain.all_or_nothing {
+            // Every link that applies must have room before any is claimed.
+            let full = chain.links.iter().find_map(|link| {
+                let row = inner.rows.get(&link.claim.id).copied();
+                let claim = &link.claim;
+                let room = claim_row(
+                    claim.algorithm,
+                    row,
+                    claim.limit,
+                    claim.window_start,
+                    claim.window_ms,
+                );
+                (link.applies(known) && room.is_err()).then_some(link.claim.id.as_str())
+            });
+            if let Some(full) = full {
+                return Ok(ChainOutcome::from_claims(chain, known, |_, claim| {
+                    if claim.id == full {
+                        inner.claim(claim)
+                    } else {
+                        // Not claimed: the outcome reads it as allowed only to reach the full one.
+                        ClaimOutcome::Allowed
+                    }
+                })
+                .only_denied());
+            }
+        }
         Ok(ChainOutcome::from_claims(chain, known, |_, claim| {
             inner.claim(claim)
         }))

@@ -313,6 +313,7 @@ impl<S: QuotaStore> RequestQuotas<S> {
             // same stop at the first denial as one claim after another.
             _ => {
                 let chain = ClaimChain {
+                    all_or_nothing: false,
                     known_mark: None,
                     now_ms,
                     links: claims

@@ -15,7 +15,7 @@ pub const BROWSER_FAILURES: Limit<u32> = Limit::new("browser_failures", 10, 1, 1
 /// on the site's size).
 pub const SITE_FAILURES: Limit<u32> = Limit::new("site_failures", 100, 1, 100_000_000);
 /// The window the three failure budgets spread their limits over (default one day; GCRA, so a spent budget
-/// comes back one failure at a time).
+/// comes back one failure at a time). Each budget also has a long tier: three windows' worth over thirty.
 pub const FAILURE_WINDOW_MS: Limit<i64> =
     Limit::new("failure_window_ms", 86_400_000, 60_000, 2_592_000_000);
 /// Days a browser stays known to an account after its last successful sign-in (default 90).

@@ -6,8 +6,8 @@
 //! anything else is spent on the attempt. A second, after the browser is identified, claims: for a browser that signed in to the account before (a *known* one: it
 //! presents the cookie of that sign-in), its own failure slot for the account (`Deny` when spent), and for any
 //! other browser the account's lock for unknown browsers and the failure budgets of the browser, its network
-//! and the site ([`Verdict::Challenge`] when one is spent). As with the contract's quotas, the counters before
-//! the one that stops an attempt have counted it. Claiming before the check is what makes it atomic: however many attempts race, no more
+//! and the site ([`Verdict::Challenge`] when one is spent). These are claimed all or nothing: an attempt one of
+//! them stops is counted by none. Claiming before the check is what makes it atomic: however many attempts race, no more
 //! passwords are checked than the slots allow. A right password gives its slots back and marks the browser
 //! known; a wrong one leaves them taken, which is the failure counted.
 //!
@@ -35,6 +35,11 @@ pub use config::{
 pub use decision::{SignInDecision, SignInReason, SpentLimit, Verdict};
 
 const DAY_MS: i64 = 86_400_000;
+/// The long tier of each failure budget spans this many failure windows (30 days by default)...
+pub const LONG_TIER_WINDOWS: i64 = 30;
+/// ...and allows this many windows' worth of the budget's limit in that span: over a month, a tenth of the
+/// daily rate.
+pub const LONG_TIER_WINDOWS_OF_LIMIT: u32 = 3;
 
 /// One sign-in attempt, as server code knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,34 +206,38 @@ impl SignInGuard {
         let mut roles = Vec::new();
         let config = &self.config;
         let account = attempt.account;
-        let failure = |id: String, limit: u32| QuotaClaim {
+        let failure = |id: String, limit: u32, windows: i64| QuotaClaim {
             id,
             limit,
             window_start: now_ms,
-            window_ms: config.failure_window_ms,
+            window_ms: config.failure_window_ms * windows,
             algorithm: QuotaAlgorithm::Gcra,
         };
         let lock =
             |id: String| QuotaClaim::fixed(id, config.lock_failures, now_ms, config.lock_window_ms);
-        // The account's lock first: attempts at a locked account (lockout abuse, a script that keeps guessing)
-        // are stopped there without spending the budgets their network and browser share with honest users.
+        // The account's lock first: an attempt at a locked account names that reason, the most specific.
         let mut unknown = Vec::new();
         let account_lock = self.label(json!(["signin-lock-v1", account]));
         unknown.push((lock(account_lock), SignInReason::LockedForUnknownBrowsers));
-        if let Some(limit) = config.browser_failures {
-            // Every client without a payload or cookie is one browser: a script that leaves them out shares a
-            // budget with every other such script.
-            let browser = attempt.browser.or(attempt.cookie).unwrap_or("");
-            let id = self.label(json!(["signin-browser-v1", browser]));
-            unknown.push((failure(id, limit), SignInReason::BrowserFailures));
-        }
-        if let (Some(limit), Some(network)) = (config.network_failures, attempt.network) {
-            let id = self.label(json!(["signin-network-v1", network]));
-            unknown.push((failure(id, limit), SignInReason::NetworkFailures));
-        }
-        if let Some(limit) = config.site_failures {
-            let id = self.label(json!(["signin-site-v1"]));
-            unknown.push((failure(id, limit), SignInReason::SiteFailures));
+        // Every client without a payload or cookie is one browser: a script that leaves them out shares a
+        // budget with every other such script.
+        let browser = attempt.browser.or(attempt.cookie).unwrap_or("");
+        let budgets = [
+            (config.browser_failures, "signin-browser-v1", Some(browser), SignInReason::BrowserFailures),
+            (config.network_failures, "signin-network-v1", attempt.network, SignInReason::NetworkFailures),
+            (config.site_failures, "signin-site-v1", Some(""), SignInReason::SiteFailures),
+        ];
+        for (limit, kind, key, reason) in budgets {
+            let (Some(limit), Some(key)) = (limit, key) else {
+                continue;
+            };
+            // Two tiers: a window's worth at once, and over the long run a tenth of that rate. A person has a
+            // bad day; a script that comes back every day for a month is not a person.
+            let short = self.label(json!([kind, key]));
+            let long = self.label(json!([kind, key, "long"]));
+            unknown.push((failure(short, limit, 1), reason));
+            let long_limit = limit.saturating_mul(LONG_TIER_WINDOWS_OF_LIMIT);
+            unknown.push((failure(long, long_limit, LONG_TIER_WINDOWS), reason));
         }
         let known_mark = attempt
             .cookie
@@ -248,7 +257,10 @@ impl SignInGuard {
             });
             roles.push(reason);
         }
+        // All or nothing: an attempt one counter stops is not counted by the others (a bot that waits on its
+        // browser's budget and retries must not lock the account it keeps trying for its owner's new browsers).
         let chain = ClaimChain {
+            all_or_nothing: true,
             known_mark,
             now_ms,
             links,

@@ -148,6 +148,7 @@ pub async fn a_chain_claims_in_order_and_stops_at_the_first_denial(
         when,
     };
     let chain = |mark: Option<&str>| ClaimChain {
+        all_or_nothing: false,
         known_mark: mark.map(str::to_owned),
         now_ms: T0,
         links: vec![
@@ -206,6 +207,31 @@ pub async fn a_chain_claims_in_order_and_stops_at_the_first_denial(
         .expect("chain");
     assert!(known.known);
     assert_eq!(known.links, [Allowed, Skipped]);
+    // All or nothing: a full link stops the chain and the links that had room are not counted.
+    let atomic = ClaimChain {
+        all_or_nothing: true,
+        links: vec![
+            link("spare", 1, ClaimWhen::Always),
+            link("unknown", 1, ClaimWhen::Unknown),
+        ],
+        ..chain(None)
+    };
+    let stopped = store.claim_chain(&atomic).await.expect("chain");
+    assert_eq!(
+        stopped.links,
+        [
+            Skipped,
+            Denied {
+                reset_at: Some(T0 + 60_000)
+            }
+        ]
+    );
+    let spare = QuotaClaim::fixed("spare".into(), 1, T0, 60_000);
+    assert_eq!(
+        store.claim(&spare).await.unwrap(),
+        ClaimOutcome::Allowed,
+        "spare was not counted"
+    );
     // The mark is live only until its time.
     let later = ClaimChain {
         now_ms: T0 + 1,
