@@ -1,7 +1,9 @@
 //! `cargo xtask guide`: builds the application of janitor-axum's guide ("Add Janitor to your axum app") as a
 //! reader would — its visible code, copied into a crate of its own outside the workspace — runs its tests, then
 //! serves it on the memory stores and on PostgreSQL and walks through what the guide promises: a sign-in, a
-//! lockout, a 429 without a payload, a 403 cross-site and an erasure that keeps another account's evidence.
+//! lock that challenges unknown browsers (403 with `challenge` and `Retry-After`, the locked account's erasure
+//! too) while the owner's browser still signs in, a 429 without a payload, a 403 cross-site and an erasure that
+//! keeps another account's evidence.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -21,9 +23,9 @@ const DEPENDENCY: &str = "janitor-axum = \"0.1\"";
 pub const DEV_DEBUG: &str = "line-tables-only";
 /// How long the application may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// The account quota the walk-through runs with: dave's five failures, his locked erasure and his locked sign-in
-/// fit, the next one is refused.
-const ACCOUNT_QUOTA: u32 = 7;
+/// The account quota the walk-through runs with: dave's sign-in, his five failures, his locked erasure and
+/// sign-in and his own browser's sign-in fit, the next one is refused.
+const ACCOUNT_QUOTA: u32 = 9;
 
 /// The files of the guide's application.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -402,7 +404,7 @@ fn expect(ok: bool, what: &str) -> Result<(), String> {
     }
 }
 
-/// Serves the application and walks through the guide's promises; prints one line per step. `said` are lines
+/// Serves the application and walks through the guide's promises; prints one line per store. `said` are lines
 /// its log must hold by the end: what the library says at start reaches the operator only through the
 /// subscriber the guide's `main` installs.
 fn walk(stores: &str, binary: &Path, extra: &[(&str, &str)], said: &[&str]) -> Result<(), String> {
@@ -412,91 +414,19 @@ fn walk(stores: &str, binary: &Path, extra: &[(&str, &str)], said: &[&str]) -> R
         stores.to_lowercase()
     ));
     let served = serve(binary, extra, log)?;
-    let at = served.address;
-    let payload =
-        r#"{"signals":{"userAgent":"Mozilla/5.0 Chrome/131.0","timezone":"Europe/Paris"}}"#;
-    let login = |user: &str, password: &str, visitor: bool, headers: &[String]| {
-        let visitor = if visitor {
-            format!(r#","visitor":{payload}"#)
-        } else {
-            String::new()
-        };
-        let body = format!(r#"{{"username":"{user}","password":"{password}"{visitor}}}"#);
-        send(at, "POST", "/login", &body, headers)
+    let walker = Walker {
+        at: served.address,
+        stores,
     };
-    let fail = |step: &str, answer: &Answer| {
-        format!("{stores}: {step}: {} {}", answer.status, answer.body)
-    };
-
-    let ada = login("ada", "correct horse battery staple", true, &[])?;
-    let cookie = ada
-        .header("set-cookie")
-        .and_then(|c| c.split(';').next())
-        .map(|c| format!("Cookie: {c}"))
-        .ok_or_else(|| fail("a sign-in with a payload sets no cookie", &ada))?;
-    expect(ada.status == 200, &fail("ada's sign-in", &ada))?;
-    // The guide's command runs in development mode with a cookie a browser keeps on plain HTTP.
-    let secure = ada.header("set-cookie").is_some_and(|c| {
-        c.split(';')
-            .any(|attribute| attribute.trim().eq_ignore_ascii_case("secure"))
-    });
-    expect(
-        !secure,
-        &fail("the guide's command sets a Secure cookie", &ada),
-    )?;
-    for attempt in 1..=5 {
-        let failed = login("dave", "guess", true, std::slice::from_ref(&cookie))?;
-        expect(
-            failed.status == 401,
-            &fail(&format!("dave's failure {attempt}"), &failed),
-        )?;
-    }
-    let cross = login(
-        "ada",
-        "correct horse battery staple",
-        false,
-        &["Origin: https://attacker.example".into()],
-    )?;
-    expect(cross.status == 403, &fail("a cross-site sign-in", &cross))?;
-    let erase = r#"{"username":"ada","password":"correct horse battery staple"}"#;
-    let erased = send(
-        at,
-        "POST",
-        "/account/erase",
-        erase,
-        std::slice::from_ref(&cookie),
-    )?;
-    let cleared = erased
-        .header("set-cookie")
-        .is_some_and(|c| c.starts_with("__visitor=;"));
-    expect(
-        erased.status == 200 && cleared,
-        &fail("ada's erasure", &erased),
-    )?;
-    // Erasure checks a password too: under the same lock (and "Dave" is dave), never a way around it.
-    let dave = r#"{"username":"Dave","password":"dave's passphrase"}"#;
-    let oracle = send(at, "POST", "/account/erase", dave, &[])?;
-    let held = oracle.status == 429 && oracle.header("retry-after").is_none();
-    expect(held, &fail("dave's erasure while he is locked", &oracle))?;
-    let locked = login("dave", "dave's passphrase", false, &[])?;
-    let by_route = locked.status == 429 && locked.header("retry-after").is_none();
-    expect(
-        by_route,
-        &fail("dave is still locked after ada's erasure", &locked),
-    )?;
-    let spent = login("dave", "x", false, &[])?;
-    let by_quota = spent.status == 429 && spent.header("retry-after").is_some();
-    expect(
-        by_quota,
-        &fail("dave's quota refuses a sign-in without a payload", &spent),
-    )?;
-    let metrics = send(at, "GET", "/metrics", "", &[])?;
+    let cookies = walker.sign_ins()?;
+    let retry_after = walker.locked(&cookies)?;
+    let metrics = walker.request("GET", "/metrics", "", &[])?;
     let counted = metrics
         .body
         .contains("janitor_refusals_total{reason=\"cross_origin\"} 1");
     expect(
         counted,
-        &fail("/metrics counts the cross-site refusal", &metrics),
+        &walker.fail("/metrics counts the cross-site refusal", &metrics),
     )?;
     let log = served.log();
     if let Some(missing) = said.iter().find(|line| !log.contains(*line)) {
@@ -505,11 +435,148 @@ fn walk(stores: &str, binary: &Path, extra: &[(&str, &str)], said: &[&str]) -> R
         ));
     }
     println!(
-        "guide on {stores}: sign-in 200, five failures 401, cross-site 403, erasure 200 (cookie cleared), \
-         the locked account's erasure 429, the other account still locked (429), its quota spent without a payload (429, Retry-After {})",
-        spent.header("retry-after").unwrap_or("?")
+        "guide on {stores}: sign-ins 200, five failures 401, cross-site 403, erasure 200 (cookie cleared), \
+         the locked account's erasure and sign-in 403 (challenge), its owner's browser 200, its quota spent \
+         without a payload (429, Retry-After {retry_after})"
     );
     Ok(())
+}
+
+/// Ada's browser's payload.
+const ADAS_BROWSER: &str =
+    r#"{"signals":{"userAgent":"Mozilla/5.0 Chrome/131.0","timezone":"Europe/Paris"}}"#;
+/// Dave's browser's payload: another browser than ada's.
+const DAVES_BROWSER: &str =
+    r#"{"signals":{"userAgent":"Mozilla/5.0 Firefox/133.0","timezone":"Europe/Oslo"}}"#;
+
+/// The `Cookie:` lines of the browsers that signed in.
+struct Cookies {
+    ada: String,
+    dave: String,
+}
+
+/// The walk-through's requests to the served application.
+struct Walker<'a> {
+    at: SocketAddr,
+    stores: &'a str,
+}
+
+impl Walker<'_> {
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: &str,
+        headers: &[String],
+    ) -> Result<Answer, String> {
+        send(self.at, method, path, body, headers)
+    }
+
+    /// A sign-in form, with the browser's payload when given.
+    fn login(
+        &self,
+        user: &str,
+        password: &str,
+        browser: Option<&str>,
+        headers: &[String],
+    ) -> Result<Answer, String> {
+        let visitor = browser.map_or_else(String::new, |p| format!(r#","visitor":{p}"#));
+        let body = format!(r#"{{"username":"{user}","password":"{password}"{visitor}}}"#);
+        self.request("POST", "/login", &body, headers)
+    }
+
+    fn erase(&self, user: &str, password: &str, headers: &[String]) -> Result<Answer, String> {
+        let body = format!(r#"{{"username":"{user}","password":"{password}"}}"#);
+        self.request("POST", "/account/erase", &body, headers)
+    }
+
+    fn fail(&self, step: &str, answer: &Answer) -> String {
+        format!("{}: {step}: {} {}", self.stores, answer.status, answer.body)
+    }
+
+    /// A successful sign-in from a browser: its `Cookie:` line.
+    fn signed_in(&self, user: &str, password: &str, browser: &str) -> Result<String, String> {
+        let answer = self.login(user, password, Some(browser), &[])?;
+        let step = format!("{user}'s sign-in");
+        expect(answer.status == 200, &self.fail(&step, &answer))?;
+        // The guide's command runs in development mode with a cookie a browser keeps on plain HTTP.
+        let set = answer.header("set-cookie").unwrap_or_default();
+        let secure = set
+            .split(';')
+            .any(|attribute| attribute.trim().eq_ignore_ascii_case("secure"));
+        expect(
+            !secure,
+            &self.fail("the guide's command sets a Secure cookie", &answer),
+        )?;
+        set.split(';')
+            .next()
+            .filter(|c| c.starts_with("__visitor="))
+            .map(|c| format!("Cookie: {c}"))
+            .ok_or_else(|| self.fail("a sign-in with a payload sets no cookie", &answer))
+    }
+
+    /// Ada and dave sign in from their browsers, dave's account fails five times from ada's (which his account
+    /// does not know), and another site's page is refused.
+    fn sign_ins(&self) -> Result<Cookies, String> {
+        let ada = self.signed_in("ada", "correct horse battery staple", ADAS_BROWSER)?;
+        let dave = self.signed_in("dave", "dave's passphrase", DAVES_BROWSER)?;
+        for attempt in 1..=5 {
+            let failed = self.login(
+                "dave",
+                "guess",
+                Some(ADAS_BROWSER),
+                std::slice::from_ref(&ada),
+            )?;
+            let step = format!("dave's failure {attempt}");
+            expect(failed.status == 401, &self.fail(&step, &failed))?;
+        }
+        let origin = ["Origin: https://attacker.example".to_owned()];
+        let cross = self.login("ada", "correct horse battery staple", None, &origin)?;
+        let refused = cross.status == 403 && !cross.body.contains("challenge");
+        expect(refused, &self.fail("a cross-site sign-in", &cross))?;
+        Ok(Cookies { ada, dave })
+    }
+
+    /// Ada erases her account; dave's account stays locked for unknown browsers (its erasure too) but not for
+    /// his own; then his quota refuses a client without a payload. The quota's Retry-After.
+    fn locked(&self, cookies: &Cookies) -> Result<String, String> {
+        let ada = std::slice::from_ref(&cookies.ada);
+        let erased = self.erase("ada", "correct horse battery staple", ada)?;
+        let cleared = erased
+            .header("set-cookie")
+            .is_some_and(|c| c.starts_with("__visitor=;"));
+        expect(
+            erased.status == 200 && cleared,
+            &self.fail("ada's erasure", &erased),
+        )?;
+        // Erasure checks a password too: through the same defence (and "Dave" is dave), never a way around it.
+        let oracle = self.erase("Dave", "dave's passphrase", &[])?;
+        let step = "dave's erasure while he is locked";
+        expect(challenged(&oracle), &self.fail(step, &oracle))?;
+        let locked = self.login("dave", "dave's passphrase", None, &[])?;
+        let step = "dave is still locked after ada's erasure";
+        expect(challenged(&locked), &self.fail(step, &locked))?;
+        let dave = std::slice::from_ref(&cookies.dave);
+        let own = self.login("dave", "dave's passphrase", Some(DAVES_BROWSER), dave)?;
+        let known = own.status == 200 && own.body.contains(r#""knownBrowser":true"#);
+        expect(known, &self.fail("dave's own browser signs in", &own))?;
+        let spent = self.login("dave", "x", None, &[])?;
+        let step = "dave's quota refuses a sign-in without a payload";
+        let retry_after = spent.header("retry-after").filter(|_| spent.status == 429);
+        retry_after
+            .map(str::to_owned)
+            .ok_or_else(|| self.fail(step, &spent))
+    }
+}
+
+/// A refusal that asks for a second factor because the account is locked for the browser that asked: 403, a
+/// `challenge` body with its reason, and when the lock ends.
+fn challenged(answer: &Answer) -> bool {
+    let body: serde_json::Value = serde_json::from_str(&answer.body).unwrap_or_default();
+    answer.status == 403
+        && body["challenge"] == true
+        && body["reasons"] == serde_json::json!(["locked_for_unknown_browsers"])
+        && answer.header("retry-after").is_some()
 }
 
 /// Drops the walk-through's schema.

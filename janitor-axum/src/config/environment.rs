@@ -455,4 +455,184 @@ mod tests {
         let err = file(serde_json::json!({"shards": 2})).unwrap_err();
         assert!(err.to_string().contains("no quota counter set"), "{err}");
     }
+
+    /// What a bounded variable's value reads as in the built configuration.
+    type Shown = fn(&JanitorConfig) -> Option<i64>;
+
+    /// The network-quota and sign-in variables that take a number, their ranges (as documented, not read from
+    /// the limits, so that a limit that drifts from its documentation fails here), and where the built
+    /// configuration shows the value.
+    fn bounded() -> [(&'static str, i64, i64, Shown); 10] {
+        fn quota_config(config: &JanitorConfig) -> &quota::QuotaConfig {
+            config.quotas().expect("quotas on")
+        }
+        fn signin_config(config: &JanitorConfig) -> &signin::SignInConfig {
+            config.signin()
+        }
+        [
+            ("JANITOR_QUOTA_NETWORK", 1, 1_000_000, |c| {
+                quota_config(c).network().map(i64::from)
+            }),
+            ("JANITOR_QUOTA_NETWORK_IPV4_PREFIX", 8, 32, |c| {
+                Some(quota_config(c).network_prefix().ipv4().into())
+            }),
+            ("JANITOR_QUOTA_NETWORK_IPV6_PREFIX", 16, 128, |c| {
+                Some(quota_config(c).network_prefix().ipv6().into())
+            }),
+            ("JANITOR_SIGNIN_LOCK_FAILURES", 1, 100, |c| {
+                Some(signin_config(c).lock_failures().into())
+            }),
+            ("JANITOR_SIGNIN_LOCK_WINDOW_MS", 60_000, 86_400_000, |c| {
+                Some(signin_config(c).lock_window_ms())
+            }),
+            ("JANITOR_SIGNIN_NETWORK_FAILURES", 1, 1_000_000, |c| {
+                signin_config(c).network_failures().map(i64::from)
+            }),
+            ("JANITOR_SIGNIN_BROWSER_FAILURES", 1, 1_000_000, |c| {
+                signin_config(c).browser_failures().map(i64::from)
+            }),
+            ("JANITOR_SIGNIN_SITE_FAILURES", 1, 100_000_000, |c| {
+                signin_config(c).site_failures().map(i64::from)
+            }),
+            (
+                "JANITOR_SIGNIN_FAILURE_WINDOW_MS",
+                60_000,
+                2_592_000_000,
+                |c| Some(signin_config(c).failure_window_ms()),
+            ),
+            ("JANITOR_SIGNIN_KNOWN_BROWSER_DAYS", 1, 400, |c| {
+                Some(signin_config(c).known_browser_days().into())
+            }),
+        ]
+    }
+
+    /// The configuration of a secret, the account quota (so that the variables that only shape the quotas have
+    /// a counter to shape) and `name=value`.
+    fn with(name: &str, value: &str) -> Result<JanitorConfig, JanitorConfigError> {
+        let env = EnvSource::from_pairs([
+            ("JANITOR_SECRET", SECRET),
+            ("JANITOR_QUOTA_ACCOUNT", "5"),
+            (name, value),
+        ]);
+        JanitorSettings::from_env(&env).and_then(JanitorSettings::build)
+    }
+
+    /// `name=value` is refused by the reading of the variables, with an error that names `name`.
+    #[track_caller]
+    fn refused_naming(name: &str, value: &str) {
+        match with(name, value) {
+            Err(JanitorConfigError::Environment(error)) => {
+                assert_eq!(error.variable, name, "{name}={value}: {error}");
+                assert!(error.to_string().starts_with(name), "{error}");
+            }
+            other => panic!("{name}={value} should be refused naming it: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_bound_of_the_sign_in_and_network_variables_is_checked_and_reaches_the_config() {
+        for (name, min, max, shown) in bounded() {
+            for accepted in [min, max] {
+                let config = with(name, &accepted.to_string())
+                    .unwrap_or_else(|e| panic!("{name}={accepted}: {e}"));
+                assert_eq!(shown(&config), Some(accepted), "{name}={accepted}");
+            }
+            for outside in [min - 1, max + 1] {
+                refused_naming(name, &outside.to_string());
+            }
+            refused_naming(name, "many");
+        }
+        for algorithm in [QuotaAlgorithm::Gcra, QuotaAlgorithm::FixedWindow] {
+            let config = with("JANITOR_QUOTA_NETWORK_ALGORITHM", algorithm.as_str()).unwrap();
+            assert_eq!(config.quotas().unwrap().network_algorithm(), algorithm);
+        }
+        refused_naming("JANITOR_QUOTA_NETWORK_ALGORITHM", "leaky_bucket");
+        let dry_run = with("JANITOR_SIGNIN_DRY_RUN", "true").unwrap();
+        assert!(dry_run.signin().dry_run());
+        refused_naming("JANITOR_SIGNIN_DRY_RUN", "maybe");
+        let headers = with("JANITOR_RATE_LIMIT_HEADERS", "true").unwrap();
+        assert!(headers.rate_limit_headers());
+        refused_naming("JANITOR_RATE_LIMIT_HEADERS", "maybe");
+        // Unset (only the secret and the account quota), each is the default.
+        let defaults = with("JANITOR_QUOTA_ACCOUNT", "5").unwrap();
+        assert_eq!(*defaults.signin(), signin::SignInConfig::default());
+        assert_eq!(defaults.quotas().unwrap().network(), None);
+        assert!(!defaults.rate_limit_headers());
+    }
+
+    #[test]
+    fn a_settings_file_reaches_the_same_sign_in_and_network_options() {
+        let file = serde_json::json!({
+            "secret": SECRET,
+            "quotas": {"network": 3},
+            "signin": {
+                "lock_failures": 3,
+                "lock_window_ms": 120_000,
+                "network_failures": 7,
+                "browser_failures": 4,
+                "site_failures": 1_000,
+                "failure_window_ms": 3_600_000,
+                "known_browser_days": 30,
+                "dry_run": true
+            },
+            "rate_limit_headers": true
+        });
+        let settings: JanitorSettings = serde_json::from_value(file).unwrap();
+        let config = settings.build().unwrap();
+        let quotas = config.quotas().expect("quotas on");
+        assert_eq!(
+            (quotas.network(), quotas.global(), quotas.account()),
+            (Some(3), None, None),
+            "only the network counter was named"
+        );
+        let s = config.signin();
+        assert_eq!((s.lock_failures(), s.lock_window_ms()), (3, 120_000));
+        assert_eq!(
+            (
+                s.network_failures(),
+                s.browser_failures(),
+                s.site_failures()
+            ),
+            (Some(7), Some(4), Some(1_000))
+        );
+        assert_eq!(
+            (s.failure_window_ms(), s.known_browser_days()),
+            (3_600_000, 30)
+        );
+        assert!(s.dry_run() && config.rate_limit_headers());
+        // The variables of the same values give the same options.
+        let env = EnvSource::from_pairs([
+            ("JANITOR_SECRET", SECRET),
+            ("JANITOR_QUOTA_NETWORK", "3"),
+            ("JANITOR_SIGNIN_LOCK_FAILURES", "3"),
+            ("JANITOR_SIGNIN_LOCK_WINDOW_MS", "120000"),
+            ("JANITOR_SIGNIN_NETWORK_FAILURES", "7"),
+            ("JANITOR_SIGNIN_BROWSER_FAILURES", "4"),
+            ("JANITOR_SIGNIN_SITE_FAILURES", "1000"),
+            ("JANITOR_SIGNIN_FAILURE_WINDOW_MS", "3600000"),
+            ("JANITOR_SIGNIN_KNOWN_BROWSER_DAYS", "30"),
+            ("JANITOR_SIGNIN_DRY_RUN", "true"),
+            ("JANITOR_RATE_LIMIT_HEADERS", "true"),
+        ]);
+        let from_env = JanitorSettings::from_env(&env).unwrap().build().unwrap();
+        assert_eq!(from_env.signin(), config.signin());
+        assert_eq!(from_env.quotas(), config.quotas());
+        assert!(from_env.rate_limit_headers());
+    }
+
+    #[test]
+    fn a_settings_file_refuses_an_unknown_sign_in_key_and_a_value_out_of_range() {
+        let unknown = serde_json::from_value::<JanitorSettings>(
+            serde_json::json!({"signin": {"lock_failure": 3}}),
+        );
+        let err = unknown.unwrap_err().to_string();
+        assert!(err.contains("unknown field `lock_failure`"), "{err}");
+        let file = serde_json::json!({"secret": SECRET, "signin": {"lock_failures": 101}});
+        let settings: JanitorSettings = serde_json::from_value(file).unwrap();
+        let err = settings.build().unwrap_err().to_string();
+        assert!(
+            err.contains("lock_failures") && err.contains("from 1 to 100"),
+            "{err}"
+        );
+    }
 }
