@@ -16,5 +16,6 @@ pub mod guide;
 pub mod newest;
 pub mod provision;
 pub mod scratch;
+pub mod stuffing;
 pub mod tables;
 pub mod test;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use xtask::conformance::{check_file, Report};
-use xtask::{accuracy, capacity, docker, guide, newest, tables, test};
+use xtask::{accuracy, capacity, docker, guide, newest, stuffing, tables, test};
 
 mod fuzz;
 
@@ -16,6 +16,9 @@ const USAGE: &str = "usage: cargo xtask test
        cargo xtask benchmark-capacity [--docker [--no-cpu-limits]]
        cargo xtask benchmark-accuracy LOG[.gz] [--policy reference|precise] [--scenario lost|partial]
            [--signals payload|network|extended|network+extended] [--json OUT]
+       cargo xtask benchmark-stuffing [LOG[.gz]] [--accounts N] [--days N] [--stores memory,postgres]
+           [--scenarios one_network,botnet,spraying,lockout_abuse,replaying_bots] [--json OUT]
+           (the sign-in defence against credential stuffing; without LOG, the full 10,000-account run)
        cargo xtask benchmark-security | benchmark-lookup | benchmark-connections | benchmark-throughput | seed
        cargo xtask benchmark-replica   (the cookieless lookup on a hot standby against the primary alone)
        cargo xtask benchmark-growth    (evidence at 10,000,000 events: bytes, cleanup, vacuum)
@@ -60,6 +63,10 @@ fn main() -> ExitCode {
         Some("benchmark-accuracy") => report(
             "benchmark-accuracy",
             accuracy::run(&args.collect::<Vec<String>>()),
+        ),
+        Some("benchmark-stuffing") => report(
+            "benchmark-stuffing",
+            stuffing::run(&args.collect::<Vec<String>>()),
         ),
         Some("soak") => match capacity::soak_args(&args.collect::<Vec<String>>()) {
             Ok(flags) => report("soak", capacity::soak(&flags)),

@@ -6,13 +6,14 @@
 
 use std::time::Instant;
 
-use janitor_axum::config::QuotaConfig;
+use janitor_axum::config::{QuotaConfig, SignInConfig};
 use janitor_axum::handle::{Clock, Stores};
 use janitor_axum::protection::quota::QuotaAlgorithm;
 use janitor_axum::{Janitor, JanitorConfig, MemoryStores};
 use serde::Serialize;
 
 pub mod attack;
+pub mod http;
 pub mod population;
 pub mod report;
 pub mod sim;
@@ -33,16 +34,22 @@ pub const NETWORK_QUOTA: u32 = 30;
 pub enum Defence {
     /// The 0.7 sign-in.
     Off,
-    /// `Janitor::sign_in` with the defaults and the network counter on `algorithm`.
-    On(QuotaAlgorithm),
+    /// `Janitor::sign_in` with the defaults (the network counter on GCRA).
+    On,
+    /// `Janitor::sign_in` with the failure budgets off, so that the network counter alone stands between a
+    /// fast client and the password check: the fixed window against GCRA.
+    NetworkQuotaOnly(QuotaAlgorithm),
 }
 
 impl Defence {
     fn name(&self) -> &'static str {
         match self {
             Defence::Off => "off",
-            Defence::On(QuotaAlgorithm::Gcra) => "on",
-            Defence::On(QuotaAlgorithm::FixedWindow) => "on_fixed_window",
+            Defence::On => "on",
+            Defence::NetworkQuotaOnly(QuotaAlgorithm::Gcra) => "network_quota_only_gcra",
+            Defence::NetworkQuotaOnly(QuotaAlgorithm::FixedWindow) => {
+                "network_quota_only_fixed_window"
+            }
         }
     }
 }
@@ -85,40 +92,64 @@ pub struct Report {
     pub settings: serde_json::Value,
     /// One row per store, scenario and defence.
     pub rows: Vec<Row>,
+    /// The short real-time run over HTTP against the simulation of the same attempts.
+    pub real_time: http::Agreement,
     /// The issue's targets, checked.
     pub targets: Vec<Target>,
 }
 
-fn config(defence: Defence) -> JanitorConfig {
-    let quotas = QuotaConfig::builder().without_global().without_session().account(ACCOUNT_QUOTA);
-    let quotas = match defence {
-        Defence::Off => quotas,
-        Defence::On(algorithm) => quotas.network(NETWORK_QUOTA).network_algorithm(algorithm),
+pub(crate) fn config(defence: Defence) -> JanitorConfig {
+    let quotas = QuotaConfig::builder()
+        .without_global()
+        .without_session()
+        .account(ACCOUNT_QUOTA);
+    let (quotas, signin) = match defence {
+        Defence::Off => (quotas, SignInConfig::default()),
+        Defence::On => (quotas.network(NETWORK_QUOTA), SignInConfig::default()),
+        Defence::NetworkQuotaOnly(algorithm) => {
+            let budgets_off = SignInConfig::builder()
+                .without_network_failures()
+                .without_browser_failures()
+                .build()
+                .expect("valid sign-in options");
+            (
+                quotas.network(NETWORK_QUOTA).network_algorithm(algorithm),
+                budgets_off,
+            )
+        }
     };
     JanitorConfig::builder()
         .secret("a benchmark secret of at least thirty-two bytes")
         .namespace("stuffing-benchmark")
         .quotas(quotas.build().expect("valid quotas"))
+        .signin(signin)
         .build()
         .expect("valid configuration")
 }
 
 fn site(stores: impl Stores, defence: Defence, start_ms: i64, statements: Option<Counter>) -> Site {
     let clock = Clock::manual(start_ms);
-    let janitor = Janitor::builder(config(defence), stores).clock(clock.clone()).build();
+    let janitor = Janitor::builder(config(defence), stores)
+        .clock(clock.clone())
+        .build();
     Site {
         janitor,
         clock,
-        flow: if defence == Defence::Off { Flow::Legacy } else { Flow::Defended },
+        flow: if defence == Defence::Off {
+            Flow::Legacy
+        } else {
+            Flow::Defended
+        },
         statements,
         events: Default::default(),
     }
 }
 
 fn defences(options: &Options, scenario: Scenario) -> Vec<Defence> {
-    let mut out = vec![Defence::Off, Defence::On(QuotaAlgorithm::Gcra)];
-    if options.compare_algorithms && matches!(scenario, Scenario::OneNetwork | Scenario::Botnet) {
-        out.push(Defence::On(QuotaAlgorithm::FixedWindow));
+    let mut out = vec![Defence::Off, Defence::On];
+    if options.compare_algorithms && scenario == Scenario::OneNetwork {
+        out.push(Defence::NetworkQuotaOnly(QuotaAlgorithm::Gcra));
+        out.push(Defence::NetworkQuotaOnly(QuotaAlgorithm::FixedWindow));
     }
     out
 }
@@ -135,7 +166,13 @@ async fn one(
     let started = Instant::now();
     let attack = attack::plan(scenario, population, seed);
     let tally = sim::run(&site, population, Some(attack)).await;
-    let row = Row::new(store, scenario.name(), defence.name(), tally, started.elapsed().as_secs_f64());
+    let row = Row::new(
+        store,
+        scenario.name(),
+        defence.name(),
+        tally,
+        started.elapsed().as_secs_f64(),
+    );
     println!(
         "{store:8} {:15} {:15} compromised {:4}  checked {:7} of {:7}  owners: refused {:.3}% challenged {:.3}% \
          delayed {:.3}% locked out {}  statements/request {}  ({:.1} s)",
@@ -174,9 +211,26 @@ pub async fn run(population: &Population, options: &Options, command: String) ->
         targets.extend(report::targets(&rows, store));
     }
     for target in &targets {
-        println!("{} {}: {}", if target.met { "met    " } else { "NOT MET" }, target.target, target.measured);
+        println!(
+            "{} {}: {}",
+            if target.met { "met    " } else { "NOT MET" },
+            target.target,
+            target.measured
+        );
     }
-    let defaults = janitor_axum::config::SignInConfig::default();
+    let real_time = http::agreement(population, options.seed).await;
+    println!(
+        "real time over HTTP against the simulation: {} requests, HTTP {:?}, simulated {:?}: {}",
+        real_time.requests,
+        real_time.http,
+        real_time.simulated,
+        if real_time.agree {
+            "the same answers"
+        } else {
+            "DIFFERENT answers"
+        }
+    );
+    let defaults = SignInConfig::default();
     Report {
         command,
         machine: crate::capacity::report::machine(),
@@ -195,6 +249,7 @@ pub async fn run(population: &Population, options: &Options, command: String) ->
             "failure_window_ms": defaults.failure_window_ms(),
         }),
         rows,
+        real_time,
         targets,
     }
 }
@@ -212,7 +267,15 @@ async fn postgres(population: &Population, options: &Options) -> Vec<Row> {
                 let statements: Counter = Box::new(move || counter.statements_executed());
                 let stores = janitor_sql::PgStores::new(database);
                 let site = site(stores, defence, population.start_ms, Some(statements));
-                let row = one("postgres", site, &population, scenario, defence, options.seed).await;
+                let row = one(
+                    "postgres",
+                    site,
+                    &population,
+                    scenario,
+                    defence,
+                    options.seed,
+                )
+                .await;
                 out.lock().unwrap().push(row);
             }
         }

@@ -17,9 +17,26 @@ pub const TYPO_SHARE: f64 = 0.05;
 pub const COMMON_PASSWORD_SHARE: f64 = 0.015;
 /// The 20 most common passwords, as a spraying list has them (the first 20 of public top lists).
 pub const COMMON_PASSWORDS: [&str; 20] = [
-    "123456", "123456789", "12345678", "password", "qwerty123", "qwerty1", "111111", "12345",
-    "secret", "123123", "1234567890", "1234567", "000000", "qwerty", "abc123", "password1",
-    "iloveyou", "11111111", "dragon", "monkey",
+    "123456",
+    "123456789",
+    "12345678",
+    "password",
+    "qwerty123",
+    "qwerty1",
+    "111111",
+    "12345",
+    "secret",
+    "123123",
+    "1234567890",
+    "1234567",
+    "000000",
+    "qwerty",
+    "abc123",
+    "password1",
+    "iloveyou",
+    "11111111",
+    "dragon",
+    "monkey",
 ];
 
 /// One account and its owner's device.
@@ -93,11 +110,20 @@ impl Draw {
 
 /// The population of `visits` over `days` from the log's first visit, with at most `accounts` accounts (the
 /// devices with the lowest indices).
-pub fn build(visits: &[Visit], accounts: usize, days: i64, seed: u64) -> Result<Population, String> {
+pub fn build(
+    visits: &[Visit],
+    accounts: usize,
+    days: i64,
+    seed: u64,
+) -> Result<Population, String> {
     let start_ms = visits.first().ok_or("the log holds no visit")?.at_ms;
     let end_ms = start_ms + days * 86_400_000;
     let mut draw = Draw::new(seed);
-    let devices = visits.iter().map(|v| v.device as usize + 1).max().unwrap_or(0);
+    let devices = visits
+        .iter()
+        .map(|v| v.device as usize + 1)
+        .max()
+        .unwrap_or(0);
     let count = devices.min(accounts);
     let accounts: Vec<Account> = (0..count)
         .map(|i| Account {
@@ -110,7 +136,10 @@ pub fn build(visits: &[Visit], accounts: usize, days: i64, seed: u64) -> Result<
         })
         .collect();
     let mut sign_ins = Vec::new();
-    for visit in visits.iter().filter(|v| v.at_ms < end_ms && (v.device as usize) < count) {
+    for visit in visits
+        .iter()
+        .filter(|v| v.at_ms < end_ms && (v.device as usize) < count)
+    {
         let address = visit
             .address
             .ok_or("the log has no addresses: make it with the generator's --networks")?;

@@ -21,6 +21,9 @@ pub struct OwnerFigures {
     pub challenged: u64,
     /// Owners refused or challenged for a lock while presenting the cookie of an earlier successful sign-in.
     pub locked_out: u64,
+    /// Owners of the attacked accounts who signed in from such a browser while the attack ran: those who
+    /// could have been locked out.
+    pub targeted_returning: u64,
     /// Sign-ins that met a 5xx (none expected).
     pub errors: u64,
 }
@@ -90,7 +93,8 @@ fn share(part: u64, whole: u64) -> f64 {
 }
 
 fn per(statements: u64, requests: u64, counted: bool) -> Option<f64> {
-    (counted && requests > 0).then(|| (statements as f64 / requests as f64 * 1000.0).round() / 1000.0)
+    (counted && requests > 0)
+        .then(|| (statements as f64 / requests as f64 * 1000.0).round() / 1000.0)
 }
 
 impl Row {
@@ -157,15 +161,28 @@ pub fn targets(rows: &[Row], store: &str) -> Vec<Target> {
             });
         }
     };
-    compare("one_network", "at most 1 of the valid pairs compromised", &|on, _| on <= 1);
-    compare("botnet", "at most 10% of what it compromises undefended", &|on, off| on * 10 <= off);
-    compare("spraying", "at most 10% of what it compromises undefended", &|on, off| on * 10 <= off);
+    compare(
+        "one_network",
+        "at most 1 of the valid pairs compromised",
+        &|on, _| on <= 1,
+    );
+    compare(
+        "botnet",
+        "at most 10% of what it compromises undefended",
+        &|on, off| on * 10 <= off,
+    );
+    compare(
+        "spraying",
+        "at most 10% of what it compromises undefended",
+        &|on, off| on * 10 <= off,
+    );
     if let (Some(off), Some(on)) = (find("lockout_abuse", "off"), find("lockout_abuse", "on")) {
         out.push(Target {
             target: format!("{store}, lockout_abuse: zero owners locked out of their known browser"),
             measured: format!(
-                "{} with the defences on, {} with them off",
-                on.owners.locked_out, off.owners.locked_out
+                "{} with the defences on, {} with them off (of {} owners of the abused accounts who signed in \
+                 from their own browser during the attack)",
+                on.owners.locked_out, off.owners.locked_out, off.owners.targeted_returning
             ),
             met: on.owners.locked_out == 0,
         });

@@ -75,9 +75,10 @@ fn parts(address: IpAddr, cookie: Option<&str>) -> Parts {
         .insert(ConnectInfo(SocketAddr::new(address, 40_000)));
     if let Some(cookie) = cookie {
         let value = format!("__visitor={cookie}");
-        request
-            .headers_mut()
-            .insert(http::header::COOKIE, value.parse().expect("a cookie header"));
+        request.headers_mut().insert(
+            http::header::COOKIE,
+            value.parse().expect("a cookie header"),
+        );
     }
     request.into_parts().0
 }
@@ -114,7 +115,11 @@ impl Site {
                 };
                 Answer {
                     status,
-                    reasons: decision.reasons().iter().map(|r| r.as_str().to_owned()).collect(),
+                    reasons: decision
+                        .reasons()
+                        .iter()
+                        .map(|r| r.as_str().to_owned())
+                        .collect(),
                     retry_after_ms: decision.retry_after_secs().map(|s| s as i64 * 1000),
                     checked: matches!(status, 200 | 401),
                     cookie: signin
@@ -163,7 +168,9 @@ impl Site {
         } else {
             (EventType::LoginFailure, 401)
         };
-        let n = self.events.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n = self
+            .events
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let id = format!("sim-{n}");
         let mut event = EventInput::builder(&id, event_type)
             .action(Action::SignIn)
@@ -188,6 +195,19 @@ impl Site {
         }
     }
 
+    /// The status one bare attempt (no payload, no cookie) gets, for the real-time comparison.
+    pub async fn attempt_status(
+        &self,
+        population: &Population,
+        account: usize,
+        password: &str,
+        address: IpAddr,
+    ) -> u16 {
+        self.attempt(population, account, password, None, address, None)
+            .await
+            .status
+    }
+
     fn statements(&self) -> u64 {
         self.statements.as_ref().map_or(0, |count| count())
     }
@@ -197,8 +217,16 @@ fn refused(refusal: Refusal) -> Answer {
     let (status, retry_after_ms, reasons) = match refusal {
         Refusal::RateLimited {
             retry_after_secs, ..
-        } => (429, Some(retry_after_secs as i64 * 1000), vec!["quota".to_owned()]),
-        other => (other.status().as_u16(), None, vec![other.reason().to_owned()]),
+        } => (
+            429,
+            Some(retry_after_secs as i64 * 1000),
+            vec!["quota".to_owned()],
+        ),
+        other => (
+            other.status().as_u16(),
+            None,
+            vec![other.reason().to_owned()],
+        ),
     };
     Answer {
         status,
@@ -212,7 +240,11 @@ fn refused(refusal: Refusal) -> Answer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Actor {
     /// An owner's sign-in: the typo first, or the right password (after `tries` refusals).
-    Owner { sign_in: usize, typo: bool, tries: u8 },
+    Owner {
+        sign_in: usize,
+        typo: bool,
+        tries: u8,
+    },
     /// A bot.
     Bot(usize),
 }
@@ -226,14 +258,22 @@ pub async fn run(site: &Site, population: &Population, mut attack: Option<Attack
         heap.push(Reverse((at, seq, actor)));
     };
     for (i, sign_in) in population.sign_ins.iter().enumerate() {
-        let actor = Actor::Owner { sign_in: i, typo: sign_in.typo, tries: 0 };
+        let actor = Actor::Owner {
+            sign_in: i,
+            typo: sign_in.typo,
+            tries: 0,
+        };
         push(&mut heap, sign_in.at_ms, actor);
     }
     if let Some(attack) = &attack {
         for (i, bot) in attack.bots.iter().enumerate() {
             // Bots start spread over their first pace, as a campaign ramps up.
             let offset = (i as i64 * bot.pace_ms) / attack.bots.len().max(1) as i64;
-            push(&mut heap, population.start_ms + ATTACK_START_MS + offset, Actor::Bot(i));
+            push(
+                &mut heap,
+                population.start_ms + ATTACK_START_MS + offset,
+                Actor::Bot(i),
+            );
         }
     }
     let mut cookies: Vec<Option<String>> = vec![None; population.accounts.len()];
@@ -242,6 +282,12 @@ pub async fn run(site: &Site, population: &Population, mut attack: Option<Attack
     let mut attacker = AttackerFigures::default();
     let mut compromised = HashSet::new();
     let mut locked_out = HashSet::new();
+    let mut targeted_returning = HashSet::new();
+    let targeted: HashSet<usize> = attack
+        .as_ref()
+        .map(|a| a.queue.iter().map(|g| g.account).collect())
+        .unwrap_or_default();
+    let attack_start = population.start_ms + ATTACK_START_MS;
     let mut window: VecDeque<i64> = VecDeque::new();
     let (mut owner_statements, mut attacker_statements) = (0u64, 0u64);
     while let Some(Reverse((at, _, actor))) = heap.pop() {
@@ -251,13 +297,32 @@ pub async fn run(site: &Site, population: &Population, mut attack: Option<Attack
         site.clock.set(at);
         let before = site.statements();
         match actor {
-            Actor::Owner { sign_in, typo, tries } => {
+            Actor::Owner {
+                sign_in,
+                typo,
+                tries,
+            } => {
                 let s = &population.sign_ins[sign_in];
                 let account = &population.accounts[s.account];
-                let presented = if s.lost_cookie { None } else { cookies[s.account].clone() };
-                let password = if typo { "a typo of the password" } else { account.password.as_str() };
+                let presented = if s.lost_cookie {
+                    None
+                } else {
+                    cookies[s.account].clone()
+                };
+                let password = if typo {
+                    "a typo of the password"
+                } else {
+                    account.password.as_str()
+                };
                 let answer = site
-                    .attempt(population, s.account, password, Some(&s.payload), s.address, presented.as_deref())
+                    .attempt(
+                        population,
+                        s.account,
+                        password,
+                        Some(&s.payload),
+                        s.address,
+                        presented.as_deref(),
+                    )
                     .await;
                 owner_statements += site.statements() - before;
                 owners.attempts += 1;
@@ -265,12 +330,23 @@ pub async fn run(site: &Site, population: &Population, mut attack: Option<Attack
                     cookies[s.account] = Some(cookie.clone());
                 }
                 let from_own_browser = presented.is_some() && signed_in_before[s.account];
+                if from_own_browser && at >= attack_start && targeted.contains(&s.account) {
+                    targeted_returning.insert(s.account);
+                }
                 if matches!(answer.status, 403 | 429) && answer.lock() && from_own_browser {
                     locked_out.insert(s.account);
                 }
                 if typo {
                     owners.typos += 1;
-                    push(&mut heap, at + RETYPE_MS, Actor::Owner { sign_in, typo: false, tries });
+                    push(
+                        &mut heap,
+                        at + RETYPE_MS,
+                        Actor::Owner {
+                            sign_in,
+                            typo: false,
+                            tries,
+                        },
+                    );
                     continue;
                 }
                 match answer.status {
@@ -282,8 +358,14 @@ pub async fn run(site: &Site, population: &Population, mut attack: Option<Attack
                     403 => owners.challenged += 1,
                     429 => match answer.retry_after_ms.filter(|ms| *ms <= OWNER_PATIENCE_MS) {
                         Some(wait) if tries < OWNER_RETRIES => {
-                            let next = Actor::Owner { sign_in, typo: false, tries: tries + 1 };
+                            let next = Actor::Owner {
+                                sign_in,
+                                typo: false,
+                                tries: tries + 1,
+                            };
                             push(&mut heap, at + wait, next);
+                            // Counted once, when it ends.
+                            continue;
                         }
                         _ => owners.refused += 1,
                     },
@@ -292,8 +374,12 @@ pub async fn run(site: &Site, population: &Population, mut attack: Option<Attack
                 owners.sign_ins += 1;
             }
             Actor::Bot(i) => {
-                let Some(attack) = attack.as_mut() else { continue };
-                let Some(guess) = attack.queue.front().cloned() else { continue };
+                let Some(attack) = attack.as_mut() else {
+                    continue;
+                };
+                let Some(guess) = attack.queue.front().cloned() else {
+                    continue;
+                };
                 let bot = &attack.bots[i];
                 let payload = match &bot.disguise {
                     Disguise::Bare => None,
@@ -301,7 +387,14 @@ pub async fn run(site: &Site, population: &Population, mut attack: Option<Attack
                 };
                 let cookie = bot.cookie.clone();
                 let answer = site
-                    .attempt(population, guess.account, &guess.password, payload.as_ref(), bot.address, cookie.as_deref())
+                    .attempt(
+                        population,
+                        guess.account,
+                        &guess.password,
+                        payload.as_ref(),
+                        bot.address,
+                        cookie.as_deref(),
+                    )
                     .await;
                 attacker_statements += site.statements() - before;
                 attacker.attempts += 1;
@@ -336,6 +429,7 @@ pub async fn run(site: &Site, population: &Population, mut attack: Option<Attack
         }
     }
     owners.locked_out = locked_out.len() as u64;
+    owners.targeted_returning = targeted_returning.len() as u64;
     attacker.compromised = compromised.len() as u64;
     Tally {
         owners,

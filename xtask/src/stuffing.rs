@@ -1,0 +1,53 @@
+//! `cargo xtask benchmark-stuffing [LOG] [--accounts N] [--days N] [--stores memory,postgres] [--json OUT] ...`:
+//! builds the sign-in defence benchmark in release mode and runs it (docs/signin-defence.md). Without a LOG it
+//! makes the full run's population first: 10,000 devices with the accuracy generator's network model
+//! (`benchmarks/accuracy/gen.py --networks`, whose pinned packages must be installed), kept under
+//! `target/stuffing-log`, and writes `docs/benchmarks/stuffing-current.json` unless `--json` says otherwise.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::capacity::{build_benchmark, status, workspace_root};
+
+/// The benchmark binary of the benchmarks' workspace.
+pub const BINARY: &str = "janitor-stuffing";
+/// The full run's population: devices and the generator's seed.
+const DEVICES: &str = "10000";
+const SEED: &str = "20261206";
+
+/// Runs the benchmark with `args` (which it checks itself).
+pub fn run(args: &[String]) -> Result<(), String> {
+    let root = workspace_root();
+    let mut args = args.to_vec();
+    if args.first().is_none_or(|a| a.starts_with("--")) {
+        let log = full_log(&root)?;
+        args.insert(0, log);
+        if !args.iter().any(|a| a == "--json") {
+            let report = root.join("docs/benchmarks/stuffing-current.json");
+            args.extend(["--json".to_owned(), report.display().to_string()]);
+        }
+    }
+    let binary = build_benchmark(&root, BINARY)?;
+    status(Command::new(binary).args(&args), "the sign-in defence benchmark")
+}
+
+/// The full run's visit log, generated once.
+fn full_log(root: &Path) -> Result<String, String> {
+    let dir = root.join("target/stuffing-log");
+    let log = dir.join("visits.jsonl.gz");
+    if !log.exists() {
+        println!("generating the population: {DEVICES} devices with their networks (a few seconds)");
+        let generated = Command::new("python3")
+            .arg(root.join("benchmarks/accuracy/gen.py"))
+            .args(["--seed", SEED, "--devices", DEVICES, "--networks", "--out"])
+            .arg(&dir)
+            .status()
+            .map_err(|e| format!("python3: {e}"))?;
+        if !generated.success() {
+            return Err("the population generator failed; it needs its pinned packages: \
+                 pip install -r benchmarks/accuracy/requirements.txt"
+                .to_owned());
+        }
+    }
+    Ok(log.display().to_string())
+}
