@@ -28,7 +28,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
     }
     let binary = build_benchmark(&root, BINARY)?;
-    status(Command::new(binary).args(&args), "the sign-in defence benchmark")
+    status(
+        Command::new(binary).args(&args),
+        "the sign-in defence benchmark",
+    )
 }
 
 /// The full run's visit log, generated once.
@@ -36,7 +39,9 @@ fn full_log(root: &Path) -> Result<String, String> {
     let dir = root.join("target/stuffing-log");
     let log = dir.join("visits.jsonl.gz");
     if !log.exists() {
-        println!("generating the population: {DEVICES} devices with their networks (a few seconds)");
+        println!(
+            "generating the population: {DEVICES} devices with their networks (a few seconds)"
+        );
         let generated = Command::new("python3")
             .arg(root.join("benchmarks/accuracy/gen.py"))
             .args(["--seed", SEED, "--devices", DEVICES, "--networks", "--out"])
@@ -44,9 +49,11 @@ fn full_log(root: &Path) -> Result<String, String> {
             .status()
             .map_err(|e| format!("python3: {e}"))?;
         if !generated.success() {
-            return Err("the population generator failed; it needs its pinned packages: \
+            return Err(
+                "the population generator failed; it needs its pinned packages: \
                  pip install -r benchmarks/accuracy/requirements.txt"
-                .to_owned());
+                    .to_owned(),
+            );
         }
     }
     Ok(log.display().to_string())

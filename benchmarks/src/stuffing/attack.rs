@@ -92,6 +92,10 @@ pub struct Bot {
     pub disguise: Disguise,
     /// The cookie it replays (with [`Disguise::Copied`]).
     pub cookie: Option<String>,
+    /// After its first request, how long it waits before the rest: the one-network bot opens a minute's
+    /// window, then comes back just before it ends and keeps going, the timing that lets twice a fixed
+    /// window's limit through in a few seconds.
+    pub opening_pause_ms: i64,
 }
 
 /// One attack: bots sharing one queue of guesses.
@@ -131,13 +135,20 @@ pub fn plan(scenario: Scenario, population: &Population, seed: u64) -> Attack {
                 pace_ms,
                 disguise: Disguise::Bare,
                 cookie: None,
+                opening_pause_ms: 0,
             })
             .collect()
     };
     let one_network = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 10));
     match scenario {
         Scenario::OneNetwork => Attack {
-            bots: bare_bots(vec![one_network], 100),
+            bots: bare_bots(vec![one_network], 100)
+                .into_iter()
+                .map(|bot| Bot {
+                    opening_pause_ms: 57_000,
+                    ..bot
+                })
+                .collect(),
             queue: stuffing_list(population, &mut draw),
             forever: false,
             honours_retry_after: true,
@@ -196,6 +207,7 @@ pub fn plan(scenario: Scenario, population: &Population, seed: u64) -> Attack {
                     pace_ms: 600_000,
                     disguise: Disguise::Copied(copied.clone()),
                     cookie: None,
+                    opening_pause_ms: 0,
                 })
                 .collect();
             Attack {

@@ -39,6 +39,8 @@ pub struct AttackerFigures {
     pub compromised: u64,
     /// The most requests past the request quotas in any 60 seconds.
     pub peak_per_minute: u64,
+    /// The most requests past the request quotas in any 5 seconds: how bursty what gets through is.
+    pub peak_per_5s: u64,
 }
 
 /// One run's raw figures.

@@ -289,6 +289,8 @@ pub async fn run(site: &Site, population: &Population, mut attack: Option<Attack
         .unwrap_or_default();
     let attack_start = population.start_ms + ATTACK_START_MS;
     let mut window: VecDeque<i64> = VecDeque::new();
+    let mut burst: VecDeque<i64> = VecDeque::new();
+    let mut opened = vec![false; attack.as_ref().map_or(0, |a| a.bots.len())];
     let (mut owner_statements, mut attacker_statements) = (0u64, 0u64);
     while let Some(Reverse((at, _, actor))) = heap.pop() {
         if at >= population.end_ms {
@@ -404,6 +406,11 @@ pub async fn run(site: &Site, population: &Population, mut attack: Option<Attack
                         window.pop_front();
                     }
                     attacker.peak_per_minute = attacker.peak_per_minute.max(window.len() as u64);
+                    burst.push_back(at);
+                    while burst.front().is_some_and(|t| *t <= at - 5_000) {
+                        burst.pop_front();
+                    }
+                    attacker.peak_per_5s = attacker.peak_per_5s.max(burst.len() as u64);
                 }
                 attacker.checked += u64::from(answer.checked);
                 if answer.status == 200 {
@@ -412,7 +419,11 @@ pub async fn run(site: &Site, population: &Population, mut attack: Option<Attack
                 if matches!(bot.disguise, Disguise::Copied(_)) && answer.cookie.is_some() {
                     attack.bots[i].cookie = answer.cookie.clone();
                 }
-                let pace = attack.bots[i].pace_ms;
+                let mut pace = attack.bots[i].pace_ms;
+                if !opened[i] {
+                    opened[i] = true;
+                    pace = pace.max(attack.bots[i].opening_pause_ms);
+                }
                 let refused = matches!(answer.status, 403 | 429);
                 let next = if refused && attack.honours_retry_after && !answer.lock() {
                     // Wait for the budget and try the same guess again.

@@ -1,5 +1,5 @@
-//! `cargo xtask capacity-tables [--check]`: the result tables of docs/CAPACITY.md, written from the committed
-//! reports in docs/benchmarks/, so that no figure in them is typed by hand.
+//! `cargo xtask capacity-tables [--check]`: the result tables of docs/CAPACITY.md and docs/signin-defence.md,
+//! written from the committed reports in docs/benchmarks/, so that no figure in them is typed by hand.
 //!
 //! Each table sits between `<!-- table: NAME -->` and `<!-- /table -->` on the page; the command rewrites what
 //! is between them, and `--check` (run by the tests) fails when the page and the reports disagree.
@@ -33,17 +33,48 @@ pub const GROWTH: &str = "docs/benchmarks/growth-current.json";
 /// The lookup replica run's report (`cargo xtask benchmark-replica`).
 pub const REPLICA: &str = "docs/benchmarks/replica-current.json";
 
+/// The sign-in defence's page.
+pub const SIGNIN_PAGE: &str = "docs/signin-defence.md";
+
+/// The sign-in defence benchmark's full run (`cargo xtask benchmark-stuffing --stores memory`).
+pub const STUFFING: &str = "docs/benchmarks/stuffing-current.json";
+
+/// Its run on both stores at a smaller size.
+pub const STUFFING_STORES: &str = "docs/benchmarks/stuffing-postgres.json";
+
 mod connections;
 mod growth;
 mod lookup;
 mod replica;
 mod security;
+mod stuffing;
 
 /// Draws one table from its reports, given in the order the table names them.
 type Draw = fn(&[Value]) -> Result<String, String>;
 
-/// The tables, by name, with the reports each is drawn from and how.
-const TABLES: &[(&str, &[&str], Draw)] = &[
+/// A page's tables, by name, with the reports each is drawn from and how.
+type Tables = &'static [(&'static str, &'static [&'static str], Draw)];
+
+/// The pages and their tables.
+const PAGES: &[(&str, Tables)] = &[(PAGE, CAPACITY_TABLES), (SIGNIN_PAGE, SIGNIN_TABLES)];
+
+const SIGNIN_TABLES: Tables = &[
+    ("stuffing", &[STUFFING], |r| stuffing::scenarios(&r[0])),
+    ("stuffing-algorithms", &[STUFFING], |r| {
+        stuffing::algorithms(&r[0])
+    }),
+    ("stuffing-targets", &[STUFFING], |r| {
+        stuffing::targets(&r[0])
+    }),
+    ("stuffing-stores", &[STUFFING_STORES], |r| {
+        stuffing::stores(&r[0])
+    }),
+    ("stuffing-stores-targets", &[STUFFING_STORES], |r| {
+        stuffing::targets(&r[0])
+    }),
+];
+
+const CAPACITY_TABLES: Tables = &[
     ("security-points", &[SECURITY], |r| security::points(&r[0])),
     ("security-statements", &[SECURITY], |r| {
         security::statements(&r[0])
@@ -67,33 +98,40 @@ const TABLES: &[(&str, &[&str], Draw)] = &[
     ("evidence-growth", &[GROWTH], |r| growth::table(&r[0])),
 ];
 
-/// Rewrites the tables of the page under `root` from its reports; with `check`, only compares and fails on
+/// Rewrites the tables of the pages under `root` from their reports; with `check`, only compares and fails on
 /// any difference, naming the tables that differ.
 pub fn run(root: &Path, check: bool) -> Result<(), String> {
+    for (page, tables) in PAGES {
+        run_page(root, page, tables, check)?;
+    }
+    Ok(())
+}
+
+fn run_page(root: &Path, name: &str, tables: Tables, check: bool) -> Result<(), String> {
     let read = |name: &str| {
         std::fs::read_to_string(root.join(name)).map_err(|e| format!("reading {name}: {e}"))
     };
     let report = |name: &str| -> Result<Value, String> {
         serde_json::from_str(&read(name)?).map_err(|e| format!("{name}: {e}"))
     };
-    let page = read(PAGE)?;
-    let (written, changed) = fill(&page, report)?;
+    let page = read(name)?;
+    let (written, changed) = fill_tables(name, &page, tables, report)?;
     if changed.is_empty() {
-        println!("{PAGE}: every table agrees with its report");
+        println!("{name}: every table agrees with its report");
         return Ok(());
     }
     if check {
         return Err(format!(
-            "{PAGE}: the tables {} differ from their reports; run `cargo xtask capacity-tables`",
+            "{name}: the tables {} differ from their reports; run `cargo xtask capacity-tables`",
             changed.join(", ")
         ));
     }
     // Renamed into place, so a reader never sees half a page.
-    let partial = root.join(format!("{PAGE}.partial"));
+    let partial = root.join(format!("{name}.partial"));
     std::fs::write(&partial, written)
-        .and_then(|()| std::fs::rename(&partial, root.join(PAGE)))
-        .map_err(|e| format!("writing {PAGE}: {e}"))?;
-    println!("{PAGE}: rewrote {}", changed.join(", "));
+        .and_then(|()| std::fs::rename(&partial, root.join(name)))
+        .map_err(|e| format!("writing {name}: {e}"))?;
+    println!("{name}: rewrote {}", changed.join(", "));
     Ok(())
 }
 
@@ -103,23 +141,32 @@ pub fn fill(
     page: &str,
     report: impl Fn(&str) -> Result<Value, String>,
 ) -> Result<(String, Vec<String>), String> {
+    fill_tables(PAGE, page, CAPACITY_TABLES, report)
+}
+
+fn fill_tables(
+    page_name: &str,
+    page: &str,
+    tables: Tables,
+    report: impl Fn(&str) -> Result<Value, String>,
+) -> Result<(String, Vec<String>), String> {
     let mut out = page.to_owned();
     let mut changed = Vec::new();
-    for (name, sources, draw) in TABLES {
+    for (name, sources, draw) in tables {
         let open = format!("<!-- table: {name} -->\n");
         let close = "<!-- /table -->";
         let start = match out.matches(&open).count() {
             1 => out.find(&open).expect("counted") + open.len(),
             n => {
                 return Err(format!(
-                    "{PAGE} has the marker of table {name} {n} times, not once"
+                    "{page_name} has the marker of table {name} {n} times, not once"
                 ))
             }
         };
         let end = start
             + out[start..]
                 .find(close)
-                .ok_or_else(|| format!("table {name} on {PAGE} has no closing marker"))?;
+                .ok_or_else(|| format!("table {name} on {page_name} has no closing marker"))?;
         let reports = sources
             .iter()
             .map(|source| report(source))

@@ -223,9 +223,24 @@ impl SignInGuard {
         // budget with every other such script.
         let browser = attempt.browser.or(attempt.cookie).unwrap_or("");
         let budgets = [
-            (config.browser_failures, "signin-browser-v1", Some(browser), SignInReason::BrowserFailures),
-            (config.network_failures, "signin-network-v1", attempt.network, SignInReason::NetworkFailures),
-            (config.site_failures, "signin-site-v1", Some(""), SignInReason::SiteFailures),
+            (
+                config.browser_failures,
+                "signin-browser-v1",
+                Some(browser),
+                SignInReason::BrowserFailures,
+            ),
+            (
+                config.network_failures,
+                "signin-network-v1",
+                attempt.network,
+                SignInReason::NetworkFailures,
+            ),
+            (
+                config.site_failures,
+                "signin-site-v1",
+                Some(""),
+                SignInReason::SiteFailures,
+            ),
         ];
         for (limit, kind, key, reason) in budgets {
             let (Some(limit), Some(key)) = (limit, key) else {
