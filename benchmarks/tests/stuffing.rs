@@ -47,11 +47,10 @@ async fn the_defence_stops_stuffing_and_lockout_abuse_at_no_cost_to_owners() {
         row(&rows, "lockout_abuse", "off"),
         row(&rows, "lockout_abuse", "on"),
     );
-    assert!(
-        off.owners.locked_out > 0,
-        "undefended, the abuser locks owners out: {off:?}"
-    );
-    assert_eq!(on.owners.locked_out, 0, "{on:?}");
+    // Undefended, the abuser keeps the accounts locked: their owners are refused, whatever their browser.
+    assert!(off.owners.refused > 0, "{off:?}");
+    assert_eq!(off.attacker.checked, off.attacker.attempts, "{off:?}");
+    assert_eq!((on.owners.locked_out, on.owners.refused), (0, 0), "{on:?}");
     for row in &rows {
         assert_eq!(row.owners.errors, 0, "{row:?}");
         if row.defence == "on" {

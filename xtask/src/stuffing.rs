@@ -1,8 +1,12 @@
 //! `cargo xtask benchmark-stuffing [LOG] [--accounts N] [--days N] [--stores memory,postgres] [--json OUT] ...`:
-//! builds the sign-in defence benchmark in release mode and runs it (docs/signin-defence.md). Without a LOG it
-//! makes the full run's population first: 10,000 devices with the accuracy generator's network model
-//! (`benchmarks/accuracy/gen.py --networks`, whose pinned packages must be installed), kept under
-//! `target/stuffing-log`, and writes `docs/benchmarks/stuffing-current.json` unless `--json` says otherwise.
+//! builds the sign-in defence benchmark in release mode and runs it (docs/signin-defence.md).
+//!
+//! Without arguments it makes the two committed reports: the full run on the memory stores, on a population of
+//! 10,000 devices made with the accuracy generator's network model (`benchmarks/accuracy/gen.py --networks`,
+//! whose pinned packages must be installed; kept under `target/stuffing-log`), into
+//! `docs/benchmarks/stuffing-current.json`; then both stores side by side on the committed 1,000-device CI
+//! population over 10 days, into `docs/benchmarks/stuffing-postgres.json`. Options without a LOG apply to the
+//! full run alone.
 
 use std::path::Path;
 use std::process::Command;

@@ -78,7 +78,7 @@ pub enum Disguise {
     /// Nothing: no payload, no cookie.
     Bare,
     /// A payload copied from a real device, and the cookie the site last gave this bot.
-    Copied(VisitorPayload),
+    Copied(Box<VisitorPayload>),
 }
 
 /// One bot.
@@ -113,7 +113,7 @@ pub struct Attack {
 
 /// The attack of `scenario` on `population`.
 pub fn plan(scenario: Scenario, population: &Population, seed: u64) -> Attack {
-    let mut draw = Draw::new(seed ^ 0xA77A_C4);
+    let mut draw = Draw::new(seed ^ 0x00A7_7AC4);
     let accounts = population.accounts.len();
     let residential = |draw: &mut Draw| -> Vec<IpAddr> {
         // Distinct /24s of 100.64.0.0/10, a range no owner of the population uses.
@@ -179,8 +179,10 @@ pub fn plan(scenario: Scenario, population: &Population, seed: u64) -> Attack {
         Scenario::LockoutAbuse => {
             let chosen = ABUSED_ACCOUNTS.min(accounts);
             // Five failures per account every 15 minutes keep every lock shut: one request every
-            // 15 min / (5 × accounts).
-            let pace_ms = 900_000 / (5 * chosen as i64).max(1);
+            // 15 min / (5 × accounts), and a millisecond more, so that each account's next failure lands just
+            // after its oldest one leaves the 15 minutes rather than on the edge, where it would be refused
+            // uncounted and leave the lock open until the next round.
+            let pace_ms = 900_000 / (5 * chosen as i64).max(1) + 1;
             let queue = (0..chosen)
                 .map(|i| Guess {
                     account: i * accounts / chosen,
@@ -205,7 +207,7 @@ pub fn plan(scenario: Scenario, population: &Population, seed: u64) -> Attack {
                 .map(|address| Bot {
                     address,
                     pace_ms: 600_000,
-                    disguise: Disguise::Copied(copied.clone()),
+                    disguise: Disguise::Copied(Box::new(copied.clone())),
                     cookie: None,
                     opening_pause_ms: 0,
                 })

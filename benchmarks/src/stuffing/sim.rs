@@ -385,7 +385,7 @@ pub async fn run(site: &Site, population: &Population, mut attack: Option<Attack
                 let bot = &attack.bots[i];
                 let payload = match &bot.disguise {
                     Disguise::Bare => None,
-                    Disguise::Copied(payload) => Some(payload.clone()),
+                    Disguise::Copied(payload) => Some((**payload).clone()),
                 };
                 let cookie = bot.cookie.clone();
                 let answer = site
