@@ -106,6 +106,11 @@ fn register_metrics() {
         "Provider calls the shared inference budget refused, by reason"
     );
     describe_counter!(
+        "janitor_signin_decisions_total",
+        Unit::Count,
+        "Sign-in attempts the defence stopped (or would have, in dry run), by verdict and reason"
+    );
+    describe_counter!(
         "janitor_maintenance_deleted_total",
         Unit::Count,
         "Rows maintenance deleted, by what they held"

@@ -22,20 +22,47 @@ const SEED: &str = "20261206";
 /// Runs the benchmark with `args` (which it checks itself).
 pub fn run(args: &[String]) -> Result<(), String> {
     let root = workspace_root();
-    let mut args = args.to_vec();
-    if args.first().is_none_or(|a| a.starts_with("--")) {
-        let log = full_log(&root)?;
-        args.insert(0, log);
-        if !args.iter().any(|a| a == "--json") {
-            let report = root.join("docs/benchmarks/stuffing-current.json");
-            args.extend(["--json".to_owned(), report.display().to_string()]);
-        }
-    }
     let binary = build_benchmark(&root, BINARY)?;
-    status(
-        Command::new(binary).args(&args),
-        "the sign-in defence benchmark",
-    )
+    let run = |args: &[String]| {
+        status(
+            Command::new(&binary).args(args),
+            "the sign-in defence benchmark",
+        )
+    };
+    if args.first().is_some_and(|a| !a.starts_with("--")) {
+        return run(args);
+    }
+    let report = |name: &str| {
+        root.join("docs/benchmarks")
+            .join(name)
+            .display()
+            .to_string()
+    };
+    let mut full = vec![full_log(&root)?];
+    full.extend(args.iter().cloned());
+    if !args.iter().any(|a| a == "--stores") {
+        full.extend(["--stores".to_owned(), "memory".to_owned()]);
+    }
+    if !args.iter().any(|a| a == "--json") {
+        full.extend(["--json".to_owned(), report("stuffing-current.json")]);
+    }
+    run(&full)?;
+    if !args.is_empty() {
+        return Ok(());
+    }
+    let population = root.join("benchmarks/accuracy/ci-extended/visits.jsonl.gz");
+    let both = [
+        population.display().to_string(),
+        "--accounts".into(),
+        "1000".into(),
+        "--days".into(),
+        "10".into(),
+        "--stores".into(),
+        "memory,postgres".into(),
+        "--json".into(),
+        report("stuffing-postgres.json"),
+    ];
+    run(&both)
 }
 
 /// The full run's visit log, generated once.
