@@ -56,7 +56,16 @@ fn options(args: Vec<String>) -> Result<(PathBuf, Options, Option<PathBuf>), Str
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let command = format!("janitor-stuffing {}", args.join(" "));
+    // Paths under the directory the run started in are given relative to it: the report names no machine's
+    // folders.
+    let here = std::env::current_dir()
+        .map(|d| format!("{}/", d.display()))
+        .unwrap_or_default();
+    let shown: Vec<&str> = args
+        .iter()
+        .map(|a| a.strip_prefix(here.as_str()).unwrap_or(a))
+        .collect();
+    let command = format!("janitor-stuffing {}", shown.join(" "));
     let (log, options, json) = match options(args) {
         Ok(parsed) => parsed,
         Err(message) => {
