@@ -21,42 +21,46 @@ pub const IPV4_PREFIX_BITS: u8 = 24;
 /// Bits of an IPv6 address kept: a /48, what an ISP assigns to one site.
 pub const IPV6_PREFIX_BITS: u8 = 48;
 
-/// An address's network prefix: its first 24 bits (IPv4) or 48 bits (IPv6), the rest zeroed. An IPv4 address
-/// written as IPv6 (`::ffff:a.b.c.d`) is the IPv4 address.
+/// An address's network prefix: its first 24 bits (IPv4) or 48 bits (IPv6) unless told otherwise, the rest
+/// zeroed. An IPv4 address written as IPv6 (`::ffff:a.b.c.d`) is the IPv4 address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NetworkPrefix {
     network: IpAddr,
+    bits: u8,
 }
 
 impl NetworkPrefix {
-    /// The prefix `address` belongs to.
+    /// The prefix `address` belongs to, at the network evidence's lengths (/24, /48).
     pub fn of(address: IpAddr) -> Self {
-        let network = match address {
-            IpAddr::V4(v4) => IpAddr::V4(v4_prefix(v4)),
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => IpAddr::V4(v4_prefix(v4)),
+        Self::with_bits(address, IPV4_PREFIX_BITS, IPV6_PREFIX_BITS)
+    }
+
+    /// The prefix `address` belongs to, keeping `ipv4_bits` (at most 32) of an IPv4 address and `ipv6_bits`
+    /// (at most 128) of an IPv6 one; longer lengths are taken as the whole address.
+    pub fn with_bits(address: IpAddr, ipv4_bits: u8, ipv6_bits: u8) -> Self {
+        let v4 = |v4: Ipv4Addr| {
+            let bits = ipv4_bits.min(32);
+            let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
+            (IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask)), bits)
+        };
+        let (network, bits) = match address {
+            IpAddr::V4(address) => v4(address),
+            IpAddr::V6(address) => match address.to_ipv4_mapped() {
+                Some(address) => v4(address),
                 None => {
-                    let mut segments = v6.segments();
-                    segments[3..].fill(0);
-                    IpAddr::V6(Ipv6Addr::from(segments))
+                    let bits = ipv6_bits.min(128);
+                    let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
+                    (IpAddr::V6(Ipv6Addr::from(u128::from(address) & mask)), bits)
                 }
             },
         };
-        NetworkPrefix { network }
+        NetworkPrefix { network, bits }
     }
 
     /// The prefix's length in bits.
     pub fn bits(&self) -> u8 {
-        match self.network {
-            IpAddr::V4(_) => IPV4_PREFIX_BITS,
-            IpAddr::V6(_) => IPV6_PREFIX_BITS,
-        }
+        self.bits
     }
-}
-
-fn v4_prefix(address: Ipv4Addr) -> Ipv4Addr {
-    let [a, b, c, _] = address.octets();
-    Ipv4Addr::new(a, b, c, 0)
 }
 
 impl fmt::Display for NetworkPrefix {

@@ -6,12 +6,13 @@
 //! contract never labels, so a database shared with them stays correct: their cleanup may delete one of these
 //! rows only once its window has ended, which is what this library's own cleanup does.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 use std::ops::RangeInclusive;
 
 use serde_json::json;
 
 use crate::config::{check, ConfigError};
+use crate::identification::network::NetworkPrefix;
 use crate::label::{compact_json, LabelKey, LABEL_PREFIX};
 
 /// The start of every row id this library writes that the contract does not define.
@@ -54,26 +55,9 @@ impl NetworkPrefixBits {
         self.ipv6
     }
 
-    /// The network `address` belongs to, in CIDR notation. An IPv4 address written as IPv6 (`::ffff:a.b.c.d`)
-    /// is the IPv4 address.
+    /// The network `address` belongs to, in CIDR notation (see [`NetworkPrefix::with_bits`]).
     pub fn network(&self, address: IpAddr) -> String {
-        let v4 = |v4: Ipv4Addr| {
-            let mask = u32::MAX.checked_shl(32 - u32::from(self.ipv4)).unwrap_or(0);
-            format!("{}/{}", Ipv4Addr::from(u32::from(v4) & mask), self.ipv4)
-        };
-        match address {
-            IpAddr::V4(address) => v4(address),
-            IpAddr::V6(address) => match address.to_ipv4_mapped() {
-                Some(address) => v4(address),
-                None => {
-                    let mask = u128::MAX
-                        .checked_shl(128 - u32::from(self.ipv6))
-                        .unwrap_or(0);
-                    let network = Ipv6Addr::from(u128::from(address) & mask);
-                    format!("{network}/{}", self.ipv6)
-                }
-            },
-        }
+        NetworkPrefix::with_bits(address, self.ipv4, self.ipv6).to_string()
     }
 }
 
