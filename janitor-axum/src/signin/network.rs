@@ -59,15 +59,9 @@ pub(crate) fn quota_policy(
         .quotas
         .as_ref()
         .filter(|_| config.rate_limit_headers)?;
-    let (name, quota) = match counter {
-        QuotaCounter::Global => ("global", quotas.global()?),
-        QuotaCounter::Network => ("network", quotas.network()?),
-        QuotaCounter::Account => ("account", quotas.account()?),
-        QuotaCounter::Session => ("session", quotas.session()?),
-    };
     Some(RateLimitPolicy {
-        name,
-        quota,
+        name: counter.as_str(),
+        quota: quotas.limit(counter)?,
         window_secs: u64::try_from(quotas.window_ms() / 1000).unwrap_or(1),
     })
 }

@@ -140,6 +140,17 @@ impl QuotaConfig {
         self.session
     }
 
+    /// The limit of `counter` per window (for a sharded global quota, the whole deployment's); `None` when it
+    /// is off.
+    pub fn limit(&self, counter: super::QuotaCounter) -> Option<u32> {
+        match counter {
+            super::QuotaCounter::Global => self.global,
+            super::QuotaCounter::Network => self.network,
+            super::QuotaCounter::Account => self.account,
+            super::QuotaCounter::Session => self.session,
+        }
+    }
+
     /// The per-network limit per window; `None` (the default) when the network counter is off.
     pub fn network(&self) -> Option<u32> {
         self.network

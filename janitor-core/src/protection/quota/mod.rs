@@ -125,6 +125,18 @@ pub enum QuotaCounter {
     Session,
 }
 
+impl QuotaCounter {
+    /// `global`, `network`, `account` or `session`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            QuotaCounter::Global => "global",
+            QuotaCounter::Network => "network",
+            QuotaCounter::Account => "account",
+            QuotaCounter::Session => "session",
+        }
+    }
+}
+
 /// The answer to one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuotaDecision {

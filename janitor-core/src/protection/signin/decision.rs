@@ -76,19 +76,6 @@ impl SignInReason {
         }
     }
 
-    /// Every reason, for metrics that list them all.
-    pub const ALL: [SignInReason; 9] = [
-        SignInReason::GlobalQuota,
-        SignInReason::NetworkQuota,
-        SignInReason::AccountQuota,
-        SignInReason::SessionQuota,
-        SignInReason::LockedForUnknownBrowsers,
-        SignInReason::LockedForThisBrowser,
-        SignInReason::NetworkFailures,
-        SignInReason::BrowserFailures,
-        SignInReason::SiteFailures,
-    ];
-
     /// The verdict this reason leads to.
     pub fn verdict(&self) -> Verdict {
         match self {
@@ -144,6 +131,41 @@ pub struct SignInDecision {
 }
 
 impl SignInDecision {
+    /// An allowance that claimed nothing yet.
+    pub(super) fn allowed(dry_run: bool) -> Self {
+        SignInDecision {
+            decided: Verdict::Allow,
+            dry_run,
+            reasons: Vec::new(),
+            retry_after_secs: None,
+            spent: None,
+            known_browser: false,
+            releases: Vec::new(),
+            mark: None,
+        }
+    }
+
+    /// Records that `reason`'s counter (`quota` per `window_ms`) stopped the attempt, with `retry_after_secs`
+    /// until it has room. The first stop decides; later ones only add their reason.
+    pub(super) fn stop(
+        &mut self,
+        reason: SignInReason,
+        retry_after_secs: u64,
+        quota: Option<u32>,
+        window_ms: i64,
+    ) {
+        if self.reasons.is_empty() {
+            self.decided = reason.verdict();
+            self.retry_after_secs = Some(retry_after_secs);
+            self.spent = quota.map(|quota| SpentLimit {
+                reason,
+                quota,
+                window_secs: u64::try_from(window_ms / 1000).unwrap_or(1),
+            });
+        }
+        self.reasons.push(reason);
+    }
+
     /// What to do: the decided verdict, or [`Verdict::Allow`] in dry run.
     pub fn verdict(&self) -> Verdict {
         if self.dry_run {

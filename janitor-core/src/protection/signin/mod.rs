@@ -22,7 +22,7 @@ use crate::label::LabelKey;
 use crate::protection::quota::network::own_label;
 use crate::protection::quota::{
     retry_after_secs, ChainLink, ChainSettle, ClaimChain, ClaimWhen, LinkOutcome, QuotaAlgorithm,
-    QuotaClaim, QuotaContext, QuotaCounter, QuotaDecision, QuotaStore, RequestQuotas,
+    QuotaClaim, QuotaContext, QuotaDecision, QuotaStore, RequestQuotas,
 };
 
 mod config;
@@ -100,27 +100,15 @@ impl SignInGuard {
             return Ok(None);
         };
         let config = quotas.config();
-        let quota = match counter {
-            QuotaCounter::Global => config.global(),
-            QuotaCounter::Network => config.network(),
-            QuotaCounter::Account => config.account(),
-            QuotaCounter::Session => config.session(),
-        };
+        let mut decision = SignInDecision::allowed(self.config.dry_run);
         let reason = SignInReason::of_counter(counter);
-        Ok(Some(SignInDecision {
-            decided: Verdict::Deny,
-            dry_run: self.config.dry_run,
-            reasons: vec![reason],
-            retry_after_secs: Some(retry_after_secs),
-            spent: quota.map(|quota| SpentLimit {
-                reason,
-                quota,
-                window_secs: u64::try_from(config.window_ms() / 1000).unwrap_or(1),
-            }),
-            known_browser: false,
-            releases: Vec::new(),
-            mark: None,
-        }))
+        decision.stop(
+            reason,
+            retry_after_secs,
+            config.limit(counter),
+            config.window_ms(),
+        );
+        Ok(Some(decision))
     }
 
     /// Decides `attempt` at `now_ms`, claiming its failure counters in one store operation (see the module's
@@ -135,40 +123,19 @@ impl SignInGuard {
     ) -> Result<SignInDecision, StoreError> {
         let (chain, roles) = self.chain(attempt, now_ms);
         let outcome = store.claim_chain(&chain).await?;
-        let mut decision = SignInDecision {
-            decided: Verdict::Allow,
-            dry_run: self.config.dry_run,
-            reasons: Vec::new(),
-            retry_after_secs: None,
-            spent: None,
-            known_browser: outcome.known,
-            releases: Vec::new(),
-            mark: attempt
-                .browser
-                .or(attempt.cookie)
-                .map(|browser| self.known_mark(attempt.account, browser)),
-        };
-        if let Some(earlier) = earlier {
-            decision.decided = earlier.decided;
-            decision.reasons = earlier.reasons;
-            decision.retry_after_secs = earlier.retry_after_secs;
-            decision.spent = earlier.spent;
-        }
+        let mut decision = earlier.unwrap_or_else(|| SignInDecision::allowed(self.config.dry_run));
+        decision.known_browser = outcome.known;
+        decision.mark = attempt
+            .browser
+            .or(attempt.cookie)
+            .map(|browser| self.known_mark(attempt.account, browser));
         for ((link, reason), result) in chain.links.iter().zip(&roles).zip(&outcome.links) {
             match result {
                 LinkOutcome::Allowed => decision.releases.push(link.claim.clone()),
                 LinkOutcome::Denied { reset_at } => {
                     let reset_at = reset_at.unwrap_or_else(|| link.claim.reset_at());
-                    if decision.reasons.is_empty() {
-                        decision.decided = reason.verdict();
-                        decision.retry_after_secs = Some(retry_after_secs(reset_at, now_ms));
-                        decision.spent = Some(SpentLimit {
-                            reason: *reason,
-                            quota: link.claim.limit,
-                            window_secs: u64::try_from(link.claim.window_ms / 1000).unwrap_or(1),
-                        });
-                    }
-                    decision.reasons.push(*reason);
+                    let retry = retry_after_secs(reset_at, now_ms);
+                    decision.stop(*reason, retry, Some(link.claim.limit), link.claim.window_ms);
                 }
                 LinkOutcome::Skipped => {}
             }
