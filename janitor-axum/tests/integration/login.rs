@@ -1,13 +1,14 @@
 //! The sign-in example's routes (`examples/login/app.rs`, compiled here as they are) on both stores, over a
-//! real socket: identity on a route of the application, the account quota keyed by the account being signed
-//! into (with or without a payload), the lock after repeated failures counted from recorded evidence, the
-//! origin policy on the application's routes, and an erasure that keeps other accounts' evidence.
+//! real socket: identity on a route of the application, the account and network quotas (with or without a
+//! payload), the lock for unknown browsers that leaves the owner's own browser signing in, a store that cannot
+//! answer, the origin policy on the application's routes, and an erasure that keeps other accounts' evidence.
 
 use crate::common;
 use crate::login_example as app;
 
 use std::net::SocketAddr;
 
+use axum::response::IntoResponse;
 use common::stores::on_both_stores;
 use common::wire::{serve, Connection};
 use janitor_axum::config::QuotaConfig;
@@ -455,6 +456,65 @@ async fn an_attacker_cannot_lock_ada_out_of_her_own_browser<S: Stores>(stores: S
         "{events:?}"
     );
     assert!(events.contains(&(EventType::LoginSuccess, 4)), "{events:?}");
+}
+
+/// A database that cannot be reached: the sign-in is a 503 with `Retry-After`, never a 500, and the
+/// application's password check is never called, so nothing is counted as a success or a failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_cannot_answer_refuses_the_sign_in_before_the_password() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let port = janitor_test_support::cluster::free_port().unwrap();
+    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+    let unreachable = |quotas: Option<QuotaConfig>| {
+        let database = janitor_axum::postgres::DatabaseConfig::builder(&url)
+            .connect_timeout_ms(500)
+            .wait_timeout_ms(500)
+            .build()
+            .and_then(janitor_axum::postgres::Database::new)
+            .unwrap();
+        let mut config = common::config("login-unreachable");
+        if let Some(quotas) = quotas {
+            config = config.quotas(quotas);
+        }
+        Janitor::new(
+            config.build().unwrap(),
+            janitor_axum::postgres::PgStores::new(database),
+        )
+    };
+    let checked = Arc::new(AtomicBool::new(false));
+    // With quotas the first store step is theirs; without, the sign-in's own counters.
+    for quotas in [
+        Some(QuotaConfig::builder().account(5).build().unwrap()),
+        None,
+    ] {
+        let (parts, ()) = http::Request::new(()).into_parts();
+        let flag = checked.clone();
+        let check = async move || {
+            flag.store(true, Ordering::SeqCst);
+            true
+        };
+        let refused = unreachable(quotas)
+            .sign_in(&parts, "ada", None, check)
+            .await;
+        assert_eq!(
+            refused.err(),
+            Some(janitor_axum::Refusal::Unavailable),
+            "{quotas:?}"
+        );
+    }
+    let answer = janitor_axum::Refusal::Unavailable
+        .for_route()
+        .into_response();
+    assert_eq!(
+        (
+            answer.status().as_u16(),
+            answer.headers()["retry-after"].to_str().ok()
+        ),
+        (503, Some("1"))
+    );
+    assert!(!checked.load(Ordering::SeqCst), "no password was checked");
 }
 
 on_both_stores!(
