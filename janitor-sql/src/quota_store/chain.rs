@@ -163,26 +163,23 @@ pub(super) async fn claim(
     }
     // All or nothing and a link without room: nothing was claimed; that link is the denial.
     let full = chain.all_or_nothing.then(|| {
-        chain
-            .links
-            .iter()
-            .zip(&written)
-            .position(|(link, (_, _, room))| link.applies(known) && !room)
+        let mut links = chain.links.iter().zip(&written);
+        links.position(|(link, (_, _, room))| link.applies(known) && !room)
     });
-    let outcome = ChainOutcome::from_claims(chain, known, |i, claim| {
+    if let Some(full) = full.flatten() {
+        let reset_at = denied_reset(&chain.links[full].claim, written[full].1);
+        return Ok(ChainOutcome::stopped_at(chain, known, full, reset_at));
+    }
+    Ok(ChainOutcome::from_claims(chain, known, |i, claim| {
         let (wrote, reset_at, _) = written[i];
-        if wrote || full.flatten().is_some_and(|f| f != i) {
+        if wrote {
             ClaimOutcome::Allowed
         } else {
             ClaimOutcome::Denied {
                 reset_at: denied_reset(claim, reset_at),
             }
         }
-    });
-    Ok(match full.flatten() {
-        Some(_) => outcome.only_denied(),
-        None => outcome,
-    })
+    }))
 }
 
 /// When a denied link's next claim fits, from its row as the statement's snapshot saw it.

@@ -97,15 +97,23 @@ impl ChainOutcome {
 }
 
 impl ChainOutcome {
-    /// The same outcome with every link but the denied one skipped: what an all-or-nothing chain that met a
-    /// full counter claimed.
-    pub fn only_denied(mut self) -> ChainOutcome {
-        for link in &mut self.links {
-            if *link == LinkOutcome::Allowed {
-                *link = LinkOutcome::Skipped;
-            }
-        }
-        self
+    /// What an all-or-nothing chain did when link `full` had no room: claimed nothing, denied there.
+    pub fn stopped_at(
+        chain: &ClaimChain,
+        known: bool,
+        full: usize,
+        reset_at: Option<i64>,
+    ) -> ChainOutcome {
+        let links = (0..chain.links.len())
+            .map(|i| {
+                if i == full {
+                    LinkOutcome::Denied { reset_at }
+                } else {
+                    LinkOutcome::Skipped
+                }
+            })
+            .collect();
+        ChainOutcome { known, links }
     }
 }
 

@@ -93,9 +93,9 @@ impl QuotaStore for MemoryQuotaStore {
             .is_some_and(|row| row.reset_at > chain.now_ms);
         if chain.all_or_nothing {
             // Every link that applies must have room before any is claimed.
-            let full = chain.links.iter().find_map(|link| {
-                let row = inner.rows.get(&link.claim.id).copied();
+            let full = chain.links.iter().enumerate().find_map(|(i, link)| {
                 let claim = &link.claim;
+                let row = inner.rows.get(&claim.id).copied();
                 let room = claim_row(
                     claim.algorithm,
                     row,
@@ -103,18 +103,13 @@ impl QuotaStore for MemoryQuotaStore {
                     claim.window_start,
                     claim.window_ms,
                 );
-                (link.applies(known) && room.is_err()).then_some(link.claim.id.as_str())
+                match room {
+                    Err(reset_at) if link.applies(known) => Some((i, reset_at)),
+                    _ => None,
+                }
             });
-            if let Some(full) = full {
-                return Ok(ChainOutcome::from_claims(chain, known, |_, claim| {
-                    if claim.id == full {
-                        inner.claim(claim)
-                    } else {
-                        // Not claimed: the outcome reads it as allowed only to reach the full one.
-                        ClaimOutcome::Allowed
-                    }
-                })
-                .only_denied());
+            if let Some((full, reset_at)) = full {
+                return Ok(ChainOutcome::stopped_at(chain, known, full, Some(reset_at)));
             }
         }
         Ok(ChainOutcome::from_claims(chain, known, |_, claim| {
