@@ -460,8 +460,10 @@ async fn an_attacker_cannot_lock_ada_out_of_her_own_browser<S: Stores>(stores: S
 
 /// A database that cannot be reached: the sign-in is a 503 with `Retry-After`, never a 500, and the
 /// application's password check is never called, so nothing is counted as a success or a failure.
+#[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_cannot_answer_refuses_the_sign_in_before_the_password() {
+    use axum::response::IntoResponse;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
