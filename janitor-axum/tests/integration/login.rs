@@ -8,7 +8,6 @@ use crate::login_example as app;
 
 use std::net::SocketAddr;
 
-use axum::response::IntoResponse;
 use common::stores::on_both_stores;
 use common::wire::{serve, Connection};
 use janitor_axum::config::QuotaConfig;
