@@ -7,6 +7,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+pub mod automation;
 pub mod clock;
 pub mod config;
 pub mod directory;

@@ -1,5 +1,6 @@
 //! The sign-in defence's options and their ranges.
 
+use super::decision::Verdict;
 use crate::config::{ConfigError, Limit};
 
 /// Failed sign-ins that lock an account for unknown browsers, or one known browser out of it (default 5).
@@ -34,6 +35,8 @@ pub struct SignInConfig {
     pub(super) failure_window_ms: i64,
     pub(super) known_browser_days: u32,
     pub(super) dry_run: bool,
+    pub(super) automated: Verdict,
+    pub(super) suspected: Verdict,
 }
 
 impl Default for SignInConfig {
@@ -47,6 +50,8 @@ impl Default for SignInConfig {
             failure_window_ms: FAILURE_WINDOW_MS.default,
             known_browser_days: KNOWN_BROWSER_DAYS.default,
             dry_run: false,
+            automated: Verdict::Challenge,
+            suspected: Verdict::Allow,
         }
     }
 }
@@ -96,6 +101,16 @@ impl SignInConfig {
     pub fn dry_run(&self) -> bool {
         self.dry_run
     }
+
+    /// What an `automated` verdict does to an attempt (default challenge), when the verdict is on.
+    pub fn automated(&self) -> Verdict {
+        self.automated
+    }
+
+    /// What a `suspected` verdict does to an attempt (default allow), when the verdict is on.
+    pub fn suspected(&self) -> Verdict {
+        self.suspected
+    }
 }
 
 /// Builds a [`SignInConfig`]; [`build`](Self::build) checks every value.
@@ -110,6 +125,8 @@ pub struct SignInConfigBuilder {
     failure_window_ms: Option<i64>,
     known_browser_days: Option<u32>,
     dry_run: bool,
+    automated: Option<Verdict>,
+    suspected: Option<Verdict>,
 }
 
 impl SignInConfigBuilder {
@@ -173,6 +190,19 @@ impl SignInConfigBuilder {
         self
     }
 
+    /// What an `automated` automation verdict does to an attempt: challenge (the default), deny, or allow (the
+    /// verdict is then only counted). Applies when the handle gives verdicts.
+    pub fn automated(mut self, verdict: Verdict) -> Self {
+        self.automated = Some(verdict);
+        self
+    }
+
+    /// What a `suspected` automation verdict does to an attempt: allow (the default), challenge or deny.
+    pub fn suspected(mut self, verdict: Verdict) -> Self {
+        self.suspected = Some(verdict);
+        self
+    }
+
     /// Checks the values.
     pub fn build(self) -> Result<SignInConfig, ConfigError> {
         let budget = |value: Option<Option<u32>>, limit: Limit<u32>| match value {
@@ -192,6 +222,8 @@ impl SignInConfigBuilder {
             failure_window_ms: FAILURE_WINDOW_MS.or_default(self.failure_window_ms)?,
             known_browser_days: KNOWN_BROWSER_DAYS.or_default(self.known_browser_days)?,
             dry_run: self.dry_run,
+            automated: self.automated.unwrap_or(Verdict::Challenge),
+            suspected: self.suspected.unwrap_or(Verdict::Allow),
         })
     }
 }

@@ -4,8 +4,10 @@ use std::fmt;
 
 use crate::protection::quota::{QuotaClaim, QuotaCounter};
 
-/// What to do with a sign-in attempt before its password is checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What to do with a sign-in attempt before its password is checked. Its names (`allow`, `challenge`, `deny`)
+/// are also its settings' values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Check the password.
     Allow,
@@ -23,6 +25,20 @@ impl Verdict {
             Verdict::Allow => "allow",
             Verdict::Challenge => "challenge",
             Verdict::Deny => "deny",
+        }
+    }
+}
+
+impl std::str::FromStr for Verdict {
+    type Err = String;
+
+    /// `allow`, `challenge` or `deny`, in any case.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name.to_ascii_lowercase().as_str() {
+            "allow" => Ok(Verdict::Allow),
+            "challenge" => Ok(Verdict::Challenge),
+            "deny" => Ok(Verdict::Deny),
+            _ => Err(format!("{name} is not allow, challenge or deny")),
         }
     }
 }
@@ -56,12 +72,18 @@ pub enum SignInReason {
     BrowserFailures,
     /// Unknown browsers failed too often across the whole site (challenge).
     SiteFailures,
+    /// The browser's automation verdict is `automated` (challenge unless
+    /// [`SignInConfig::automated`](super::SignInConfig::automated) says otherwise).
+    AutomatedBrowser,
+    /// The browser's automation verdict is `suspected` (allowed unless
+    /// [`SignInConfig::suspected`](super::SignInConfig::suspected) says otherwise).
+    SuspectedAutomation,
 }
 
 impl SignInReason {
     /// The reason's name: `global_quota`, `network_quota`, `account_quota`, `session_quota`,
     /// `locked_for_unknown_browsers`, `locked_for_this_browser`, `network_failures`, `browser_failures`,
-    /// `site_failures`.
+    /// `site_failures`, `automated_browser`, `suspected_automation`.
     pub fn as_str(&self) -> &'static str {
         match self {
             SignInReason::GlobalQuota => "global_quota",
@@ -73,16 +95,20 @@ impl SignInReason {
             SignInReason::NetworkFailures => "network_failures",
             SignInReason::BrowserFailures => "browser_failures",
             SignInReason::SiteFailures => "site_failures",
+            SignInReason::AutomatedBrowser => "automated_browser",
+            SignInReason::SuspectedAutomation => "suspected_automation",
         }
     }
 
-    /// The verdict this reason leads to.
+    /// The verdict this reason leads to (for the automation reasons, the default; the configuration sets it).
     pub fn verdict(&self) -> Verdict {
         match self {
             SignInReason::LockedForUnknownBrowsers
             | SignInReason::NetworkFailures
             | SignInReason::BrowserFailures
-            | SignInReason::SiteFailures => Verdict::Challenge,
+            | SignInReason::SiteFailures
+            | SignInReason::AutomatedBrowser => Verdict::Challenge,
+            SignInReason::SuspectedAutomation => Verdict::Allow,
             _ => Verdict::Deny,
         }
     }

@@ -17,6 +17,7 @@
 
 use serde_json::json;
 
+use crate::automation::AutomationVerdict;
 use crate::error::StoreError;
 use crate::label::LabelKey;
 use crate::protection::quota::network::own_label;
@@ -35,6 +36,9 @@ pub use config::{
 pub use decision::{SignInDecision, SignInReason, SpentLimit, Verdict};
 
 const DAY_MS: i64 = 86_400_000;
+/// `Retry-After` of an attempt denied for its automation verdict: the verdict does not expire, so a minute
+/// only paces the retries.
+pub const AUTOMATION_RETRY_SECS: u64 = 60;
 /// The long tier of each failure budget spans this many failure windows (30 days by default)...
 pub const LONG_TIER_WINDOWS: i64 = 30;
 /// ...and allows this many windows' worth of the budget's limit in that span: over a month, a tenth of the
@@ -109,6 +113,28 @@ impl SignInGuard {
             config.window_ms(),
         );
         Ok(Some(decision))
+    }
+
+    /// What the browser's automation verdict does to an attempt, before any counter is claimed: `None` when the
+    /// configuration allows it ([`SignInConfig::automated`], [`SignInConfig::suspected`]), else a decision with
+    /// the reason (`automated_browser`, `suspected_automation`). A browser stopped here claims no failure slot:
+    /// its password is never checked, and the request quotas already counted it. In dry run the decision is
+    /// to be logged and passed to [`begin`](Self::begin) as `earlier`.
+    pub fn check_automation(&self, verdict: AutomationVerdict) -> Option<SignInDecision> {
+        let (action, reason) = match verdict {
+            AutomationVerdict::Human => return None,
+            AutomationVerdict::Suspected => {
+                (self.config.suspected, SignInReason::SuspectedAutomation)
+            }
+            AutomationVerdict::Automated => (self.config.automated, SignInReason::AutomatedBrowser),
+        };
+        if action == Verdict::Allow {
+            return None;
+        }
+        let mut decision = SignInDecision::allowed(self.config.dry_run);
+        decision.stop(reason, AUTOMATION_RETRY_SECS, None, 0);
+        decision.decided = action;
+        Some(decision)
     }
 
     /// Decides `attempt` at `now_ms`, claiming its failure counters in one store operation (see the module's
@@ -257,5 +283,59 @@ impl SignInGuard {
 
     fn label(&self, value: serde_json::Value) -> String {
         own_label(&self.key, &value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard(config: SignInConfig) -> SignInGuard {
+        let key = LabelKey::new("a secret of thirty-two bytes ok!", "test").unwrap();
+        SignInGuard::new(key, config)
+    }
+
+    #[test]
+    fn the_automation_verdict_stops_an_attempt_as_configured() {
+        let defaults = guard(SignInConfig::default());
+        assert_eq!(defaults.check_automation(AutomationVerdict::Human), None);
+        assert_eq!(
+            defaults.check_automation(AutomationVerdict::Suspected),
+            None
+        );
+        let stopped = defaults
+            .check_automation(AutomationVerdict::Automated)
+            .unwrap();
+        assert_eq!(stopped.verdict(), Verdict::Challenge);
+        assert_eq!(stopped.reasons(), [SignInReason::AutomatedBrowser]);
+        assert_eq!(stopped.retry_after_secs(), Some(AUTOMATION_RETRY_SECS));
+        assert!(stopped.releases.is_empty(), "nothing was claimed");
+
+        let strict = SignInConfig::builder()
+            .automated(Verdict::Deny)
+            .suspected(Verdict::Challenge)
+            .build()
+            .unwrap();
+        let strict = guard(strict);
+        let denied = strict.check_automation(AutomationVerdict::Automated);
+        assert_eq!(denied.map(|d| d.verdict()), Some(Verdict::Deny));
+        let suspected = strict
+            .check_automation(AutomationVerdict::Suspected)
+            .unwrap();
+        assert_eq!(suspected.verdict(), Verdict::Challenge);
+        assert_eq!(suspected.reasons(), [SignInReason::SuspectedAutomation]);
+
+        let counted_only = SignInConfig::builder().automated(Verdict::Allow).build();
+        let counted_only = guard(counted_only.unwrap());
+        assert_eq!(
+            counted_only.check_automation(AutomationVerdict::Automated),
+            None
+        );
+        let dry = guard(SignInConfig::builder().dry_run(true).build().unwrap());
+        let logged = dry.check_automation(AutomationVerdict::Automated).unwrap();
+        assert_eq!(
+            (logged.decided(), logged.verdict()),
+            (Verdict::Challenge, Verdict::Allow)
+        );
     }
 }
