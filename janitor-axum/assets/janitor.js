@@ -15,6 +15,7 @@
 // Extended signals (off by default): createVisitorClient({extendedSignals: true}) also sends, in a header, the
 // settings and exact versions janitor-extended.js collects (it is loaded from beside this file only then). For a
 // form, `await client.headers()` gives the header to add to the application's own request.
+// With {automationEvidence: true} it loads janitor-automation.js at once and sends its header too.
 //
 // Privacy: the behaviour counters count events only; no position, key, form value or URL is read or sent.
 
@@ -95,25 +96,29 @@ const signals = () => {
   }) || {};
 };
 
-// The extended signals' part, fetched from beside this file the first time they are asked for.
-let extendedPart;
+// The optional parts, fetched from beside this file when first asked for.
+let extendedPart, automationPart;
 
 const failure = (message, status) => Object.assign(new Error(message), { status });
 
 /**
  * A client for the identify endpoint.
  *
- * @param {{endpoint?: string, enabled?: boolean, headers?: HeadersInit, extendedSignals?: boolean}} [options]
+ * @param {{endpoint?: string, enabled?: boolean, headers?: HeadersInit, extendedSignals?: boolean, automationEvidence?: boolean}} [options]
  *   `endpoint` (default "/api/visitor"); `enabled` (default true: when false, identify() sends nothing and
  *   resolves with null until setEnabled(true)); `headers` added to every request; `extendedSignals` (default
- *   false) also sends the extended signals, for a server that enables them.
+ *   false) also sends the extended signals, `automationEvidence` the automation evidence.
  */
 export function createVisitorClient({
   endpoint = "/api/visitor",
   enabled = true,
   headers,
   extendedSignals = false,
+  automationEvidence = false,
 } = {}) {
+  const automation = automationEvidence
+    ? (automationPart ||= import(new URL("janitor-automation.js", import.meta.url)))
+    : null;
   const counts = {
     mouseMoveCount: 0,
     pointerDownCount: 0,
@@ -153,11 +158,15 @@ export function createVisitorClient({
     if (run.wake) run.wake();
   };
 
-  // The extended signals' header, or none when they are off.
-  const extendedHeaders = async () =>
-    extendedSignals
-      ? (await (extendedPart ||= import(new URL("janitor-extended.js", import.meta.url)))).headers({ pack, str, int, attempt })
+  // The optional parts' headers; an automation part that cannot load sends nothing.
+  const partHeaders = async () => {
+    const helpers = { pack, str, int, attempt };
+    const extended = extendedSignals
+      ? (await (extendedPart ||= import(new URL("janitor-extended.js", import.meta.url)))).headers(helpers)
       : {};
+    const automated = automation ? automation.then((part) => part.headers(helpers)).catch(() => ({})) : {};
+    return { ...(await extended), ...(await automated) };
+  };
 
   const sleep = (run, ms) =>
     new Promise((wake) => {
@@ -180,7 +189,7 @@ export function createVisitorClient({
       try {
         const requestHeaders = new Headers(headers);
         requestHeaders.set("content-type", "application/json");
-        for (const [name, value] of Object.entries(await extendedHeaders())) requestHeaders.set(name, value);
+        for (const [name, value] of Object.entries(await partHeaders())) requestHeaders.set(name, value);
         if (run.cancelled) return null;
         const response = await fetch(endpoint, {
           method: "POST",
@@ -245,7 +254,7 @@ export function createVisitorClient({
      * header when they are on, else none (an empty object); also empty when the client is disabled or destroyed.
      */
     async headers() {
-      return destroyed || !enabled ? {} : extendedHeaders();
+      return destroyed || !enabled ? {} : partHeaders();
     },
     /** Allows (true) or stops (false) future requests; a request in flight is not affected. */
     setEnabled(value) {

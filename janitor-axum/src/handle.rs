@@ -8,6 +8,7 @@ use axum::response::Response;
 use axum::routing::{any, get};
 use axum::Router;
 use http::request::Parts;
+use janitor_core::automation::Automation;
 use janitor_core::directory::Directory;
 use janitor_core::erasure::{AccountErasure, ErasureError};
 use janitor_core::evidence::Evidence;
@@ -85,6 +86,8 @@ pub struct Assessment {
     /// Confidence, risk, risk status and browser match, for the application's own decisions; `None` when the
     /// request was refused (the response says why).
     pub identity: Option<Identity>,
+    /// The automation verdict, when the configuration turns it on and the request was identified.
+    pub automation: Option<Automation>,
 }
 
 /// Builds a [`Janitor`]: its configuration and stores, and optionally an evaluator and a clock.
@@ -275,6 +278,8 @@ impl Janitor {
     /// signals' part beside it (`janitor-extended.js`), outside the admission layer: a static file must load
     /// even while measurements are busy.
     pub fn router<S: Clone + Send + Sync + 'static>(&self) -> Router<S> {
+        use crate::script;
+        let script_path = self.inner.config.endpoint.script_path();
         Router::new()
             .route(
                 self.inner.config.endpoint.path(),
@@ -285,8 +290,12 @@ impl Janitor {
                 get(crate::script::serve),
             )
             .route(
-                &crate::script::extended_script_path(self.inner.config.endpoint.script_path()),
-                get(crate::script::serve_extended),
+                &script::part_path(script_path, script::EXTENDED_SCRIPT_NAME),
+                get(script::serve_extended),
+            )
+            .route(
+                &script::part_path(script_path, script::AUTOMATION_SCRIPT_NAME),
+                get(script::serve_automation),
             )
             .with_state(self.clone())
     }
@@ -294,8 +303,19 @@ impl Janitor {
     /// Runs the endpoint on `request` and gives the full identity to server code along with the response to
     /// send, so the application can decide on a challenge without exposing scores to the browser.
     pub async fn assess(&self, request: Request) -> Assessment {
-        let (response, identity) = endpoint::handle(&self.inner, request).await;
-        Assessment { response, identity }
+        let (response, identified) = endpoint::handle(&self.inner, request).await;
+        let (identity, automation) = match identified {
+            Some(identified) => {
+                let automation = identified.automation().cloned();
+                (Some(identified.into_identity()), automation)
+            }
+            None => (None, None),
+        };
+        Assessment {
+            response,
+            identity,
+            automation,
+        }
     }
 
     /// Claims the quotas of a request made in `context` on a route of the application (a sign-in keyed by

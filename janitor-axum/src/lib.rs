@@ -39,7 +39,9 @@ pub use setup::{SetupError, SetupErrorKind};
 pub use visitor::{IdentifiedVisitor, Visitor, VisitorLayer};
 
 // The core's services and their types, so that `janitor-axum` is an application's one dependency.
-pub use janitor_core::{directory, erasure, evidence, identification, learning, protection};
+pub use janitor_core::{
+    automation, directory, erasure, evidence, identification, learning, protection,
+};
 
 /// The PostgreSQL stores (`janitor-sql`): the pool (`Database`), its configuration, the migrations and the
 /// `PgStores` family.

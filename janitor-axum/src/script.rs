@@ -22,6 +22,13 @@ pub const EXTENDED_SCRIPT: &str = include_str!("../assets/janitor-extended.js");
 /// The file name the client imports the extended part by, from the folder it was served from.
 pub const EXTENDED_SCRIPT_NAME: &str = "janitor-extended.js";
 
+/// The automation evidence's part of the client, served beside it as [`AUTOMATION_SCRIPT_NAME`]: the client
+/// imports it only when `automationEvidence` is on.
+pub const AUTOMATION_SCRIPT: &str = include_str!("../assets/janitor-automation.js");
+
+/// The file name the client imports the automation part by.
+pub const AUTOMATION_SCRIPT_NAME: &str = "janitor-automation.js";
+
 /// A strong validator that changes whenever the embedded file does: the first 128 bits of its SHA-256.
 fn etag_of(source: &str) -> String {
     let digest = Sha256::digest(source.as_bytes());
@@ -31,17 +38,21 @@ fn etag_of(source: &str) -> String {
 
 static ETAG_VALUE: LazyLock<String> = LazyLock::new(|| etag_of(CLIENT_SCRIPT));
 static EXTENDED_ETAG: LazyLock<String> = LazyLock::new(|| etag_of(EXTENDED_SCRIPT));
+static AUTOMATION_ETAG: LazyLock<String> = LazyLock::new(|| etag_of(AUTOMATION_SCRIPT));
 
 /// The `ETag` the script is served with (quotes included).
 pub fn client_script_etag() -> &'static str {
     &ETAG_VALUE
 }
 
-/// Where the extended part is served for a client served at `script_path`: beside it.
-pub(crate) fn extended_script_path(script_path: &str) -> String {
+/// Where the client's part `name` is served for a client served at `script_path`: beside it.
+pub(crate) fn part_path(script_path: &str, name: &str) -> String {
     let folder = script_path.rfind('/').map_or("/", |at| &script_path[..=at]);
-    format!("{folder}{EXTENDED_SCRIPT_NAME}")
+    format!("{folder}{name}")
 }
+
+/// The names of the client's parts, served beside it.
+pub(crate) const PART_NAMES: [&str; 2] = [EXTENDED_SCRIPT_NAME, AUTOMATION_SCRIPT_NAME];
 
 /// Whether an `If-None-Match` header names the current version (`*`, or a tag in its list; `W/` tags compare
 /// weakly, as the header requires).
@@ -63,6 +74,11 @@ pub(crate) async fn serve(headers: HeaderMap) -> Response {
 /// Answers a GET (or HEAD) for the extended part, as [`serve`] does for the client.
 pub(crate) async fn serve_extended(headers: HeaderMap) -> Response {
     answer(&headers, EXTENDED_SCRIPT, &EXTENDED_ETAG)
+}
+
+/// Answers a GET (or HEAD) for the automation part, as [`serve`] does for the client.
+pub(crate) async fn serve_automation(headers: HeaderMap) -> Response {
+    answer(&headers, AUTOMATION_SCRIPT, &AUTOMATION_ETAG)
 }
 
 fn answer(headers: &HeaderMap, source: &'static str, etag: &str) -> Response {
@@ -104,17 +120,24 @@ mod tests {
     }
 
     #[test]
-    fn the_extended_part_is_served_beside_the_client() {
-        assert_eq!(extended_script_path("/janitor.js"), "/janitor-extended.js");
+    fn the_parts_are_served_beside_the_client() {
+        let extended = |path| part_path(path, EXTENDED_SCRIPT_NAME);
+        assert_eq!(extended("/janitor.js"), "/janitor-extended.js");
         assert_eq!(
-            extended_script_path("/static/js/c.js"),
+            extended("/static/js/c.js"),
             "/static/js/janitor-extended.js"
         );
         assert_ne!(*EXTENDED_ETAG, client_script_etag());
-        assert!(CLIENT_SCRIPT.contains(&format!(
-            "import(new URL(\"{EXTENDED_SCRIPT_NAME}\", import.meta.url))"
-        )));
-        assert!(EXTENDED_SCRIPT.contains("export async function headers("));
+        assert_ne!(*AUTOMATION_ETAG, *EXTENDED_ETAG);
+        for (name, source) in [
+            (EXTENDED_SCRIPT_NAME, EXTENDED_SCRIPT),
+            (AUTOMATION_SCRIPT_NAME, AUTOMATION_SCRIPT),
+        ] {
+            assert!(
+                CLIENT_SCRIPT.contains(&format!("import(new URL(\"{name}\", import.meta.url))"))
+            );
+            assert!(source.contains("export async function headers("));
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@
 
 use std::time::Duration;
 
+use janitor_core::automation::{Automation, AutomationVerdict};
 use janitor_core::identification::engine::{IdentifyMetrics, IdentifyPath};
 use janitor_core::throttle::Throttle;
 use janitor_core::{Identity, StoresKind};
@@ -110,6 +111,28 @@ fn register_metrics() {
         Unit::Count,
         "Sign-in attempts the defence stopped (or would have, in dry run), by verdict and reason"
     );
+    describe_counter!(
+        "janitor_automation_verdicts_total",
+        Unit::Count,
+        "Automation verdicts given, by verdict"
+    );
+    describe_counter!(
+        "janitor_automation_reasons_total",
+        Unit::Count,
+        "Automation checks that fired, by reason"
+    );
+    for verdict in [
+        AutomationVerdict::Human,
+        AutomationVerdict::Suspected,
+        AutomationVerdict::Automated,
+    ] {
+        metrics::counter!("janitor_automation_verdicts_total", "verdict" => verdict.as_str())
+            .increment(0);
+    }
+    for reason in janitor_core::automation::AutomationReason::ALL {
+        metrics::counter!("janitor_automation_reasons_total", "reason" => reason.as_str())
+            .increment(0);
+    }
     describe_counter!(
         "janitor_maintenance_deleted_total",
         Unit::Count,
@@ -222,6 +245,24 @@ pub(crate) fn identified(metrics: &IdentifyMetrics, identity: &Identity, elapsed
 }
 
 /// Records one refusal, and logs the ones an operator acts on.
+/// Counts an automation verdict and each reason that fired; logs a verdict other than human at debug, by its
+/// reasons' names only.
+pub(crate) fn automation_assessed(automation: &Automation) {
+    if automation.verdict() != AutomationVerdict::Human {
+        let reasons: Vec<&str> = automation.reasons().iter().map(|r| r.as_str()).collect();
+        tracing::debug!(verdict = automation.verdict().as_str(), reasons = ?reasons, "automation verdict");
+    }
+    #[cfg(feature = "metrics")]
+    {
+        metrics::counter!("janitor_automation_verdicts_total", "verdict" => automation.verdict().as_str())
+            .increment(1);
+        for reason in automation.reasons() {
+            metrics::counter!("janitor_automation_reasons_total", "reason" => reason.as_str())
+                .increment(1);
+        }
+    }
+}
+
 /// Logs and counts a sign-in decision that was not a plain allowance: one `janitor_signin_decisions_total`
 /// per reason, labelled with the verdict decided and whether it was enforced (`dry_run`).
 pub(crate) fn signin_decided(decision: &janitor_core::protection::signin::SignInDecision) {

@@ -8,6 +8,7 @@
 struct IdentityGuide;
 
 pub mod accuracy;
+pub mod automation;
 pub mod capacity;
 pub mod cargo;
 pub mod conformance;

@@ -125,13 +125,15 @@ impl EndpointConfigBuilder {
                 reason: "must differ from endpoint_path",
             });
         }
-        // The client's extended part is served beside it, under its own name.
-        let extended = crate::script::extended_script_path(&script_path);
-        if extended == script_path || extended == path {
-            return Err(JanitorConfigError::Invalid {
-                field: "script_path",
-                reason: "must leave the name janitor-extended.js beside it to the client's extended part",
-            });
+        // The client's parts are served beside it, under their own names.
+        for name in crate::script::PART_NAMES {
+            let part = crate::script::part_path(&script_path, name);
+            if part == script_path || part == path {
+                return Err(JanitorConfigError::Invalid {
+                    field: "script_path",
+                    reason: "must leave the names janitor-extended.js and janitor-automation.js beside it to the client's parts",
+                });
+            }
         }
         Ok(EndpointConfig {
             path,
@@ -187,11 +189,13 @@ mod tests {
     }
 
     #[test]
-    fn the_extended_part_keeps_its_name_beside_the_script() {
+    fn the_parts_keep_their_names_beside_the_script() {
         let script = |path: &str| EndpointConfig::builder().script_path(path);
-        refused(script("/janitor-extended.js"), "script_path");
-        let beside_endpoint = script("/api/client.js").path("/api/janitor-extended.js");
-        refused(beside_endpoint, "script_path");
+        for part in ["janitor-extended.js", "janitor-automation.js"] {
+            refused(script(&format!("/{part}")), "script_path");
+            let beside_endpoint = script("/api/client.js").path(&format!("/api/{part}"));
+            refused(beside_endpoint, "script_path");
+        }
         assert!(script("/static/client.js").build().is_ok());
     }
 

@@ -26,6 +26,7 @@ impl JanitorSettings {
         "JANITOR_MATCHING_POLICY",
         "JANITOR_NETWORK_EVIDENCE",
         "JANITOR_EXTENDED_SIGNALS",
+        "JANITOR_AUTOMATION_VERDICT",
         "JANITOR_COOKIE_MAX_AGE_DAYS",
         "JANITOR_COOKIE_SECURE",
         "JANITOR_ENDPOINT_PATH",
@@ -56,6 +57,8 @@ impl JanitorSettings {
         "JANITOR_SIGNIN_FAILURE_WINDOW_MS",
         "JANITOR_SIGNIN_KNOWN_BROWSER_DAYS",
         "JANITOR_SIGNIN_DRY_RUN",
+        "JANITOR_SIGNIN_AUTOMATED",
+        "JANITOR_SIGNIN_SUSPECTED",
         "JANITOR_RATE_LIMIT_HEADERS",
         "JANITOR_EVENT_RETENTION_DAYS",
         "JANITOR_LINK_RETENTION_DAYS",
@@ -103,6 +106,7 @@ impl JanitorSettings {
                 .map(|name| name.parse().expect("a listed choice")),
             network_evidence: env.flag("JANITOR_NETWORK_EVIDENCE")?,
             extended_signals: env.flag("JANITOR_EXTENDED_SIGNALS")?,
+            automation_verdict: env.flag("JANITOR_AUTOMATION_VERDICT")?,
             cookie: CookieSettings {
                 max_age_days: env.number("JANITOR_COOKIE_MAX_AGE_DAYS")?,
                 secure: env.flag("JANITOR_COOKIE_SECURE")?,
@@ -217,7 +221,16 @@ fn signin_from_env(env: &EnvSource) -> Result<SignInSettings, EnvError> {
             "a number from 1 to 400",
         )?,
         dry_run: env.flag("JANITOR_SIGNIN_DRY_RUN")?,
+        automated: action(env, "JANITOR_SIGNIN_AUTOMATED")?,
+        suspected: action(env, "JANITOR_SIGNIN_SUSPECTED")?,
     })
+}
+
+/// What a sign-in does for an automation verdict, when set.
+fn action(env: &EnvSource, name: &str) -> Result<Option<signin::Verdict>, EnvError> {
+    Ok(env
+        .choice(name, "allow or challenge or deny")?
+        .map(|name| name.parse().expect("a listed choice")))
 }
 
 /// A number within `limit`'s range, when set: anything else is refused naming the variable.
@@ -297,9 +310,11 @@ mod tests {
             ("JANITOR_MATCHING_POLICY", "Precise"),
             ("JANITOR_NETWORK_EVIDENCE", "true"),
             ("JANITOR_EXTENDED_SIGNALS", "true"),
+            ("JANITOR_AUTOMATION_VERDICT", "true"),
         ]);
         let config = JanitorSettings::from_env(&env).unwrap().build().unwrap();
         assert!(config.network_evidence() && config.extended_signals());
+        assert!(config.automation_verdict());
         assert_eq!(config.label_key().namespace(), "shop");
         assert_eq!(config.environment(), Environment::Development);
         assert!(!config.cookie().secure());
@@ -324,6 +339,10 @@ mod tests {
             JanitorSettings::from_env(&EnvSource::from_pairs([("JANITOR_SECRET", SECRET)]));
         let defaults = defaults.unwrap().build().unwrap();
         assert_eq!(defaults.engine.policy(), MatchingPolicy::Reference);
+        assert!(
+            !defaults.automation_verdict(),
+            "the verdict is off by default"
+        );
     }
 
     #[test]
@@ -351,6 +370,8 @@ mod tests {
         assert!(with("JANITOR_EXTENDED_SIGNALS", "maybe")
             .contains("JANITOR_EXTENDED_SIGNALS must be true or false"));
         assert!(with("JANITOR_EXTENDED_SIGNALS", "true").contains("extended_signals"));
+        assert!(with("JANITOR_AUTOMATION_VERDICT", "maybe")
+            .contains("JANITOR_AUTOMATION_VERDICT must be true or false"));
         assert!(
             with("JANITOR_COOKIE_SECURE", "false").contains("production cookies must be Secure")
         );
@@ -550,6 +571,12 @@ mod tests {
         let dry_run = with("JANITOR_SIGNIN_DRY_RUN", "true").unwrap();
         assert!(dry_run.signin().dry_run());
         refused_naming("JANITOR_SIGNIN_DRY_RUN", "maybe");
+        let strict = with("JANITOR_SIGNIN_AUTOMATED", "Deny").unwrap();
+        assert_eq!(strict.signin().automated(), signin::Verdict::Deny);
+        let watchful = with("JANITOR_SIGNIN_SUSPECTED", "challenge").unwrap();
+        assert_eq!(watchful.signin().suspected(), signin::Verdict::Challenge);
+        refused_naming("JANITOR_SIGNIN_AUTOMATED", "block");
+        refused_naming("JANITOR_SIGNIN_SUSPECTED", "sometimes");
         let headers = with("JANITOR_RATE_LIMIT_HEADERS", "true").unwrap();
         assert!(headers.rate_limit_headers());
         refused_naming("JANITOR_RATE_LIMIT_HEADERS", "maybe");

@@ -133,6 +133,7 @@ pub struct JanitorConfig {
     pub(crate) learning: LearningConfig,
     pub(crate) network_evidence: bool,
     pub(crate) extended_signals: bool,
+    pub(crate) automation_verdict: bool,
 }
 
 impl JanitorConfig {
@@ -202,6 +203,11 @@ impl JanitorConfig {
         self.extended_signals
     }
 
+    /// Whether each identification carries an automation verdict (off by default).
+    pub fn automation_verdict(&self) -> bool {
+        self.automation_verdict
+    }
+
     /// The learning options (off by default).
     pub fn learning(&self) -> &LearningConfig {
         &self.learning
@@ -225,6 +231,7 @@ pub struct JanitorConfigBuilder {
     matching_policy: MatchingPolicy,
     network_evidence: bool,
     extended_signals: bool,
+    automation_verdict: bool,
     cookie: CookieConfig,
     endpoint: EndpointConfig,
     origin: OriginConfig,
@@ -309,6 +316,18 @@ impl JanitorConfigBuilder {
     /// reads them; docs/accuracy.md, "Extended client signals", measures them.
     pub fn extended_signals(mut self, on: bool) -> Self {
         self.extended_signals = on;
+        self
+    }
+
+    /// Give each identification an automation verdict (`human`, `suspected`, `automated`, with reasons), on the
+    /// identify endpoint ([`Assessment::automation`](crate::handle::Assessment)), on the application's routes
+    /// ([`IdentifiedVisitor::automation`](crate::IdentifiedVisitor::automation)) and to the sign-in decision
+    /// ([`SignInConfig`](crate::signin::SignInConfig)'s `automated` and `suspected`). It reads the request's
+    /// headers, the payload and, when the page sends it (`createVisitorClient({automationEvidence: true})`),
+    /// the `janitor-automation-evidence` header; a bad header means no evidence, never a refusal. Default off;
+    /// it never changes the visitor id or the risk fields. docs/automation.md describes every check.
+    pub fn automation_verdict(mut self, on: bool) -> Self {
+        self.automation_verdict = on;
         self
     }
 
@@ -439,6 +458,7 @@ impl JanitorConfigBuilder {
             learning: self.learning,
             network_evidence: self.network_evidence,
             extended_signals: self.extended_signals,
+            automation_verdict: self.automation_verdict,
         })
     }
 }

@@ -9,12 +9,13 @@
 //! | `JANITOR_MATCHING_POLICY` (`reference` or `precise`) | `matching_policy` |
 //! | `JANITOR_NETWORK_EVIDENCE` | `network_evidence` |
 //! | `JANITOR_EXTENDED_SIGNALS` | `extended_signals` |
+//! | `JANITOR_AUTOMATION_VERDICT` | `automation_verdict` |
 //! | `JANITOR_COOKIE_MAX_AGE_DAYS`, `JANITOR_COOKIE_SECURE` | `cookie.max_age_days`, `cookie.secure` |
 //! | `JANITOR_ENDPOINT_PATH`, `JANITOR_SCRIPT_PATH`, `JANITOR_MAX_BODY_BYTES`, `JANITOR_REQUEST_TIMEOUT_MS`, `JANITOR_EXPOSE_CLIENT_SCORES` | `endpoint.*` |
 //! | `JANITOR_ALLOWED_ORIGINS`, `JANITOR_TRUSTED_PROXIES` (comma-separated) | `origin.allowed_origins`, `origin.trusted_proxies` |
 //! | `JANITOR_MAX_IN_FLIGHT`, `JANITOR_MAX_DRAIN_BYTES`, `JANITOR_DRAIN_TIMEOUT_MS`, `JANITOR_BODY_GRACE_MS` | `admission.*` |
 //! | `JANITOR_QUOTA_GLOBAL`, `_ACCOUNT`, `_SESSION`, `_NETWORK` (each switches its counter on; one not set is off), `_SHARDS`, `_WINDOW_MS`, `_NETWORK_ALGORITHM` (`gcra` or `fixed_window`), `_NETWORK_IPV4_PREFIX`, `_NETWORK_IPV6_PREFIX` (shape the counters, switch none on) | `quotas.*` |
-//! | `JANITOR_SIGNIN_LOCK_FAILURES`, `_LOCK_WINDOW_MS`, `_NETWORK_FAILURES`, `_BROWSER_FAILURES`, `_SITE_FAILURES`, `_FAILURE_WINDOW_MS`, `_KNOWN_BROWSER_DAYS`, `_DRY_RUN` | `signin.*` |
+//! | `JANITOR_SIGNIN_LOCK_FAILURES`, `_LOCK_WINDOW_MS`, `_NETWORK_FAILURES`, `_BROWSER_FAILURES`, `_SITE_FAILURES`, `_FAILURE_WINDOW_MS`, `_KNOWN_BROWSER_DAYS`, `_DRY_RUN`, `_AUTOMATED`, `_SUSPECTED` | `signin.*` |
 //! | `JANITOR_RATE_LIMIT_HEADERS` | `rate_limit_headers` |
 //! | `JANITOR_EVENT_RETENTION_DAYS`, `JANITOR_LINK_RETENTION_DAYS`, `JANITOR_MAX_EVENTS_PER_QUERY` | `evidence.*` |
 //!
@@ -27,7 +28,7 @@
 
 use janitor_core::evidence::EvidenceConfig;
 use janitor_core::protection::quota::{QuotaAlgorithm, QuotaConfig};
-use janitor_core::protection::signin::SignInConfig;
+use janitor_core::protection::signin::{SignInConfig, Verdict};
 use janitor_core::MatchingPolicy;
 use serde::Deserialize;
 
@@ -61,6 +62,9 @@ pub struct JanitorSettings {
     /// Read and keep the browser client's extended signals for the precise policy (off when absent; see
     /// [`JanitorConfigBuilder::extended_signals`](crate::config::JanitorConfigBuilder::extended_signals)).
     pub extended_signals: Option<bool>,
+    /// Give each identification an automation verdict (off when absent; see
+    /// [`JanitorConfigBuilder::automation_verdict`](crate::config::JanitorConfigBuilder::automation_verdict)).
+    pub automation_verdict: Option<bool>,
     /// The cookie's options.
     pub cookie: CookieSettings,
     /// The endpoint's options.
@@ -163,6 +167,10 @@ pub struct SignInSettings {
     pub failure_window_ms: Option<i64>,
     pub known_browser_days: Option<u32>,
     pub dry_run: Option<bool>,
+    /// What an `automated` verdict does: `allow`, `challenge` (the default) or `deny`.
+    pub automated: Option<Verdict>,
+    /// What a `suspected` verdict does: `allow` (the default), `challenge` or `deny`.
+    pub suspected: Option<Verdict>,
 }
 
 impl SignInSettings {
@@ -188,6 +196,12 @@ impl SignInSettings {
         }
         if let Some(days) = self.known_browser_days {
             b = b.known_browser_days(days);
+        }
+        if let Some(verdict) = self.automated {
+            b = b.automated(verdict);
+        }
+        if let Some(verdict) = self.suspected {
+            b = b.suspected(verdict);
         }
         Ok(b.dry_run(self.dry_run.unwrap_or(false)).build()?)
     }
@@ -255,6 +269,9 @@ impl JanitorSettings {
         }
         if let Some(on) = self.extended_signals {
             builder = builder.extended_signals(on);
+        }
+        if let Some(on) = self.automation_verdict {
+            builder = builder.automation_verdict(on);
         }
         if let Some(quotas) = self.quotas {
             builder = builder.quotas(quotas.build()?);

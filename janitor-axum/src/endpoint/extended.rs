@@ -13,7 +13,7 @@ use janitor_core::identification::payload::{
 use crate::refusal::Refusal;
 
 /// base64url; the client leaves the padding off, but a value with it is as readable.
-const BASE64URL: GeneralPurpose = GeneralPurpose::new(
+pub(super) const BASE64URL: GeneralPurpose = GeneralPurpose::new(
     &URL_SAFE,
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );

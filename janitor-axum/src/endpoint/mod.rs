@@ -26,6 +26,7 @@ use crate::telemetry;
 use crate::visitor::IdentifiedVisitor;
 use tracing::Instrument;
 
+pub(crate) mod automation;
 mod body;
 pub(crate) mod cookie;
 mod extended;
@@ -69,8 +70,12 @@ impl VisitorContext {
     }
 }
 
-/// Runs the endpoint on one request; the identity is returned too, for [`assess`](crate::Janitor::assess).
-pub(crate) async fn handle(janitor: &Inner, request: Request) -> (Response, Option<Identity>) {
+/// Runs the endpoint on one request; the identified visitor is returned too, for
+/// [`assess`](crate::Janitor::assess).
+pub(crate) async fn handle(
+    janitor: &Inner,
+    request: Request,
+) -> (Response, Option<IdentifiedVisitor>) {
     let (parts, body) = request.into_parts();
     let config = &janitor.config;
     let anonymous = VisitorContext::default();
@@ -100,7 +105,7 @@ pub(crate) async fn handle(janitor: &Inner, request: Request) -> (Response, Opti
         }
     };
     match identify(janitor, &parts, &payload).await {
-        Ok((response, identity)) => (response, Some(identity)),
+        Ok((response, identified)) => (response, Some(identified)),
         Err(refusal) => {
             telemetry::refused(refusal);
             (refusal.into_response(), None)
@@ -196,12 +201,19 @@ async fn identify(
     janitor: &Inner,
     parts: &Parts,
     payload: &VisitorPayload,
-) -> Result<(Response, Identity), Refusal> {
+) -> Result<(Response, IdentifiedVisitor), Refusal> {
     let (identified, observation) =
         identify_observed(janitor, parts, payload, Route::Endpoint).await?;
     let identity = identified.identity();
     let mut response = if janitor.config.endpoint.expose_client_scores() {
-        response::json(StatusCode::OK, identity)
+        // Development only: the verdict beside the identity, as the page shows the risk status.
+        response::json(
+            StatusCode::OK,
+            &Exposed {
+                identity,
+                automation: identified.automation(),
+            },
+        )
     } else {
         response::json(
             StatusCode::OK,
@@ -217,7 +229,7 @@ async fn identify(
     if let Some(line) = learning::observe(janitor, parts, observation).await {
         response.headers_mut().append(SET_COOKIE, line);
     }
-    Ok((response, identified.into_identity()))
+    Ok((response, identified))
 }
 
 /// For a request on any route: claims the quotas of `context`, whether or not the request carries a payload,
@@ -329,6 +341,9 @@ async fn identify_observed(
         )
     });
     let (identity, observation) = (identification.identity, identification.observation);
+    let automation = config
+        .automation_verdict()
+        .then(|| automation::verdict(parts, Some(payload), route == Route::Application));
     let line = cookie::set_cookie(
         &identity.visitor_id,
         config.cookie.secure(),
@@ -336,7 +351,20 @@ async fn identify_observed(
     );
     // The line is ours: a visitor id, fixed attributes and a number, all visible ASCII.
     let set_cookie = HeaderValue::from_str(&line).map_err(|_| Refusal::Unavailable)?;
-    Ok((IdentifiedVisitor::new(identity, set_cookie), observation))
+    Ok((
+        IdentifiedVisitor::new(identity, set_cookie, automation),
+        observation,
+    ))
+}
+
+/// The answer with client scores exposed (development): the identity's fields, and the automation verdict when
+/// it is on.
+#[derive(Serialize)]
+struct Exposed<'a> {
+    #[serde(flatten)]
+    identity: &'a Identity,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    automation: Option<&'a janitor_core::automation::Automation>,
 }
 
 /// The default answer: what the browser needs, nothing it could use to probe the matcher.

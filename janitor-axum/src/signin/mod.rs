@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use http::request::Parts;
 use http::StatusCode;
+use janitor_core::automation::Automation;
 use janitor_core::evidence::{Action, EventInput, EventType};
 use janitor_core::protection::quota::QuotaContext;
 use janitor_core::protection::signin::SignInAttempt;
@@ -60,6 +61,7 @@ pub struct SignIn {
     outcome: SignInOutcome,
     decision: SignInDecision,
     identified: Option<IdentifiedVisitor>,
+    automation: Option<Automation>,
     policy: Option<crate::refusal::RateLimitPolicy>,
 }
 
@@ -82,6 +84,12 @@ impl SignIn {
     /// The browser's identity, when the form carried a payload.
     pub fn identity(&self) -> Option<&Identity> {
         self.identified.as_ref().map(IdentifiedVisitor::identity)
+    }
+
+    /// The browser's automation verdict, when the configuration turns it on (with or without a payload: the
+    /// request's headers are checked either way).
+    pub fn automation(&self) -> Option<&Automation> {
+        self.automation.as_ref()
     }
 
     /// Takes the identified browser out, to set its cookie on the response (`(identified, response)`).
@@ -172,7 +180,7 @@ impl Janitor {
         };
         let now = inner.clock.now_ms();
         // The request quotas first: a flood they stop costs one statement per attempt, no identification.
-        let earlier = match &inner.quotas {
+        let mut earlier = match &inner.quotas {
             Some(quotas) => inner
                 .signin
                 .check_quotas(quotas, &attempt, now)
@@ -182,7 +190,7 @@ impl Janitor {
         };
         if let Some(denied) = earlier.as_ref().filter(|d| !d.dry_run()) {
             crate::telemetry::signin_decided(denied);
-            return Ok(self.stopped(denied.clone(), None));
+            return Ok(self.stopped(denied.clone(), None, None));
         }
         let identified = match payload {
             Some(payload) => Some(
@@ -197,6 +205,22 @@ impl Janitor {
             .map(|v| v.identity().visitor_id.to_string());
         if browser.is_some() {
             attempt.browser = browser.as_deref();
+        }
+        let automation = match &identified {
+            _ if !inner.config.automation_verdict() => None,
+            Some(identified) => identified.automation().cloned(),
+            None => Some(crate::endpoint::automation::verdict(parts, None, true)),
+        };
+        let stop = automation
+            .as_ref()
+            .and_then(|a| inner.signin.check_automation(a.verdict()));
+        if let Some(stop) = stop {
+            if !stop.dry_run() {
+                crate::telemetry::signin_decided(&stop);
+                return Ok(self.stopped(stop, identified, automation));
+            }
+            // In dry run the attempt goes on, and its decision carries this reason first.
+            earlier = earlier.or(Some(stop));
         }
         let store = &inner.quota_store;
         let decision = inner
@@ -219,7 +243,9 @@ impl Janitor {
                     SignInOutcome::WrongPassword
                 }
             }
-            Verdict::Challenge | Verdict::Deny => return Ok(self.stopped(decision, identified)),
+            Verdict::Challenge | Verdict::Deny => {
+                return Ok(self.stopped(decision, identified, automation))
+            }
         };
         // Only a checked password is evidence: an attempt the defence stopped writes nothing.
         self.record_sign_in(account, identified.as_ref(), outcome)
@@ -228,12 +254,18 @@ impl Janitor {
             outcome,
             decision,
             identified,
+            automation,
             policy: None,
         })
     }
 
     /// The answer to an attempt the defence stopped before its password was checked.
-    fn stopped(&self, decision: SignInDecision, identified: Option<IdentifiedVisitor>) -> SignIn {
+    fn stopped(
+        &self,
+        decision: SignInDecision,
+        identified: Option<IdentifiedVisitor>,
+        automation: Option<Automation>,
+    ) -> SignIn {
         let policy = decision
             .spent()
             .and_then(|spent| network::signin_policy(&self.inner.config, spent));
@@ -245,6 +277,7 @@ impl Janitor {
             outcome,
             decision,
             identified,
+            automation,
             policy,
         }
     }

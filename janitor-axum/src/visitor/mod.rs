@@ -27,6 +27,7 @@ use axum::response::{IntoResponse, IntoResponseParts, Response, ResponseParts};
 use http::header::{HeaderValue, SET_COOKIE};
 use http::request::Parts;
 use http::StatusCode;
+use janitor_core::automation::Automation;
 use janitor_core::Identity;
 
 use crate::refusal::Refusal;
@@ -43,14 +44,26 @@ pub use layer::{ContextFn, VisitorLayer, VisitorService, PAYLOAD_FIELD};
 pub struct IdentifiedVisitor {
     identity: Identity,
     set_cookie: HeaderValue,
+    automation: Option<Automation>,
 }
 
 impl IdentifiedVisitor {
-    pub(crate) fn new(identity: Identity, set_cookie: HeaderValue) -> IdentifiedVisitor {
+    pub(crate) fn new(
+        identity: Identity,
+        set_cookie: HeaderValue,
+        automation: Option<Automation>,
+    ) -> IdentifiedVisitor {
         IdentifiedVisitor {
             identity,
             set_cookie,
+            automation,
         }
+    }
+
+    /// The automation verdict with its reasons, when the configuration turns it on
+    /// ([`automation_verdict`](crate::config::JanitorConfigBuilder::automation_verdict)).
+    pub fn automation(&self) -> Option<&Automation> {
+        self.automation.as_ref()
     }
 
     /// Confidence, risk, risk status and browser match, for the application's own decisions.
