@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub mod accuracy;
+pub mod automation;
 pub mod capacity;
 pub mod closed_loop;
 pub mod stuffing;

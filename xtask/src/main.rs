@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use xtask::conformance::{check_file, Report};
-use xtask::{accuracy, capacity, docker, guide, newest, stuffing, tables, test};
+use xtask::{accuracy, automation, capacity, docker, guide, newest, stuffing, tables, test};
 
 mod fuzz;
 
@@ -19,6 +19,8 @@ const USAGE: &str = "usage: cargo xtask test
        cargo xtask benchmark-stuffing [LOG[.gz]] [--accounts N] [--days N] [--stores memory,postgres]
            [--scenarios one_network,botnet,spraying,lockout_abuse,replaying_bots] [--json OUT]
            (the sign-in defence against credential stuffing; without LOG, the full 10,000-account run)
+       cargo xtask benchmark-automation [--short] [--tools a,b] [--runs N] [--human-runs N] [--json OUT]
+           (real browsers and automation tools against the automation verdict; without options, the full run)
        cargo xtask benchmark-security | benchmark-lookup | benchmark-connections | benchmark-throughput | seed
        cargo xtask benchmark-replica   (the cookieless lookup on a hot standby against the primary alone)
        cargo xtask benchmark-growth    (evidence at 10,000,000 events: bytes, cleanup, vacuum)
@@ -63,6 +65,10 @@ fn main() -> ExitCode {
         Some("benchmark-accuracy") => report(
             "benchmark-accuracy",
             accuracy::run(&args.collect::<Vec<String>>()),
+        ),
+        Some("benchmark-automation") => report(
+            "benchmark-automation",
+            automation::run(&args.collect::<Vec<String>>()),
         ),
         Some("benchmark-stuffing") => report(
             "benchmark-stuffing",
