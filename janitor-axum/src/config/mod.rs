@@ -322,7 +322,7 @@ impl JanitorConfigBuilder {
     /// Give each identification an automation verdict (`human`, `suspected`, `automated`, with reasons), on the
     /// identify endpoint ([`Assessment::automation`](crate::handle::Assessment)), on the application's routes
     /// ([`IdentifiedVisitor::automation`](crate::IdentifiedVisitor::automation)) and to the sign-in decision
-    /// ([`SignInConfig`](crate::signin::SignInConfig)'s `automated` and `suspected`). It reads the request's
+    /// ([`SignInConfig`]'s `automated` and `suspected`). It reads the request's
     /// headers, the payload and, when the page sends it (`createVisitorClient({automationEvidence: true})`),
     /// the `janitor-automation-evidence` header; a bad header means no evidence, never a refusal. Default off;
     /// it never changes the visitor id or the risk fields. docs/automation.md describes every check.

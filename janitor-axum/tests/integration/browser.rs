@@ -554,6 +554,37 @@ async fn extended_signals_from_the_browser<S: Stores>(stores: S) {
     assert_eq!(server.endpoint_statuses(), [200]);
 }
 
+/// The quick start's page with the automation verdict on, in Chromium under ChromeDriver: the page shows
+/// `automated` with the reasons a WebDriver session leaves (a plain page, with the verdict off, shows `off`).
+async fn automation_verdict_in_chromium<S: Stores>(stores: S) {
+    let _one_browser = BROWSERS.lock().await;
+    let janitor = Janitor::new(config().automation_verdict(true).build().unwrap(), stores);
+    let server = Server::start(&janitor).await;
+    let driver = Driver::start().await;
+    let session = driver.session().await;
+    session.navigate(&server.url("/")).await;
+    session.wait_for(SHOWN).await;
+    let shown = session
+        .execute(
+            "return document.getElementById('automation').textContent",
+            json!([]),
+        )
+        .await;
+    session.close().await;
+    let shown = shown.as_str().unwrap_or_default().to_owned();
+    let mut parts = shown.split(", ");
+    assert_eq!(parts.next(), Some("automated"), "{shown}");
+    let reasons: Vec<&str> = parts.collect();
+    // ChromeDriver's session: navigator.webdriver, its cdc_ globals, and the HeadlessChrome user agent.
+    for reason in ["webdriver", "driver_globals", "headless"] {
+        assert!(reasons.contains(&reason), "{shown}");
+    }
+    // The client's part was served beside it, and the endpoint read its header.
+    let served = server.seen("/janitor-automation.js");
+    assert!(!served.is_empty() && served.iter().all(|s| s.status == 200 || s.status == 304));
+    assert_eq!(server.endpoint_statuses(), [200]);
+}
+
 // ---- a deliberately slow visitor store ----
 
 /// How long a candidate lookup takes in the burst.
@@ -563,5 +594,6 @@ on_both_stores!(
     quick_start_journey,
     burst_backs_off,
     sign_in_page,
-    extended_signals_from_the_browser
+    extended_signals_from_the_browser,
+    automation_verdict_in_chromium
 );

@@ -1,5 +1,6 @@
-//! `cargo xtask capacity-tables [--check]`: the result tables of docs/CAPACITY.md and docs/signin-defence.md,
-//! written from the committed reports in docs/benchmarks/, so that no figure in them is typed by hand.
+//! `cargo xtask capacity-tables [--check]`: the result tables of docs/CAPACITY.md, docs/signin-defence.md and
+//! docs/automation.md, written from the committed reports in docs/benchmarks/, so that no figure in them is
+//! typed by hand.
 //!
 //! Each table sits between `<!-- table: NAME -->` and `<!-- /table -->` on the page; the command rewrites what
 //! is between them, and `--check` (run by the tests) fails when the page and the reports disagree.
@@ -42,6 +43,13 @@ pub const STUFFING: &str = "docs/benchmarks/stuffing-current.json";
 /// Its run on both stores at a smaller size.
 pub const STUFFING_STORES: &str = "docs/benchmarks/stuffing-postgres.json";
 
+/// The automation verdict's page.
+pub const AUTOMATION_PAGE: &str = "docs/automation.md";
+
+/// The automation benchmark's full run (`cargo xtask benchmark-automation`).
+pub const AUTOMATION: &str = "docs/benchmarks/automation-current.json";
+
+mod automation;
 mod connections;
 mod growth;
 mod lookup;
@@ -56,7 +64,23 @@ type Draw = fn(&[Value]) -> Result<String, String>;
 type Tables = &'static [(&'static str, &'static [&'static str], Draw)];
 
 /// The pages and their tables.
-const PAGES: &[(&str, Tables)] = &[(PAGE, CAPACITY_TABLES), (SIGNIN_PAGE, SIGNIN_TABLES)];
+const PAGES: &[(&str, Tables)] = &[
+    (PAGE, CAPACITY_TABLES),
+    (SIGNIN_PAGE, SIGNIN_TABLES),
+    (AUTOMATION_PAGE, AUTOMATION_TABLES),
+];
+
+const AUTOMATION_TABLES: Tables = &[
+    ("automation-confusion", &[AUTOMATION], |r| {
+        automation::confusion(&r[0])
+    }),
+    ("automation-reasons", &[AUTOMATION], |r| {
+        automation::reasons(&r[0])
+    }),
+    ("automation-cost", &[AUTOMATION], |r| {
+        automation::cost(&r[0])
+    }),
+];
 
 const SIGNIN_TABLES: Tables = &[
     ("stuffing", &[STUFFING], |r| stuffing::scenarios(&r[0])),
