@@ -518,7 +518,44 @@ async fn a_store_that_cannot_answer_refuses_the_sign_in_before_the_password() {
     assert!(!checked.load(Ordering::SeqCst), "no password was checked");
 }
 
+/// With `JANITOR_AUTOMATION_VERDICT`, a sign-in from a headless browser is challenged before its password is
+/// checked (nothing recorded, no counter claimed), while a browser whose only oddity is a missing header
+/// (`suspected`) signs in, and a malformed evidence header changes nothing.
+async fn an_automated_browser_is_challenged_before_its_password_is_checked<S: Stores>(stores: S) {
+    let env = janitor_axum::config::EnvSource::from_pairs([
+        ("JANITOR_SECRET", common::SECRET),
+        ("JANITOR_AUTOMATION_VERDICT", "true"),
+    ]);
+    let config = janitor_axum::JanitorSettings::from_env(&env)
+        .unwrap()
+        .build()
+        .unwrap();
+    let (janitor, address) = serve_site(stores, config).await;
+    let headless =
+        "User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) \
+                    HeadlessChrome/156.0.0.0 Safari/537.36"
+            .to_owned();
+    for _ in 0..MAX_FAILURES + 1 {
+        let challenged =
+            post_with(address, "/login", &sign_in(PASSWORD), &[headless.clone()]).await;
+        assert_eq!(challenged.status, 403, "{}", challenged.body);
+        assert_eq!(challenged.body["challenge"], true);
+        assert_eq!(challenged.body["reasons"], json!(["automated_browser"]));
+    }
+    assert_eq!(sign_in_events(&janitor, "ada").await, []);
+    // No Accept-Language from a browser's user agent is telling, not decisive: suspected, and allowed by
+    // default. The automated attempts above claimed no failure slot, so nothing is locked.
+    let odd_evidence = "janitor-automation-evidence: not base64!".to_owned();
+    let person = post_with(address, "/login", &sign_in(PASSWORD), &[odd_evidence]).await;
+    assert_eq!(person.status, 200, "{}", person.body);
+    assert_eq!(
+        sign_in_events(&janitor, "ada").await,
+        [(EventType::LoginSuccess, 1)]
+    );
+}
+
 on_both_stores!(
+    an_automated_browser_is_challenged_before_its_password_is_checked,
     the_network_quota_refuses_the_fourth_attempt_from_one_network,
     an_attacker_cannot_lock_ada_out_of_her_own_browser,
     erasure_leaves_a_browser_that_is_not_the_accounts_own,
