@@ -177,6 +177,8 @@ fn a_fresh_scrape_lists_every_metric_before_the_first_event() {
         ("janitor_db_statement_timeouts_total", "counter"),
         ("janitor_db_unavailable_total", "counter"),
         ("janitor_db_lookups_total", "counter"),
+        ("janitor_automation_verdicts_total", "counter"),
+        ("janitor_automation_reasons_total", "counter"),
     ] {
         assert!(text.contains(&format!("# HELP {name} ")), "{name}: {text}");
         assert!(
@@ -194,6 +196,8 @@ fn a_fresh_scrape_lists_every_metric_before_the_first_event() {
         r#"janitor_maintenance_deleted_total{what="observations"} 0"#,
         "janitor_db_pool_timeouts_total 0",
         r#"janitor_db_lookups_total{on="replica"} 0"#,
+        r#"janitor_automation_verdicts_total{verdict="suspected"} 0"#,
+        r#"janitor_automation_reasons_total{reason="webdriver"} 0"#,
     ] {
         assert!(text.lines().any(|line| line == series), "{series}: {text}");
     }
@@ -210,5 +214,59 @@ fn a_fresh_scrape_lists_every_metric_before_the_first_event() {
             .count(),
         13,
         "{text}"
+    );
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("janitor_automation_reasons_total{"))
+            .count(),
+        janitor_axum::automation::AutomationReason::ALL.len(),
+        "{text}"
+    );
+}
+
+/// With the verdict on, each verdict and each reason that fired is counted; the labels are the stable names.
+#[tokio::test(flavor = "current_thread")]
+async fn the_automation_verdict_is_counted_by_verdict_and_reason() {
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let metrics = recorder.handle();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let config = common::config("automation-metrics-tests").automation_verdict(true);
+    let janitor = Janitor::new(config.build().unwrap(), MemoryStores::new());
+    let headless = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 \
+                    HeadlessChrome/130.0.0.0 Safari/537.36";
+    let request = Request::builder()
+        .method("POST")
+        .uri("/api/visitor")
+        .header("host", "example.com")
+        .header("content-type", "application/json")
+        .header("user-agent", headless)
+        .header("accept-language", "en-US")
+        .header("accept-encoding", "gzip")
+        .body(Body::from(
+            janitor_core::testing::mac_document().to_string(),
+        ))
+        .unwrap();
+    let assessment = janitor.assess(request).await;
+    let automation = assessment.automation.expect("the verdict is on");
+    assert_eq!(automation.verdict().as_str(), "automated");
+    let text = metrics.render();
+    let count = |series: &str| sample(&text, series);
+    assert_eq!(
+        count(r#"janitor_automation_verdicts_total{verdict="automated"}"#),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        count(r#"janitor_automation_reasons_total{reason="headless"}"#),
+        1.0
+    );
+    // The page's user agent is not the header's.
+    assert_eq!(
+        count(r#"janitor_automation_reasons_total{reason="user_agent_mismatch"}"#),
+        1.0
+    );
+    assert_eq!(
+        count(r#"janitor_automation_reasons_total{reason="webdriver"}"#),
+        0.0
     );
 }
