@@ -270,3 +270,83 @@ fn browsers() -> BTreeMap<String, String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(
+        class: Class,
+        runs: usize,
+        human: usize,
+        suspected: usize,
+        automated: usize,
+    ) -> ToolReport {
+        ToolReport {
+            tool: "t".into(),
+            class,
+            runs,
+            completed: human + suspected + automated,
+            signin: Counts {
+                human,
+                suspected,
+                automated,
+            },
+            signin_without_form_checks: Counts::default(),
+            identify: Counts::default(),
+            reasons: BTreeMap::new(),
+            errors: Vec::new(),
+            seconds: 0.0,
+            met: false,
+        }
+    }
+
+    #[test]
+    fn each_class_is_held_to_its_target_at_the_bound() {
+        // Plain and evasive tools: automated in 99% of the runs asked for; a run that never completed counts
+        // against the tool.
+        for class in [Class::Plain, Class::Evasive] {
+            assert!(met(&row(class, 100, 0, 1, 99)));
+            assert!(!met(&row(class, 100, 0, 2, 98)));
+            assert!(!met(&row(class, 100, 0, 0, 98)), "two runs missing");
+        }
+        // The stealth plugin: suspected or automated in 90%.
+        assert!(met(&row(Class::Stealth, 100, 10, 45, 45)));
+        assert!(!met(&row(Class::Stealth, 100, 11, 45, 44)));
+        // People: never automated, suspected in at most 1% of their verdicts, at most 5% of runs missing.
+        assert!(met(&row(Class::Human, 200, 198, 2, 0)));
+        assert!(!met(&row(Class::Human, 200, 197, 3, 0)));
+        assert!(!met(&row(Class::Human, 200, 199, 0, 1)));
+        assert!(met(&row(Class::Human, 200, 190, 0, 0)));
+        assert!(!met(&row(Class::Human, 200, 189, 0, 0)));
+    }
+
+    #[test]
+    fn reasons_are_read_back_by_their_names_and_tools_by_theirs() {
+        for r in AutomationReason::ALL {
+            assert_eq!(reason(r.as_str()), Some(*r));
+        }
+        assert_eq!(reason("unknown"), None);
+        assert!(tools::TOOLS.iter().all(|t| tools::find(t.name).is_some()));
+        assert!(tools::find("curl").is_none());
+        let command = tools::find("puppeteer")
+            .unwrap()
+            .command(Path::new("/b"), "http://x", 3);
+        let args: Vec<_> = command
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "/b/automation/drivers/cdp.mjs",
+                "--url",
+                "http://x",
+                "--tool",
+                "puppeteer",
+                "--runs",
+                "3"
+            ]
+        );
+    }
+}
