@@ -159,11 +159,12 @@ pub(super) fn check(
     }
 }
 
-/// Chromium 90 and later send the low-entropy client hints with every request that carries fetch metadata;
-/// their brands carry the user agent's major version and their platform its system.
+/// Chromium 90 and later send the low-entropy client hints with every request that carries fetch metadata
+/// (Android's WebView, `; wv)` in its user agent, only from a later version, so it is not held to them); their
+/// brands carry the user agent's major version and their platform its system.
 fn client_hints_disagree(facts: &RequestFacts<'_>, agent: &str, major: u32) -> bool {
     let Some(hints) = facts.client_hints else {
-        return major >= 90 && facts.fetch_metadata;
+        return major >= 90 && facts.fetch_metadata && !agent.contains("; wv)");
     };
     let version = major.to_string();
     let chromium = brands(hints).find(|(brand, _)| *brand == "Chromium");
@@ -273,13 +274,20 @@ mod tests {
             ..chrome()
         };
         assert_eq!(reasons(plain_http, None), []);
-        // Chromium 89 sent no hints.
+        // Chromium 89 sent no hints, and neither did Android's WebView until later.
         let old = CHROME.replace("Chrome/156", "Chrome/89");
-        let facts = RequestFacts {
-            user_agent: Some(&old),
-            ..missing
-        };
-        assert_eq!(reasons(facts, None), []);
+        let webview =
+            "Mozilla/5.0 (Linux; Android 13; Pixel 7 Build/TQ3A; wv) AppleWebKit/537.36 (KHTML, \
+                       like Gecko) Version/4.0 Chrome/110.0.5481.153 Mobile Safari/537.36";
+        for agent in [old.as_str(), webview] {
+            let facts = RequestFacts {
+                user_agent: Some(agent),
+                client_hints_platform: None,
+                client_hints_mobile: None,
+                ..missing
+            };
+            assert_eq!(reasons(facts, None), [], "{agent}");
+        }
     }
 
     #[test]
