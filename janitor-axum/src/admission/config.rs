@@ -21,6 +21,14 @@ pub const DRAIN_TIMEOUT_MS: Limit<u64> = Limit::new("drain_timeout_ms", 1_000, 1
 /// client that sends a head and a few bytes then reconnects holds nothing, however fast it reconnects. A grace
 /// above 0 lets every such client hold a slot for that long per connection.
 pub const BODY_GRACE_MS: Limit<u64> = Limit::new("body_grace_ms", 0, 0, 30_000);
+/// Requests that may wait for a slot at once when every slot is taken (default 0: refuse at once). A wait
+/// absorbs a burst shorter than [`SLOT_WAIT_MS`] (a scheduling hiccup that puts one request too many in flight)
+/// without a 503; under real overload the waiters time out and are refused, so the bound on work in flight is
+/// unchanged and a refusal comes at most [`SLOT_WAIT_MS`] later.
+pub const MAX_WAITING_REQUESTS: Limit<usize> = Limit::new("max_waiting_requests", 0, 0, 4096);
+/// Longest a request waits for a slot before it is refused, in milliseconds (default 0: no wait). Set with
+/// [`MAX_WAITING_REQUESTS`]: both 0, or both above 0.
+pub const SLOT_WAIT_MS: Limit<u64> = Limit::new("slot_wait_ms", 0, 0, 1_000);
 
 /// Validated admission options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +37,8 @@ pub struct AdmissionConfig {
     max_drain_bytes: u64,
     drain_timeout_ms: u64,
     body_grace_ms: u64,
+    max_waiting_requests: usize,
+    slot_wait_ms: u64,
 }
 
 impl Default for AdmissionConfig {
@@ -38,6 +48,8 @@ impl Default for AdmissionConfig {
             max_drain_bytes: MAX_DRAIN_BYTES.default,
             drain_timeout_ms: DRAIN_TIMEOUT_MS.default,
             body_grace_ms: BODY_GRACE_MS.default,
+            max_waiting_requests: MAX_WAITING_REQUESTS.default,
+            slot_wait_ms: SLOT_WAIT_MS.default,
         }
     }
 }
@@ -67,6 +79,16 @@ impl AdmissionConfig {
     pub fn body_grace(&self) -> Duration {
         Duration::from_millis(self.body_grace_ms)
     }
+
+    /// Requests that may wait for a slot at once (0: none).
+    pub fn max_waiting_requests(&self) -> usize {
+        self.max_waiting_requests
+    }
+
+    /// Longest wait for a slot (zero: none).
+    pub fn slot_wait(&self) -> Duration {
+        Duration::from_millis(self.slot_wait_ms)
+    }
 }
 
 /// Builds an [`AdmissionConfig`]; [`build`](Self::build) checks every value.
@@ -77,6 +99,8 @@ pub struct AdmissionConfigBuilder {
     max_drain_bytes: Option<u64>,
     drain_timeout_ms: Option<u64>,
     body_grace_ms: Option<u64>,
+    max_waiting_requests: Option<usize>,
+    slot_wait_ms: Option<u64>,
 }
 
 impl AdmissionConfigBuilder {
@@ -104,14 +128,43 @@ impl AdmissionConfigBuilder {
         self
     }
 
+    /// Requests that may wait for a slot at once: 0–4,096, default 0 (set with [`slot_wait_ms`](Self::slot_wait_ms)).
+    pub fn max_waiting_requests(mut self, waiting: usize) -> Self {
+        self.max_waiting_requests = Some(waiting);
+        self
+    }
+
+    /// Longest wait for a slot: 0–1,000 ms, default 0 (set with
+    /// [`max_waiting_requests`](Self::max_waiting_requests)).
+    pub fn slot_wait_ms(mut self, ms: u64) -> Self {
+        self.slot_wait_ms = Some(ms);
+        self
+    }
+
     /// Checks the values.
     pub fn build(self) -> Result<AdmissionConfig, ConfigError> {
+        let max_waiting_requests = MAX_WAITING_REQUESTS.or_default(self.max_waiting_requests)?;
+        let slot_wait_ms = SLOT_WAIT_MS.or_default(self.slot_wait_ms)?;
+        // One without the other would be a wait that never happens.
+        if (max_waiting_requests == 0) != (slot_wait_ms == 0) {
+            let (field, other) = match max_waiting_requests {
+                0 => ("max_waiting_requests", "slot_wait_ms"),
+                _ => ("slot_wait_ms", "max_waiting_requests"),
+            };
+            return Err(ConfigError {
+                field,
+                range: format!("above 0 when {other} is (both 0: no wait)"),
+                value: "0".to_owned(),
+            });
+        }
         Ok(AdmissionConfig {
             max_in_flight_requests: MAX_IN_FLIGHT_REQUESTS
                 .or_default(self.max_in_flight_requests)?,
             max_drain_bytes: MAX_DRAIN_BYTES.or_default(self.max_drain_bytes)?,
             drain_timeout_ms: DRAIN_TIMEOUT_MS.or_default(self.drain_timeout_ms)?,
             body_grace_ms: BODY_GRACE_MS.or_default(self.body_grace_ms)?,
+            max_waiting_requests,
+            slot_wait_ms,
         })
     }
 }
@@ -145,6 +198,42 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.field, "body_grace_ms");
         assert!(err.to_string().contains("from 0 to 30000"), "{err}");
+    }
+
+    #[test]
+    fn the_slot_wait_is_off_by_default_and_its_two_bounds_go_together() {
+        let config = AdmissionConfig::default();
+        assert_eq!(
+            (config.max_waiting_requests(), config.slot_wait()),
+            (0, Duration::ZERO)
+        );
+        for (waiting, ms) in [(1, 1), (4096, 1_000), (0, 0)] {
+            let config = AdmissionConfig::builder()
+                .max_waiting_requests(waiting)
+                .slot_wait_ms(ms)
+                .build()
+                .unwrap();
+            assert_eq!(config.max_waiting_requests(), waiting);
+            assert_eq!(config.slot_wait(), Duration::from_millis(ms));
+        }
+        let over = |waiting, ms| {
+            AdmissionConfig::builder()
+                .max_waiting_requests(waiting)
+                .slot_wait_ms(ms)
+                .build()
+                .unwrap_err()
+        };
+        assert_eq!(over(4097, 10).field, "max_waiting_requests");
+        assert_eq!(over(8, 1_001).field, "slot_wait_ms");
+        let alone = over(8, 0);
+        assert_eq!(alone.field, "slot_wait_ms");
+        assert!(
+            alone
+                .to_string()
+                .contains("above 0 when max_waiting_requests is"),
+            "{alone}"
+        );
+        assert_eq!(over(0, 5).field, "max_waiting_requests");
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The future of one request through the admission layer: the admitted call, or a refusal that may first
-//! drain a small unread body.
+//! The future of one request through the admission layer: a wait for a slot when one is configured, then the
+//! admitted call, or a refusal that may first drain a small unread body.
 
 use std::fmt;
 use std::future::Future;
@@ -16,6 +16,7 @@ use tokio::time::Sleep;
 use tower::util::Oneshot;
 use tower::Service;
 
+use super::wait::SlotWait;
 use super::{AdmissionBody, AdmissionConfig, AdmissionPermit};
 use crate::refusal::Refusal;
 
@@ -40,6 +41,11 @@ pin_project! {
     where
         S: Service<Request<ReqBody>>,
     {
+        Waiting {
+            wait: SlotWait,
+            pending: Option<(S, Request<ReqBody>)>,
+            config: AdmissionConfig,
+        },
         Admitted {
             #[pin]
             call: Oneshot<S, Request<ReqBody>>,
@@ -74,11 +80,23 @@ where
     S: Service<Request<ReqBody>>,
     ReqBody: Body,
 {
-    pub(super) fn admitted(call: Oneshot<S, Request<ReqBody>>, permit: AdmissionPermit) -> Self {
+    pub(super) fn admitted(inner: S, request: Request<ReqBody>, permit: AdmissionPermit) -> Self {
         ResponseFuture {
-            state: State::Admitted {
-                call,
-                permit: Some(permit),
+            state: State::admitted(inner, request, permit),
+        }
+    }
+
+    pub(super) fn waiting(
+        inner: S,
+        request: Request<ReqBody>,
+        wait: SlotWait,
+        config: &AdmissionConfig,
+    ) -> Self {
+        ResponseFuture {
+            state: State::Waiting {
+                wait,
+                pending: Some((inner, request)),
+                config: *config,
             },
         }
     }
@@ -88,6 +106,20 @@ where
             state: State::Refused {
                 unread: UnreadBody::plan(request, config),
             },
+        }
+    }
+}
+
+impl<S, ReqBody> State<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    /// The call of `inner` on `request`, which carries a handle on its slot.
+    fn admitted(inner: S, mut request: Request<ReqBody>, permit: AdmissionPermit) -> Self {
+        request.extensions_mut().insert(permit.slot());
+        State::Admitted {
+            call: Oneshot::new(inner, request),
+            permit: Some(permit),
         }
     }
 }
@@ -177,6 +209,25 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut state = self.project().state;
+        if let StateProjection::Waiting {
+            wait,
+            pending,
+            config,
+        } = state.as_mut().project()
+        {
+            let waited = match wait.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(waited) => waited,
+            };
+            let (inner, request) = pending.take().expect("a waiting request is pending");
+            let next = match waited {
+                Ok(permit) => State::admitted(inner, request, permit),
+                Err(_) => State::Refused {
+                    unread: UnreadBody::plan(request, config),
+                },
+            };
+            state.set(next);
+        }
         let answer = match state.as_mut().project() {
             StateProjection::Admitted { call, permit } => {
                 // Held in a local while the inner future runs, so a panic there frees the slot while unwinding,
@@ -197,6 +248,7 @@ where
                 Poll::Pending => return Poll::Pending,
             },
             StateProjection::Done => panic!("admission response future polled after completion"),
+            StateProjection::Waiting { .. } => unreachable!("a finished wait was replaced above"),
         };
         state.set(State::Done);
         Poll::Ready(answer)
@@ -209,6 +261,7 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
+            State::Waiting { .. } => "waiting for a slot",
             State::Admitted { .. } => "admitted",
             State::Refused {
                 unread: UnreadBody::Answer { .. },

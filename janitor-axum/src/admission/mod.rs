@@ -1,10 +1,12 @@
-//! The admission layer: a bounded number of requests in flight per adapter instance, refusing the rest at once.
+//! The admission layer: a bounded number of requests in flight per adapter instance, refusing the rest.
 //!
 //! One [`Admission`] owns one semaphore. Every clone of it, every [`AdmissionLayer`] it makes and every route
 //! those layers wrap draw from that same semaphore, so the limit holds for the adapter instance as a whole
-//! rather than per route or per service clone. There is no queue: a request that finds no free slot is answered
-//! `503 {"error":"Visitor measurement is busy"}` with `Retry-After: 1` at once, before the inner service is
-//! polled and before its body is handed to anyone.
+//! rather than per route or per service clone. A request that finds no free slot is answered
+//! `503 {"error":"Visitor measurement is busy"}` with `Retry-After: 1`, before the inner service is polled and
+//! before its body is handed to anyone: at once by default, or, with a slot wait configured
+//! ([`AdmissionConfigBuilder::max_waiting_requests`], [`AdmissionConfigBuilder::slot_wait_ms`]), after waiting
+//! for a slot in a bounded queue for a bounded time (a short burst then costs a few milliseconds, not a 503).
 //!
 //! An admitted request keeps its slot until its response body has been sent in full or dropped, so a streamed
 //! answer counts as work in flight. The slot is also given back when the inner service fails, when the handler
@@ -42,9 +44,11 @@ mod future;
 mod layer;
 mod service;
 mod slot;
+mod wait;
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use tokio::sync::Semaphore;
@@ -52,7 +56,7 @@ use tokio::sync::Semaphore;
 pub use body::AdmissionBody;
 pub use config::{
     AdmissionConfig, AdmissionConfigBuilder, BODY_GRACE_MS, DRAIN_TIMEOUT_MS, MAX_DRAIN_BYTES,
-    MAX_IN_FLIGHT_REQUESTS,
+    MAX_IN_FLIGHT_REQUESTS, MAX_WAITING_REQUESTS, SLOT_WAIT_MS,
 };
 pub(crate) use future::settle_unread;
 pub use future::ResponseFuture;
@@ -80,6 +84,8 @@ struct Shared {
     semaphore: Semaphore,
     config: AdmissionConfig,
     on_overload: RwLock<Option<OverloadCallback>>,
+    /// Requests waiting for a slot (see `wait.rs`).
+    waiting: AtomicUsize,
 }
 
 /// One slot of an [`Admission`]; the slot is free again when this is dropped (or while it is lent, see
@@ -125,6 +131,7 @@ impl Admission {
                 semaphore: Semaphore::new(config.max_in_flight_requests()),
                 config,
                 on_overload: RwLock::new(None),
+                waiting: AtomicUsize::new(0),
             }),
         }
     }
@@ -166,7 +173,8 @@ impl Admission {
     }
 
     /// A slot for work that does not go through the layer (direct calls from server code), or [`Busy`] at once
-    /// when every slot is taken. A refusal here calls the overload callback like a refused request does.
+    /// when every slot is taken, whatever the slot wait ([`admit`](Self::admit) waits). A refusal here calls
+    /// the overload callback like a refused request does.
     pub fn try_admit(&self) -> Result<AdmissionPermit, Busy> {
         self.try_take_slot()?;
         Ok(AdmissionPermit::held(self))

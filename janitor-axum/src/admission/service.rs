@@ -5,14 +5,13 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
-use tower::util::Oneshot;
 use tower::Service;
 
 use super::future::ResponseFuture;
 use super::{Admission, AdmissionBody};
 
 /// A service admitting at most [`Admission::max_in_flight`] requests at once into `S` and answering the rest
-/// `503` at once. Made by [`AdmissionLayer`](super::AdmissionLayer).
+/// `503`, at once or after the configured slot wait. Made by [`AdmissionLayer`](super::AdmissionLayer).
 #[derive(Debug)]
 pub struct AdmissionService<S> {
     inner: S,
@@ -58,14 +57,17 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        match self.admission.try_admit() {
-            // The clone is driven to readiness and called by `Oneshot`, after the slot is already held.
-            Ok(permit) => {
-                let mut request = request;
-                request.extensions_mut().insert(permit.slot());
-                ResponseFuture::admitted(Oneshot::new(self.inner.clone(), request), permit)
+        let config = self.admission.config();
+        // The clone is driven to readiness and called by `Oneshot`, after the slot is already held.
+        if let Some(permit) = self.admission.try_take_quietly() {
+            return ResponseFuture::admitted(self.inner.clone(), request, permit);
+        }
+        match self.admission.wait_for_slot() {
+            Some(wait) => ResponseFuture::waiting(self.inner.clone(), request, wait, config),
+            None => {
+                self.admission.overloaded();
+                ResponseFuture::refused(request, config)
             }
-            Err(_) => ResponseFuture::refused(request, self.admission.config()),
         }
     }
 }

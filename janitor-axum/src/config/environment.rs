@@ -40,6 +40,8 @@ impl JanitorSettings {
         "JANITOR_MAX_DRAIN_BYTES",
         "JANITOR_DRAIN_TIMEOUT_MS",
         "JANITOR_BODY_GRACE_MS",
+        "JANITOR_MAX_WAITING_REQUESTS",
+        "JANITOR_SLOT_WAIT_MS",
         "JANITOR_QUOTA_GLOBAL",
         "JANITOR_QUOTA_ACCOUNT",
         "JANITOR_QUOTA_SESSION",
@@ -127,6 +129,8 @@ impl JanitorSettings {
                 max_drain_bytes: env.number("JANITOR_MAX_DRAIN_BYTES")?,
                 drain_timeout_ms: env.number("JANITOR_DRAIN_TIMEOUT_MS")?,
                 body_grace_ms: env.number("JANITOR_BODY_GRACE_MS")?,
+                max_waiting_requests: env.number("JANITOR_MAX_WAITING_REQUESTS")?,
+                slot_wait_ms: env.number("JANITOR_SLOT_WAIT_MS")?,
             },
             quotas: quotas_from_env(env)?,
             signin: signin_from_env(env)?,
@@ -305,6 +309,8 @@ mod tests {
             ("JANITOR_TRUSTED_PROXIES", "10.0.0.0/8"),
             ("JANITOR_MAX_IN_FLIGHT", "8"),
             ("JANITOR_BODY_GRACE_MS", "100"),
+            ("JANITOR_MAX_WAITING_REQUESTS", "16"),
+            ("JANITOR_SLOT_WAIT_MS", "20"),
             ("JANITOR_QUOTA_ACCOUNT", "5"),
             ("JANITOR_EVENT_RETENTION_DAYS", "3"),
             ("JANITOR_MATCHING_POLICY", "Precise"),
@@ -326,6 +332,11 @@ mod tests {
         assert_eq!(
             config.admission().body_grace(),
             std::time::Duration::from_millis(100)
+        );
+        assert_eq!(config.admission().max_waiting_requests(), 16);
+        assert_eq!(
+            config.admission().slot_wait(),
+            std::time::Duration::from_millis(20)
         );
         let quotas = config.quotas().expect("quotas on");
         assert_eq!(
@@ -361,6 +372,13 @@ mod tests {
         assert!(with("JANITOR_MAX_IN_FLIGHT", "1025").contains("from 1 to 1024"));
         assert!(with("JANITOR_BODY_GRACE_MS", "30001")
             .contains("body_grace_ms must be from 0 to 30000"));
+        assert!(
+            with("JANITOR_SLOT_WAIT_MS", "1001").contains("slot_wait_ms must be from 0 to 1000")
+        );
+        assert!(with("JANITOR_SLOT_WAIT_MS", "5")
+            .contains("max_waiting_requests must be above 0 when slot_wait_ms is"));
+        assert!(with("JANITOR_MAX_WAITING_REQUESTS", "many")
+            .contains("JANITOR_MAX_WAITING_REQUESTS must be a number"));
         assert!(with("JANITOR_ENVIRONMENT", "staging").contains("production or development"));
         assert!(with("JANITOR_MATCHING_POLICY", "strict")
             .contains("JANITOR_MATCHING_POLICY must be reference or precise"));

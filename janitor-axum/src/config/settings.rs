@@ -13,7 +13,7 @@
 //! | `JANITOR_COOKIE_MAX_AGE_DAYS`, `JANITOR_COOKIE_SECURE` | `cookie.max_age_days`, `cookie.secure` |
 //! | `JANITOR_ENDPOINT_PATH`, `JANITOR_SCRIPT_PATH`, `JANITOR_MAX_BODY_BYTES`, `JANITOR_REQUEST_TIMEOUT_MS`, `JANITOR_EXPOSE_CLIENT_SCORES` | `endpoint.*` |
 //! | `JANITOR_ALLOWED_ORIGINS`, `JANITOR_TRUSTED_PROXIES` (comma-separated) | `origin.allowed_origins`, `origin.trusted_proxies` |
-//! | `JANITOR_MAX_IN_FLIGHT`, `JANITOR_MAX_DRAIN_BYTES`, `JANITOR_DRAIN_TIMEOUT_MS`, `JANITOR_BODY_GRACE_MS` | `admission.*` |
+//! | `JANITOR_MAX_IN_FLIGHT`, `JANITOR_MAX_DRAIN_BYTES`, `JANITOR_DRAIN_TIMEOUT_MS`, `JANITOR_BODY_GRACE_MS`, `JANITOR_MAX_WAITING_REQUESTS`, `JANITOR_SLOT_WAIT_MS` | `admission.*` |
 //! | `JANITOR_QUOTA_GLOBAL`, `_ACCOUNT`, `_SESSION`, `_NETWORK` (each switches its counter on; one not set is off), `_SHARDS`, `_WINDOW_MS`, `_NETWORK_ALGORITHM` (`gcra` or `fixed_window`), `_NETWORK_IPV4_PREFIX`, `_NETWORK_IPV6_PREFIX` (shape the counters, switch none on) | `quotas.*` |
 //! | `JANITOR_SIGNIN_LOCK_FAILURES`, `_LOCK_WINDOW_MS`, `_NETWORK_FAILURES`, `_BROWSER_FAILURES`, `_SITE_FAILURES`, `_FAILURE_WINDOW_MS`, `_KNOWN_BROWSER_DAYS`, `_DRY_RUN`, `_AUTOMATED`, `_SUSPECTED` | `signin.*` |
 //! | `JANITOR_RATE_LIMIT_HEADERS` | `rate_limit_headers` |
@@ -134,6 +134,8 @@ pub struct AdmissionSettings {
     pub max_drain_bytes: Option<u64>,
     pub drain_timeout_ms: Option<u64>,
     pub body_grace_ms: Option<u64>,
+    pub max_waiting_requests: Option<usize>,
+    pub slot_wait_ms: Option<u64>,
 }
 
 /// [`QuotaConfig`] as data. Unlike the builder, which starts with every counter on, a counter not given here
@@ -343,6 +345,12 @@ impl AdmissionSettings {
         }
         if let Some(ms) = self.body_grace_ms {
             b = b.body_grace_ms(ms);
+        }
+        if let Some(n) = self.max_waiting_requests {
+            b = b.max_waiting_requests(n);
+        }
+        if let Some(ms) = self.slot_wait_ms {
+            b = b.slot_wait_ms(ms);
         }
         Ok(b.build()?)
     }

@@ -371,3 +371,91 @@ async fn one_admission_on_two_routes_is_one_limit() {
         assert_eq!(reply.status(), 200);
     }
 }
+
+/// With a slot wait, a request that finds every slot taken waits its turn instead of being refused: it is
+/// admitted as soon as a slot frees; a request past the waiters' bound is refused at once, and one whose wait
+/// runs out is refused then, with the slot still held by the first. Nothing is left waiting or held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounded_wait_admits_a_burst_and_refuses_past_its_bounds() {
+    let config = AdmissionConfig::builder()
+        .max_in_flight_requests(1)
+        .max_waiting_requests(1)
+        .slot_wait_ms(1_000)
+        .build()
+        .unwrap();
+    let admission = Admission::new(config);
+    let overloads = count_overloads(&admission);
+    let gate = Gate::new();
+    let address = serve(app(&admission, &gate)).await;
+
+    let mut holder = hold_slot(address, &gate, &admission).await;
+    let mut waiter = Connection::open(address).await.unwrap();
+    waiter.write(&get("/fast")).await.unwrap();
+    wait_until("the second request waits", SETTLE, || {
+        admission.waiting() == 1
+    })
+    .await;
+    // The waiters' bound is one: a third request is refused without waiting.
+    let refused = within("a refusal at once", async {
+        Connection::open(address)
+            .await?
+            .exchange(&get("/fast"))
+            .await
+    })
+    .await
+    .unwrap();
+    assert_busy(&refused, false);
+    assert_eq!(overloads.load(Ordering::SeqCst), 1);
+
+    gate.open();
+    let released = within("the holder's answer", holder.read_reply())
+        .await
+        .unwrap();
+    assert_eq!(released.status(), 200);
+    let admitted = within("the waiter's answer", waiter.read_reply())
+        .await
+        .unwrap();
+    assert_eq!((admitted.status(), admitted.text().as_str()), (200, "fast"));
+    wait_until_free(&admission).await;
+    assert_eq!(admission.waiting(), 0);
+    assert_eq!(
+        overloads.load(Ordering::SeqCst),
+        1,
+        "the waiter was never refused"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_that_runs_out_is_a_refusal_and_holds_nothing() {
+    let config = AdmissionConfig::builder()
+        .max_in_flight_requests(1)
+        .max_waiting_requests(4)
+        .slot_wait_ms(50)
+        .build()
+        .unwrap();
+    let admission = Admission::new(config);
+    let overloads = count_overloads(&admission);
+    let gate = Gate::new();
+    let address = serve(app(&admission, &gate)).await;
+    let mut holder = hold_slot(address, &gate, &admission).await;
+    let refused = within("a refusal after the wait", async {
+        Connection::open(address)
+            .await?
+            .exchange(&get("/fast"))
+            .await
+    })
+    .await
+    .unwrap();
+    assert_busy(&refused, false);
+    assert_eq!(overloads.load(Ordering::SeqCst), 1);
+    assert_eq!((admission.waiting(), admission.in_flight()), (0, 1));
+    gate.open();
+    assert_eq!(
+        within("the holder", holder.read_reply())
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    wait_until_free(&admission).await;
+}
