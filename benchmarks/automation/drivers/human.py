@@ -17,17 +17,17 @@ CSS pixels from the viewport's top-left corner, the password field follows it in
 One JSON line per run on stdout: {"tool","run","ok","error","ms"}.
 """
 import argparse
-import atexit
 import json
 import os
 import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+
+import tidy  # noqa: E402  (beside this file)
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 FIREFOX = os.environ.get("FIREFOX", "/usr/bin/firefox-esr")
@@ -58,36 +58,10 @@ FIREFOX_PREFS = {
     "app.update.auto": False,
 }
 
-groups = set()  # process groups started here, killed on every exit path
-tempdirs = set()
-
-
-def cleanup():
-    for pgid in list(groups):
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except OSError:
-            pass
-        groups.discard(pgid)
-    for d in list(tempdirs):
-        shutil.rmtree(d, ignore_errors=True)
-        tempdirs.discard(d)
-
-
-def on_signal(signum, _frame):
-    cleanup()
-    sys.exit(128 + signum)
-
-
-atexit.register(cleanup)
-for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-    signal.signal(s, on_signal)
-
-
 def spawn(argv, env=None, **kw):
     p = subprocess.Popen(argv, env=env, start_new_session=True, stdin=subprocess.DEVNULL,
                          stdout=kw.pop("stdout", subprocess.DEVNULL), stderr=kw.pop("stderr", subprocess.DEVNULL), **kw)
-    groups.add(p.pid)
+    tidy.groups.add(p.pid)
     return p
 
 
@@ -98,7 +72,7 @@ def kill(p):
         os.killpg(p.pid, signal.SIGKILL)
     except OSError:
         pass
-    groups.discard(p.pid)
+    tidy.groups.discard(p.pid)
     try:
         p.wait(5)
     except Exception:
@@ -197,7 +171,7 @@ def wait_title(x, wid, pattern, timeout):
 
 def start_browser(tool, display, width, height, lang, url):
     profile = tempfile.mkdtemp(prefix=f"{tool}-profile-")
-    tempdirs.add(profile)
+    tidy.folders.add(profile)
     posix = lang.replace("-", "_") + ".UTF-8"
     env = dict(os.environ, DISPLAY=display, LANG=posix, LANGUAGE=lang.replace("-", "_"), LC_ALL=posix)
     if tool == "human-chromium":
@@ -319,7 +293,7 @@ def main():
                               "ms": int((time.monotonic() - t0) * 1000)}, separators=(",", ":")), flush=True)
         kill(browser)
         kill(xvfb)
-        cleanup()
+        tidy.cleanup()
         n += count
         batch += 1
     return 1 if failures == args.runs else 0

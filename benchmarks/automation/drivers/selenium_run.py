@@ -9,7 +9,6 @@ window, and its cookies and storage are cleared when it ends. One JSON line per 
 {"tool","run","ok","error","ms"}.
 """
 import argparse
-import atexit
 import json
 import os
 import signal
@@ -17,6 +16,8 @@ import shutil
 import sys
 import tempfile
 import time
+
+import tidy  # noqa: E402  (beside this file)
 
 os.environ["SE_OFFLINE"] = "true"
 os.environ.setdefault("SE_AVOID_STATS", "true")
@@ -39,33 +40,6 @@ READY_S = 15
 DONE_S = 15
 RUNS_PER_BROWSER = 25
 
-# ChromeDriver runs in its own process group (with the browser under it); killed on any exit.
-groups = set()
-profiles = set()  # the browser's profile folders, removed with it
-
-
-def kill_groups():
-    for pgid in list(groups):
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except OSError:
-            pass
-        groups.discard(pgid)
-    for d in list(profiles):
-        shutil.rmtree(d, ignore_errors=True)
-        profiles.discard(d)
-
-
-def on_signal(signum, _frame):
-    kill_groups()
-    sys.exit(128 + signum)
-
-
-atexit.register(kill_groups)
-for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-    signal.signal(s, on_signal)
-
-
 def start():
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
@@ -74,12 +48,12 @@ def start():
     for flag in QUIET:
         options.add_argument(flag)
     profile = tempfile.mkdtemp(prefix="selenium-profile-")
-    profiles.add(profile)
+    tidy.folders.add(profile)
     options.add_argument(f"--user-data-dir={profile}")
     service = Service(executable_path=CHROMEDRIVER, popen_kw={"start_new_session": True})
     driver = webdriver.Chrome(service=service, options=options)
     pid = service.process.pid
-    groups.add(pid)
+    tidy.groups.add(pid)
     return driver, pid, profile
 
 
@@ -95,9 +69,9 @@ def stop(session):
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
-    groups.discard(pid)
+    tidy.groups.discard(pid)
     shutil.rmtree(profile, ignore_errors=True)
-    profiles.discard(profile)
+    tidy.folders.discard(profile)
 
 
 def state_is(value):
