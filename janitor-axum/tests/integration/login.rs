@@ -536,8 +536,13 @@ async fn an_automated_browser_is_challenged_before_its_password_is_checked<S: St
                     HeadlessChrome/156.0.0.0 Safari/537.36"
             .to_owned();
     for _ in 0..MAX_FAILURES + 1 {
-        let challenged =
-            post_with(address, "/login", &sign_in(PASSWORD), &[headless.clone()]).await;
+        let challenged = post_with(
+            address,
+            "/login",
+            &sign_in(PASSWORD),
+            std::slice::from_ref(&headless),
+        )
+        .await;
         assert_eq!(challenged.status, 403, "{}", challenged.body);
         assert_eq!(challenged.body["challenge"], true);
         assert_eq!(challenged.body["reasons"], json!(["automated_browser"]));
