@@ -304,11 +304,8 @@ impl Janitor {
     /// send, so the application can decide on a challenge without exposing scores to the browser.
     pub async fn assess(&self, request: Request) -> Assessment {
         let (response, identified) = endpoint::handle(&self.inner, request).await;
-        let (identity, automation) = match identified {
-            Some(identified) => {
-                let automation = identified.automation().cloned();
-                (Some(identified.into_identity()), automation)
-            }
+        let (identity, automation) = match identified.map(IdentifiedVisitor::into_assessed) {
+            Some((identity, automation)) => (Some(identity), automation),
             None => (None, None),
         };
         Assessment {

@@ -27,17 +27,8 @@ import sys
 import tempfile
 import time
 
-import tidy  # noqa: E402  (beside this file)
-
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-FIREFOX = os.environ.get("FIREFOX", "/usr/bin/firefox-esr")
-QUIET = [
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+import common  # noqa: E402  (beside this file)
+from common import CHROMIUM, FIREFOX, QUIET  # noqa: E402
 # Where the page's viewport starts inside the browser window, measured from screenshots of these builds
 # (Chromium 156, Firefox ESR 153) under Xvfb with no window manager: Chromium's tab strip, toolbar and the
 # infobar it shows for --no-sandbox; Firefox's tab strip and toolbar.
@@ -61,7 +52,7 @@ FIREFOX_PREFS = {
 def spawn(argv, env=None, **kw):
     p = subprocess.Popen(argv, env=env, start_new_session=True, stdin=subprocess.DEVNULL,
                          stdout=kw.pop("stdout", subprocess.DEVNULL), stderr=kw.pop("stderr", subprocess.DEVNULL), **kw)
-    tidy.groups.add(p.pid)
+    common.groups.add(p.pid)
     return p
 
 
@@ -72,7 +63,7 @@ def kill(p):
         os.killpg(p.pid, signal.SIGKILL)
     except OSError:
         pass
-    tidy.groups.discard(p.pid)
+    common.groups.discard(p.pid)
     try:
         p.wait(5)
     except Exception:
@@ -171,7 +162,7 @@ def wait_title(x, wid, pattern, timeout):
 
 def start_browser(tool, display, width, height, lang, url):
     profile = tempfile.mkdtemp(prefix=f"{tool}-profile-")
-    tidy.folders.add(profile)
+    common.folders.add(profile)
     posix = lang.replace("-", "_") + ".UTF-8"
     env = dict(os.environ, DISPLAY=display, LANG=posix, LANGUAGE=lang.replace("-", "_"), LC_ALL=posix)
     if tool == "human-chromium":
@@ -293,7 +284,7 @@ def main():
                               "ms": int((time.monotonic() - t0) * 1000)}, separators=(",", ":")), flush=True)
         kill(browser)
         kill(xvfb)
-        tidy.cleanup()
+        common.cleanup()
         n += count
         batch += 1
     return 1 if failures == args.runs else 0

@@ -17,7 +17,8 @@ import sys
 import tempfile
 import time
 
-import tidy  # noqa: E402  (beside this file)
+import common  # noqa: E402  (beside this file)
+from common import CHROMIUM, QUIET  # noqa: E402
 
 os.environ["SE_OFFLINE"] = "true"
 os.environ.setdefault("SE_AVOID_STATS", "true")
@@ -28,14 +29,6 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-QUIET = [
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 READY_S = 15
 DONE_S = 15
 RUNS_PER_BROWSER = 25
@@ -48,12 +41,12 @@ def start():
     for flag in QUIET:
         options.add_argument(flag)
     profile = tempfile.mkdtemp(prefix="selenium-profile-")
-    tidy.folders.add(profile)
+    common.folders.add(profile)
     options.add_argument(f"--user-data-dir={profile}")
     service = Service(executable_path=CHROMEDRIVER, popen_kw={"start_new_session": True})
     driver = webdriver.Chrome(service=service, options=options)
     pid = service.process.pid
-    tidy.groups.add(pid)
+    common.groups.add(pid)
     return driver, pid, profile
 
 
@@ -69,9 +62,9 @@ def stop(session):
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
-    tidy.groups.discard(pid)
+    common.groups.discard(pid)
     shutil.rmtree(profile, ignore_errors=True)
-    tidy.folders.discard(profile)
+    common.folders.discard(profile)
 
 
 def state_is(value):

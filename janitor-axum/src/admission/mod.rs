@@ -182,16 +182,19 @@ impl Admission {
 
     /// Takes a slot that only [`Admission::give_back_slot`] frees (the slot cell keeps the count), or refuses.
     fn try_take_slot(&self) -> Result<(), Busy> {
-        match self.shared.semaphore.try_acquire() {
-            Ok(permit) => {
-                permit.forget();
-                Ok(())
-            }
-            Err(_) => {
-                self.overloaded();
-                Err(Busy)
-            }
+        if self.take_slot_quietly() {
+            Ok(())
+        } else {
+            self.overloaded();
+            Err(Busy)
         }
+    }
+
+    /// Takes a slot as [`try_take_slot`](Self::try_take_slot) does, without counting a refusal when there is
+    /// none (the caller may still wait for one).
+    fn take_slot_quietly(&self) -> bool {
+        let taken = self.shared.semaphore.try_acquire();
+        taken.map(|permit| permit.forget()).is_ok()
     }
 
     fn give_back_slot(&self) {

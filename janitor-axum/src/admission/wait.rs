@@ -24,9 +24,8 @@ impl Drop for WaitTicket {
 impl Admission {
     /// A slot now without counting a refusal, or `None`.
     pub(super) fn try_take_quietly(&self) -> Option<AdmissionPermit> {
-        let permit = self.shared.semaphore.try_acquire().ok()?;
-        permit.forget();
-        Some(AdmissionPermit::held(self))
+        self.take_slot_quietly()
+            .then(|| AdmissionPermit::held(self))
     }
 
     /// A wait for a slot, when the configuration allows one and there is room among the waiters; `None` means

@@ -85,10 +85,21 @@ mod tests {
         );
         assert_eq!(found.reasons(), [AutomationReason::Webdriver]);
         assert_eq!(found.verdict(), AutomationVerdict::Automated);
-        let too_long = encode(&format!(
-            r#"{{"webdriver":true{}}}"#,
-            " ".repeat(MAX_EVIDENCE_HEADER)
-        ));
+        // Spaces between JSON tokens size the value: at the bound it is read, one base64 step past it not.
+        let sized = |chars: usize| {
+            let padding = " ".repeat(chars / 4 * 3 - 18);
+            encode(&format!(r#"{{"webdriver":true{padding}}}"#))
+        };
+        let at_bound = sized(MAX_EVIDENCE_HEADER);
+        assert_eq!(at_bound.len(), MAX_EVIDENCE_HEADER);
+        let read = verdict(
+            &parts(&[(AUTOMATION_EVIDENCE_HEADER, &at_bound)]),
+            None,
+            false,
+        );
+        assert_eq!(read.reasons(), [AutomationReason::Webdriver]);
+        let too_long = sized(MAX_EVIDENCE_HEADER + 4);
+        assert_eq!(too_long.len(), MAX_EVIDENCE_HEADER + 4);
         for bad in [
             "not base64!".to_owned(),
             encode(r#"{"webdriver":"yes"}"#),

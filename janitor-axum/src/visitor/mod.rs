@@ -76,6 +76,11 @@ impl IdentifiedVisitor {
         self.identity
     }
 
+    /// The identity and the automation verdict, taken out.
+    pub(crate) fn into_assessed(self) -> (Identity, Option<Automation>) {
+        (self.identity, self.automation)
+    }
+
     /// The `Set-Cookie` value the response must carry so the browser keeps its id.
     pub fn set_cookie(&self) -> &HeaderValue {
         &self.set_cookie

@@ -372,21 +372,30 @@ async fn one_admission_on_two_routes_is_one_limit() {
     }
 }
 
-/// With a slot wait, a request that finds every slot taken waits its turn instead of being refused: it is
-/// admitted as soon as a slot frees; a request past the waiters' bound is refused at once, and one whose wait
-/// runs out is refused then, with the slot still held by the first. Nothing is left waiting or held.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bounded_wait_admits_a_burst_and_refuses_past_its_bounds() {
+/// One slot, `waiting` requests allowed to wait `ms` for it, served with its overload count and gate.
+async fn one_slot_with_a_wait(
+    waiting: usize,
+    ms: u64,
+) -> (Admission, Arc<AtomicUsize>, Gate, std::net::SocketAddr) {
     let config = AdmissionConfig::builder()
         .max_in_flight_requests(1)
-        .max_waiting_requests(1)
-        .slot_wait_ms(1_000)
+        .max_waiting_requests(waiting)
+        .slot_wait_ms(ms)
         .build()
         .unwrap();
     let admission = Admission::new(config);
     let overloads = count_overloads(&admission);
     let gate = Gate::new();
     let address = serve(app(&admission, &gate)).await;
+    (admission, overloads, gate, address)
+}
+
+/// With a slot wait, a request that finds every slot taken waits its turn instead of being refused: it is
+/// admitted as soon as a slot frees; a request past the waiters' bound is refused at once, and one whose wait
+/// runs out is refused then, with the slot still held by the first. Nothing is left waiting or held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounded_wait_admits_a_burst_and_refuses_past_its_bounds() {
+    let (admission, overloads, gate, address) = one_slot_with_a_wait(1, 1_000).await;
 
     let mut holder = hold_slot(address, &gate, &admission).await;
     let mut waiter = Connection::open(address).await.unwrap();
@@ -427,16 +436,7 @@ async fn a_bounded_wait_admits_a_burst_and_refuses_past_its_bounds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_that_runs_out_is_a_refusal_and_holds_nothing() {
-    let config = AdmissionConfig::builder()
-        .max_in_flight_requests(1)
-        .max_waiting_requests(4)
-        .slot_wait_ms(50)
-        .build()
-        .unwrap();
-    let admission = Admission::new(config);
-    let overloads = count_overloads(&admission);
-    let gate = Gate::new();
-    let address = serve(app(&admission, &gate)).await;
+    let (admission, overloads, gate, address) = one_slot_with_a_wait(4, 50).await;
     let mut holder = hold_slot(address, &gate, &admission).await;
     let refused = within("a refusal after the wait", async {
         Connection::open(address)
