@@ -50,7 +50,7 @@ async fn replay(requests: &[Captured], verdict: bool) -> u64 {
     for captured in requests.iter().cycle().take(PER_ROUND) {
         let mut request = Request::new(Body::from(captured.body.clone()));
         *request.method_mut() = axum::http::Method::POST;
-        *request.uri_mut() = "/api/visitor".parse().expect("a path");
+        *request.uri_mut() = super::server::ENDPOINT.parse().expect("a path");
         *request.headers_mut() = captured.headers.clone();
         let assessment = handle.assess(request).await;
         std::hint::black_box(assessment.identity);

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, Request, State};
-use axum::http::header::CONTENT_TYPE;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -17,6 +16,10 @@ use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 
 const PAGE: &str = include_str!("page.html");
+/// Where the page identifies: a route that records the verdict, then runs the handle's endpoint.
+const BENCH_ENDPOINT: &str = "/bench/visitor";
+/// The handle's own endpoint (the configuration's default).
+pub(super) const ENDPOINT: &str = "/api/visitor";
 const PASSWORD: &str = "the right password";
 
 /// Where a verdict was given: on the identify endpoint (page load) or on the sign-in form.
@@ -89,24 +92,19 @@ pub fn janitor(verdict: bool) -> Janitor {
 pub async fn start() -> std::io::Result<(SocketAddr, Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>)>
 {
     let seen = Arc::new(Mutex::new(Seen::default()));
+    let janitor = janitor(true);
     let bench = Bench {
-        janitor: janitor(true),
+        janitor: janitor.clone(),
         seen: seen.clone(),
     };
-    let script = |source: &'static str| {
-        move || async move { ([(CONTENT_TYPE, "text/javascript; charset=utf-8")], source) }
-    };
-    use janitor_axum::script::{AUTOMATION_SCRIPT, AUTOMATION_SCRIPT_NAME, CLIENT_SCRIPT};
+    // The handle's router serves the client and its parts; the page identifies through a route of its own,
+    // which records the verdict `assess` hands to server code.
     let app = Router::new()
         .route("/", get(|| async { Html(PAGE) }))
-        .route("/janitor.js", get(script(CLIENT_SCRIPT)))
-        .route(
-            &format!("/{AUTOMATION_SCRIPT_NAME}"),
-            get(script(AUTOMATION_SCRIPT)),
-        )
-        .route("/api/visitor", post(identify))
+        .route(BENCH_ENDPOINT, post(identify))
         .route("/login", post(sign_in))
-        .with_state(bench);
+        .with_state(bench)
+        .merge(janitor.router());
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let address = listener.local_addr()?;
     let task = tokio::spawn(async move {
@@ -126,7 +124,8 @@ async fn identify(
     Query(query): Query<RunQuery>,
     request: Request,
 ) -> Response {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
+    parts.uri = axum::http::Uri::from_static(ENDPOINT);
     let body = axum::body::to_bytes(body, 64 * 1024)
         .await
         .unwrap_or_default();
