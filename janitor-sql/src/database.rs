@@ -484,6 +484,15 @@ impl Connection<'_> {
         Ok(())
     }
 
+    /// Runs `sql`, which takes no parameters, through the simple protocol (never prepared nor cached), under the
+    /// same bound as every other statement.
+    pub(crate) async fn batch(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.inner.statements.fetch_add(1, Ordering::Relaxed);
+        let text = self.text(sql);
+        let done = self.bounded(self.client().batch_execute(&text)).await;
+        self.settle(done)
+    }
+
     /// Counts a statement run outside [`query`](Self::query) and [`execute`](Self::execute).
     pub(crate) fn count_statement(&self) {
         self.inner.statements.fetch_add(1, Ordering::Relaxed);

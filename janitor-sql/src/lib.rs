@@ -22,6 +22,7 @@ mod params;
 mod qualify;
 mod quota_store;
 mod replica;
+mod statistics;
 mod stores;
 #[cfg(feature = "testing")]
 pub mod testing;

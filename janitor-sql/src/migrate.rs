@@ -142,6 +142,10 @@ pub async fn migrate(database: &Database) -> Result<MigrationReport, MigrateErro
     if !report.applied.is_empty() {
         tracing::info!(applied = ?report.applied, "applied migrations");
     }
+    // A table that was filled and never analysed would plan its candidate lookups blind (see `statistics`).
+    if let Err(e) = crate::statistics::gather_if_missing(&mut connection).await {
+        tracing::warn!(error = %e, "gathering the observations' missing statistics failed");
+    }
     Ok(report)
 }
 

@@ -432,7 +432,7 @@ impl VisitorStore for PgVisitorStore {
                 .execute(statements::REMOVE_EMPTY_STALE, &[&page, &cutoff])
                 .await?;
         }
-        Ok(CleanupReport {
+        let report = CleanupReport {
             expired_deleted: expired.len(),
             pruned: pruned as usize,
             visitors_removed: visitors_removed as usize,
@@ -442,7 +442,12 @@ impl VisitorStore for PgVisitorStore {
                 None
             },
             has_more_expired: expired.len() == batch || visitors_removed as usize >= batch,
-        })
+        };
+        // Not a failure of the cleanup: the rows above are done, and the next step checks again.
+        if let Err(e) = crate::statistics::gather_if_missing(&mut connection).await {
+            tracing::warn!(error = %e, "gathering the observations' missing statistics failed");
+        }
+        Ok(report)
     }
 
     async fn delete_visitor(&self, visitor: &VisitorId) -> Result<bool, StoreError> {
