@@ -229,9 +229,55 @@ pub fn observation(n: u64) -> Observation {
 }
 
 /// Seeds browsers `1..=visitors`, each with `per_visitor` observations spread over the 60 days before
-/// `now_ms` (the newest at most a day old), with `COPY`; then `ANALYZE`s.
+/// `now_ms` (the newest at most a day old), with `COPY`, browser after browser; then `ANALYZE`s.
 pub async fn seed(database: &Database, visitors: u64, per_visitor: u64, now_ms: i64) {
+    seed_with(
+        database,
+        &Seeding {
+            browsers: 1..=visitors,
+            per_visitor,
+            now_ms,
+            row_order: RowOrder::ByBrowser,
+            analyze: true,
+        },
+    )
+    .await;
+}
+
+/// The order in which [`seed_with`] writes observations, which decides how `seen_at` correlates with the
+/// table's physical order, and so how PostgreSQL prices a scan in `seen_at` order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowOrder {
+    /// Browser after browser: `seen_at` scattered over the table's pages.
+    ByBrowser,
+    /// Oldest first, as a live table grows: `seen_at` follows the pages.
+    ByTime,
+}
+
+/// What [`seed_with`] writes.
+#[derive(Debug, Clone)]
+pub struct Seeding {
+    /// The browsers seeded (`visitor(n)`, `observation(n)`).
+    pub browsers: std::ops::RangeInclusive<u64>,
+    /// Observations per browser, spread over the 60 days before `now_ms`, the newest at most a day old.
+    pub per_visitor: u64,
+    /// The clock the times count back from (ms).
+    pub now_ms: i64,
+    /// The order the rows are written in.
+    pub row_order: RowOrder,
+    /// Whether to `ANALYZE` both tables afterwards (not: statistics stay as they were, or were never gathered).
+    pub analyze: bool,
+}
+
+/// Seeds `seeding.browsers` with `COPY`, in one transaction.
+pub async fn seed_with(database: &Database, seeding: &Seeding) {
     const HOUR: i64 = 3_600_000;
+    let Seeding {
+        browsers,
+        per_visitor,
+        now_ms,
+        ..
+    } = seeding.clone();
     let client = database.pool().get().await.expect("seeding connection");
     // One transaction, free of the pool's statement timeout: a large COPY takes longer than any identification.
     client
@@ -245,7 +291,7 @@ pub async fn seed(database: &Database, visitors: u64, per_visitor: u64, now_ms: 
     let writer = BinaryCopyInWriter::new(sink, &[Type::TEXT, Type::INT8, Type::INT8]);
     tokio::pin!(writer);
     let newest = |n: u64| now_ms - (draw(n, 10) % 24) as i64 * HOUR;
-    for n in 1..=visitors {
+    for n in browsers.clone() {
         let id = visitor(n);
         let created = now_ms - 60 * 24 * HOUR;
         writer
@@ -256,6 +302,16 @@ pub async fn seed(database: &Database, visitors: u64, per_visitor: u64, now_ms: 
     }
     writer.finish().await.expect("COPY visitors ends");
 
+    // (seen_at, browser): the rows, in the order they are written.
+    let mut rows: Vec<(i64, u64)> = Vec::new();
+    for n in browsers {
+        // Evenly spaced back from the newest, the oldest within 58 days.
+        let spacing = (draw(n, 11) as i64 % (58 * 24 / per_visitor.max(1) as i64) + 1) * HOUR;
+        rows.extend((0..per_visitor).map(|k| (newest(n) - k as i64 * spacing, n)));
+    }
+    if seeding.row_order == RowOrder::ByTime {
+        rows.sort_unstable();
+    }
     let sink = client
         .copy_in(
             "COPY observations (visitor_id, seen_at, platform, browser, timezone, webgl_renderer, signals_json) \
@@ -274,31 +330,29 @@ pub async fn seed(database: &Database, visitors: u64, per_visitor: u64, now_ms: 
     ];
     let writer = BinaryCopyInWriter::new(sink, &types);
     tokio::pin!(writer);
-    for n in 1..=visitors {
+    for (seen_at, n) in rows {
         let id = visitor(n);
         let o = observation(n);
-        // Evenly spaced back from the newest, the oldest within 58 days.
-        let spacing = (draw(n, 11) as i64 % (58 * 24 / per_visitor.max(1) as i64) + 1) * HOUR;
-        for k in 0..per_visitor {
-            let seen_at = newest(n) - k as i64 * spacing;
-            writer
-                .as_mut()
-                .write(&[
-                    &id.as_str(),
-                    &seen_at,
-                    &o.platform,
-                    &o.browser,
-                    &o.timezone,
-                    &o.webgl_renderer(),
-                    &Json(&o),
-                ])
-                .await
-                .expect("observation row");
-        }
+        writer
+            .as_mut()
+            .write(&[
+                &id.as_str(),
+                &seen_at,
+                &o.platform,
+                &o.browser,
+                &o.timezone,
+                &o.webgl_renderer(),
+                &Json(&o),
+            ])
+            .await
+            .expect("observation row");
     }
     writer.finish().await.expect("COPY observations ends");
-    client
-        .batch_execute("COMMIT; ANALYZE visitors; ANALYZE observations")
-        .await
-        .expect("ANALYZE");
+    client.batch_execute("COMMIT").await.expect("COMMIT");
+    if seeding.analyze {
+        client
+            .batch_execute("ANALYZE visitors; ANALYZE observations")
+            .await
+            .expect("ANALYZE");
+    }
 }

@@ -159,6 +159,16 @@ pub fn candidate_lookup(probes: &[Probe]) -> Option<String> {
     candidate_lookup_reading(probes, crate::LookupRead::default())
 }
 
+/// The candidate lookup for `probes` as it was before its last key became a range: `key = value` on each key,
+/// ordered by `seen_at DESC` alone (the plan benchmark's "before").
+pub fn candidate_lookup_by_equality(probes: &[Probe]) -> Option<String> {
+    visitor_store::statements::lookup_matching(
+        probes,
+        crate::LookupRead::default(),
+        visitor_store::statements::KeyMatch::Equality,
+    )
+}
+
 /// The candidate lookup for `probes` that reads rows the way `read` says.
 pub fn candidate_lookup_reading(probes: &[Probe], read: crate::LookupRead) -> Option<String> {
     visitor_store::statements::lookup(probes, read)
@@ -167,4 +177,17 @@ pub fn candidate_lookup_reading(probes: &[Probe], read: crate::LookupRead) -> Op
 /// The activity read the evidence store runs for a key column, with or without an action filter.
 pub fn recent_event_types(column: ActivityColumn, with_action: bool) -> &'static str {
     evidence_store::recent_types_statement(column, with_action)
+}
+
+/// The index of migration 0001 that serves `family`'s probe: its keys, then `seen_at DESC`.
+pub fn family_index(family: janitor_core::identification::candidates::ProbeFamily) -> &'static str {
+    use janitor_core::identification::candidates::ProbeFamily;
+    match family {
+        ProbeFamily::ScreenHardware => "idx_observation_screen_hardware",
+        ProbeFamily::ScreenTimezone => "idx_observation_screen_timezone",
+        ProbeFamily::RendererTimezone => "idx_observation_graphics_timezone",
+        ProbeFamily::PlatformBrowser => "idx_observation_platform_browser",
+        ProbeFamily::Renderer => "idx_observation_webgl_renderer",
+        ProbeFamily::TimezoneBrowser => "idx_observation_timezone_browser",
+    }
 }

@@ -166,7 +166,42 @@ fn family_terms(
 /// The candidate lookup for `probes` as one statement: a `UNION ALL` of one bounded index read per probe,
 /// each tagged with its position, selecting what `read` reads of a row. `$1` is the cutoff; the keys follow,
 /// probe after probe. Returns `None` when a probe's key count does not fit its family.
+///
+/// Each probe reads one range of its family's index, newest first: `key = value` on every key but the last,
+/// the pivot, which reads `(pivot, seen_at) >= (value, cutoff) AND pivot <= value`, ordered by the pivot, then
+/// `seen_at DESC`. The same rows in the same order as `=` on every key with `ORDER BY seen_at DESC`, but
+/// planned the same whatever the statistics hold (docs/storage.md, "The candidate lookup's plan"):
+/// - With `=` on every key, PostgreSQL treats the keys as constants and looks for `seen_at DESC` alone, which
+///   the backward scan of the expiry index `idx_observation_seen` also gives, filtering the keys. Where
+///   observations are appended in time order that index's heap looks sequential to the planner, and custom
+///   plans, or generic ones from small-table statistics, read thousands of rows through it.
+/// - The pivot is no equality, so the order asked for names it, and only the family's own index gives it
+///   (screen + timezone and renderer + timezone share theirs with timezone + browser, which would have to
+///   filter the other keys, so it costs more). The keys before it are equalities, so the index range starts
+///   at the newest row of the key and ends where the pivot changes.
+/// - The cutoff is only in the row comparison, which PostgreSQL estimates by its first column alone: the
+///   pivot's bounds count more rows than an equality and a separate `seen_at >= $1` would, which favours the
+///   ordered scan that stops after 101 even on small tables.
 pub(crate) fn lookup(probes: &[Probe], read: LookupRead) -> Option<String> {
+    lookup_matching(probes, read, KeyMatch::PivotRange)
+}
+
+/// How a probe's statement matches its keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyMatch {
+    /// Equalities and the pivot's bounds, as [`lookup`] says.
+    PivotRange,
+    /// `key = value` on each key, ordered by `seen_at DESC` alone: the statement before, kept so that the
+    /// plan benchmark can set it beside the current one on the same table.
+    Equality,
+}
+
+/// [`lookup`], matching the keys the way `matching` says.
+pub(crate) fn lookup_matching(
+    probes: &[Probe],
+    read: LookupRead,
+    matching: KeyMatch,
+) -> Option<String> {
     let column = read.column();
     let mut sql = String::with_capacity((250 + column.len()) * probes.len());
     let mut parameter = 1;
@@ -180,14 +215,36 @@ pub(crate) fn lookup(probes: &[Probe], read: LookupRead) -> Option<String> {
         }
         let _ = write!(sql, "(SELECT visitor_id, seen_at, {column}, ");
         let _ = write!(sql, "{position}::int4 AS probe FROM observations WHERE ");
-        for term in terms {
-            parameter += 1;
-            let _ = write!(sql, "{term} = ${parameter} AND ");
+        let keys: Vec<String> = terms
+            .clone()
+            .map(|_| {
+                parameter += 1;
+                format!("${parameter}")
+            })
+            .collect();
+        let limit = ROWS_PER_PROBE + 1;
+        if matching == KeyMatch::Equality {
+            for (term, key) in terms.zip(&keys) {
+                let _ = write!(sql, "{term} = {key} AND ");
+            }
+            let _ = write!(sql, "seen_at >= $1 ORDER BY seen_at DESC LIMIT {limit})");
+            continue;
+        }
+        // Equalities on every key but the last, the pivot, which is not `pivot = value`: see the documentation
+        // of `lookup`.
+        let terms: Vec<&str> = terms.collect();
+        let (Some((pivot, leading)), Some((value, values))) =
+            (terms.split_last(), keys.split_last())
+        else {
+            return None;
+        };
+        for (term, key) in leading.iter().zip(values) {
+            let _ = write!(sql, "{term} = {key} AND ");
         }
         let _ = write!(
             sql,
-            "seen_at >= $1 ORDER BY seen_at DESC LIMIT {})",
-            ROWS_PER_PROBE + 1
+            "({pivot}, seen_at) >= ({value}, $1) AND {pivot} <= {value} \
+             ORDER BY {pivot}, seen_at DESC LIMIT {limit})"
         );
     }
     Some(sql)
@@ -237,6 +294,15 @@ mod tests {
         assert_eq!(
             lookup(&probes, LookupRead::StoredFeatures).unwrap(),
             "(SELECT visitor_id, seen_at, lookup_features, 0::int4 AS probe FROM observations \
+             WHERE platform = $2 AND (browser, seen_at) >= ($3, $1) AND browser <= $3 \
+             ORDER BY browser, seen_at DESC LIMIT 101) \
+             UNION ALL (SELECT visitor_id, seen_at, lookup_features, 1::int4 AS probe FROM observations \
+             WHERE (webgl_renderer, seen_at) >= ($4, $1) AND webgl_renderer <= $4 \
+             ORDER BY webgl_renderer, seen_at DESC LIMIT 101)"
+        );
+        assert_eq!(
+            lookup_matching(&probes, LookupRead::StoredFeatures, KeyMatch::Equality).unwrap(),
+            "(SELECT visitor_id, seen_at, lookup_features, 0::int4 AS probe FROM observations \
              WHERE platform = $2 AND browser = $3 AND seen_at >= $1 ORDER BY seen_at DESC LIMIT 101) \
              UNION ALL (SELECT visitor_id, seen_at, lookup_features, 1::int4 AS probe FROM observations \
              WHERE webgl_renderer = $4 AND seen_at >= $1 ORDER BY seen_at DESC LIMIT 101)"
@@ -251,7 +317,7 @@ mod tests {
         let covering = lookup(&probes, LookupRead::CoveringIndexes).unwrap();
         assert!(covering.starts_with(
             "(SELECT visitor_id, seen_at, lookup_features, 0::int4 AS probe FROM observations \
-             WHERE platform = $2 AND browser = $3 AND seen_at"
+             WHERE platform = $2 AND (browser, seen_at) >= ($3, $1)"
         ));
         let wrong = [Probe {
             family: ProbeFamily::Renderer,

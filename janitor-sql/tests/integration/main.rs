@@ -28,6 +28,8 @@ mod evidence;
 #[cfg(feature = "testing")]
 mod evidence_plans;
 #[cfg(feature = "testing")]
+mod lookup_plans;
+#[cfg(feature = "testing")]
 mod lookup_read;
 #[cfg(all(feature = "testing", feature = "metrics"))]
 mod metrics;

@@ -4,9 +4,11 @@
 
 use std::collections::BTreeSet;
 
-use janitor_core::identification::candidates::{probes_for, ProbeFamily};
+use janitor_core::identification::candidates::probes_for;
 use janitor_core::Retention;
-use janitor_sql::testing::statements::{candidate_lookup, candidate_lookup_reading, statement};
+use janitor_sql::testing::statements::{
+    candidate_lookup, candidate_lookup_reading, family_index, statement,
+};
 use janitor_sql::testing::{population, with_schemas};
 use janitor_sql::{LookupRead, COVERING_LOOKUP_INDEXES};
 use serde_json::Value;
@@ -120,14 +122,6 @@ async fn lookup_history_and_writes_are_index_scans() {
         for probe in &probes {
             lookup_params.extend(probe.keys.iter().map(|k| k as &(dyn ToSql + Sync)));
         }
-        let family_index = |family: ProbeFamily| match family {
-            ProbeFamily::ScreenHardware => "idx_observation_screen_hardware",
-            ProbeFamily::ScreenTimezone => "idx_observation_screen_timezone",
-            ProbeFamily::RendererTimezone => "idx_observation_graphics_timezone",
-            ProbeFamily::PlatformBrowser => "idx_observation_platform_browser",
-            ProbeFamily::Renderer => "idx_observation_webgl_renderer",
-            ProbeFamily::TimezoneBrowser => "idx_observation_timezone_browser",
-        };
         let expected: BTreeSet<&str> = probes.iter().map(|p| family_index(p.family)).collect();
         let visitor = population::visitor(42);
         let visitor_id = visitor.as_str();

@@ -1,0 +1,213 @@
+//! The candidate lookup reads what its decision needs, whatever PostgreSQL's statistics hold: each probe one
+//! bounded range of its family's index, at most `ROWS_PER_PROBE + 1` rows, with statistics fresh or kept from a
+//! table a tenth the size, in custom and generic plans; statistics never gathered are gathered by the store's
+//! maintenance (and its migration), and the expiry index is never read.
+//!
+//! The observations are written oldest first, as a live table grows, so that `seen_at` follows the table's
+//! pages: that is what made a backward scan of the expiry index look cheap to the planner (the plan test of
+//! `plans.rs` seeds browser after browser and could not see it). Plans are those of a prepared statement
+//! (`PREPARE` … `EXPLAIN EXECUTE`), the way the pool runs the lookup.
+
+use janitor_core::identification::candidates::{probes_for, ROWS_PER_PROBE};
+use janitor_core::Retention;
+use janitor_core::VisitorStore;
+use janitor_sql::testing::population::{self, RowOrder, Seeding};
+use janitor_sql::testing::statements::{candidate_lookup, family_index};
+use janitor_sql::testing::with_schemas;
+use janitor_sql::{Database, PgVisitorStore};
+use serde_json::Value;
+use tokio_postgres::types::Json;
+
+const NOW: i64 = 1_735_689_600_000;
+/// Browsers of the first state; the table then grows tenfold.
+const FIRST: u64 = 10_000;
+const GROWN: u64 = 100_000;
+/// Browsers looked up in each state: common and rare devices of the population.
+const LOOKED_UP: [u64; 8] = [3, 42, 77, 512, 1_001, 2_024, 5_555, 9_999];
+
+/// Every plan node reading `observations`, depth first.
+fn reads<'a>(plan: &'a Value, out: &mut Vec<&'a Value>) {
+    if plan["Relation Name"] == "observations" {
+        out.push(plan);
+    }
+    for child in plan["Plans"].as_array().into_iter().flatten() {
+        reads(child, out);
+    }
+}
+
+/// A SQL literal of `text`.
+fn literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+async fn seed(database: &Database, browsers: std::ops::RangeInclusive<u64>) {
+    let seeding = Seeding {
+        browsers,
+        per_visitor: 2,
+        now_ms: NOW,
+        row_order: RowOrder::ByTime,
+        analyze: false,
+    };
+    population::seed_with(database, &seeding).await;
+}
+
+/// What a state's lookups must show.
+#[derive(Clone, Copy, PartialEq)]
+enum Expect {
+    /// Each probe an index scan of its family's index, reading at most `ROWS_PER_PROBE + 1` rows.
+    ProbesAlone,
+    /// A table of 20,000 rows: PostgreSQL expects one row of each narrow probe, and may read a sibling
+    /// index's bucket (a few hundred rows) and sort it. Never the expiry index, and at most
+    /// [`SMALL_TABLE_ROWS`] rows a lookup, where the population's crowded buckets hold thousands.
+    SmallTable,
+}
+
+const SMALL_TABLE_ROWS: u64 = 1_000;
+
+/// Every index any node of `plan` reads.
+fn indexes<'a>(plan: &'a Value, out: &mut Vec<&'a str>) {
+    out.extend(plan["Index Name"].as_str());
+    for child in plan["Plans"].as_array().into_iter().flatten() {
+        indexes(child, out);
+    }
+}
+
+/// Looks every browser of [`LOOKED_UP`] up as a prepared statement under each plan cache mode and checks
+/// `expect`. Returns the most rows any lookup read.
+async fn check(database: &Database, state: &str, expect: Expect) -> u64 {
+    let client = database.pool().get().await.unwrap();
+    let cutoff = Retention::default().cutoff(NOW);
+    let mut most = 0;
+    for mode in ["force_custom_plan", "force_generic_plan"] {
+        for n in LOOKED_UP {
+            let probes = probes_for(&population::observation(n));
+            assert_eq!(probes.len(), 6, "browser {n} has every key");
+            let sql = candidate_lookup(&probes).unwrap();
+            let mut arguments = vec![cutoff.to_string()];
+            arguments.extend(
+                probes
+                    .iter()
+                    .flat_map(|p| p.keys.iter().map(|k| literal(k))),
+            );
+            client
+                .batch_execute(&format!(
+                    "SET plan_cache_mode = {mode}; DEALLOCATE ALL; PREPARE lookup AS {sql}"
+                ))
+                .await
+                .unwrap();
+            let row = client
+                .query_one(
+                    &format!(
+                        "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE lookup({})",
+                        arguments.join(", ")
+                    ),
+                    &[],
+                )
+                .await
+                .unwrap();
+            let Json(document): Json<Value> = row.get(0);
+            let plan = &document[0]["Plan"];
+            let text = serde_json::to_string_pretty(&document).unwrap();
+            let where_ = format!("{state}, {mode}, browser {n}");
+            let mut used = Vec::new();
+            indexes(plan, &mut used);
+            assert!(
+                !used.contains(&"idx_observation_seen"),
+                "{where_}: the expiry index\n{text}"
+            );
+            let mut nodes = Vec::new();
+            reads(plan, &mut nodes);
+            let read = |node: &Value| {
+                [
+                    "Actual Rows",
+                    "Rows Removed by Filter",
+                    "Rows Removed by Index Recheck",
+                ]
+                .iter()
+                .map(|k| node[k].as_u64().unwrap_or(0))
+                .sum::<u64>()
+            };
+            let total = nodes.iter().map(|node| read(node)).sum::<u64>();
+            if expect == Expect::ProbesAlone {
+                let expected: Vec<&str> = probes.iter().map(|p| family_index(p.family)).collect();
+                assert_eq!(used, expected, "{where_}: each probe its index\n{text}");
+                for node in &nodes {
+                    assert_eq!(node["Node Type"], "Index Scan", "{where_}\n{text}");
+                    assert!(
+                        read(node) <= ROWS_PER_PROBE as u64 + 1,
+                        "{where_}: a probe read {} rows\n{text}",
+                        read(node)
+                    );
+                }
+            } else {
+                assert!(
+                    total <= SMALL_TABLE_ROWS,
+                    "{where_}: {total} rows read\n{text}"
+                );
+            }
+            most = most.max(total);
+        }
+    }
+    client.batch_execute("DEALLOCATE ALL").await.unwrap();
+    most
+}
+
+/// Whether PostgreSQL holds statistics of `observations`.
+async fn gathered(database: &Database) -> bool {
+    let client = database.pool().get().await.unwrap();
+    client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_stats WHERE schemaname = current_schema() \
+             AND tablename = 'observations')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lookup_reads_its_probes_alone_whatever_the_statistics() {
+    with_schemas(|schemas| async move {
+        let database = schemas.fresh().await;
+        seed(&database, 1..=FIRST).await;
+        assert!(!gathered(&database).await, "seeded without statistics");
+        // Statistics never gathered: the store's maintenance gathers them, once.
+        let store = PgVisitorStore::new(database.clone(), Retention::default());
+        store.cleanup(None, 10, NOW).await.unwrap();
+        assert!(gathered(&database).await, "the cleanup gathered them");
+        let client = database.pool().get().await.unwrap();
+        let mut most = Vec::new();
+        most.push(check(&database, "gathered by the store", Expect::SmallTable).await);
+        seed(&database, FIRST + 1..=GROWN).await;
+        // They exist, if stale: nothing is gathered again.
+        store.cleanup(None, 10, NOW).await.unwrap();
+        most.push(
+            check(
+                &database,
+                "stale (a tenth of the table)",
+                Expect::ProbesAlone,
+            )
+            .await,
+        );
+        client.batch_execute("ANALYZE observations").await.unwrap();
+        most.push(check(&database, "fresh", Expect::ProbesAlone).await);
+        // The population fills the probes: a lookup reads more than one probe's rows.
+        assert!(most.iter().all(|&m| m > 101), "{most:?}");
+    })
+    .await;
+}
+
+/// The migration gathers the statistics of a table filled before it ran, and leaves an empty table alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_migration_gathers_missing_statistics() {
+    with_schemas(|schemas| async move {
+        let database = schemas.fresh().await;
+        assert!(!gathered(&database).await);
+        seed(&database, 1..=100).await;
+        assert!(!gathered(&database).await);
+        database.migrate().await.unwrap();
+        assert!(gathered(&database).await);
+    })
+    .await;
+}
