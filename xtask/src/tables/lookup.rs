@@ -98,6 +98,45 @@ pub fn covering_cost(report: &Value) -> Result<String, String> {
     Ok(out)
 }
 
+/// The lookup-plans report (`lookup-plans.json`): per statistics state and plan mode, the statement before
+/// beside the current one, each lookup run by both in turn on the same table.
+pub fn plans(report: &Value) -> Result<String, String> {
+    let cells = report["cells"]
+        .as_array()
+        .ok_or_else(|| "the report has no cells".to_owned())?;
+    let mut table =
+        "| statistics | plans | statement | rows read per lookup (max) | buffers per lookup | \
+                     lookups off their indexes | execution (EXPLAIN) | round trip |\n\
+                     |---|---|---|---|---|---|---|---|\n"
+            .to_owned();
+    for cell in cells {
+        let text = |key: &str| {
+            cell[key]
+                .as_str()
+                .ok_or_else(|| format!("a cell has no {key}"))
+        };
+        let mode = match text("plan_cache_mode")? {
+            "force_custom_plan" => "custom",
+            "force_generic_plan" => "generic",
+            other => other,
+        };
+        let _ = writeln!(
+            table,
+            "| {} | {mode} | {} | {} ({}) | {} | {} of {} | {} ms | {} ms |",
+            text("state")?,
+            text("statement")?,
+            super::count(number(cell, "rows_read_mean")?),
+            super::count(number(cell, "rows_read_max")?),
+            super::count(number(cell, "buffers_mean")?),
+            number(cell, "lookups_off_their_indexes")?,
+            number(cell, "lookups")?,
+            number(cell, "execution_ms_median")?,
+            number(cell, "client_ms_median")?,
+        );
+    }
+    Ok(table)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,6 +28,9 @@ pub const CONNECTIONS_HYPER: &str = "docs/benchmarks/connections-hyper.json";
 /// The missing-cookie lookup run's report.
 pub const LOOKUP: &str = "docs/benchmarks/lookup-current.json";
 
+/// The candidate lookup's plans in each statistics state, before and now (`--bin lookup-plans`).
+pub const LOOKUP_PLANS: &str = "docs/benchmarks/lookup-plans.json";
+
 /// The evidence growth run's report (`cargo xtask benchmark-growth`).
 pub const GROWTH: &str = "docs/benchmarks/growth-current.json";
 
@@ -118,6 +121,7 @@ const CAPACITY_TABLES: Tables = &[
     ("lookup-covering-cost", &[LOOKUP], |r| {
         lookup::covering_cost(&r[0])
     }),
+    ("lookup-plans", &[LOOKUP_PLANS], |r| lookup::plans(&r[0])),
     ("lookup-replica", &[REPLICA], |r| replica::rounds(&r[0])),
     ("evidence-growth", &[GROWTH], |r| growth::table(&r[0])),
 ];
