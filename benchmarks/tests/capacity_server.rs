@@ -54,6 +54,7 @@ async fn fleet_serves_counts_and_stops() {
             workers: 2,
             max_in_flight: 8,
             pool: 1,
+            slot_wait: None,
             base_port: free_span(CONTROL_OFFSET + 2).unwrap(),
         };
         let fleet = Fleet::start(&run_for(&schema, false), settings)
@@ -233,6 +234,7 @@ async fn fleets_are_leased_served_and_let_go() {
             workers: 2,
             max_in_flight: 3,
             pool: 1,
+            slot_wait: None,
             base_port,
         };
         let run = run_for(&schema, true);
@@ -272,6 +274,7 @@ async fn fleets_are_leased_served_and_let_go() {
             (
                 FleetSettings {
                     pool: 65,
+                    slot_wait: None,
                     ..settings
                 },
                 "pool must be from 1 to 64, got 65",

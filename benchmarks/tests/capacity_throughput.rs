@@ -41,6 +41,7 @@ async fn a_short_sweep_reports_every_part() {
                 workers: 2,
                 max_in_flight: 8,
                 pool: 2,
+                slot_wait: None,
                 // Two servers and their control ports, free a moment ago.
                 base_port: free_span(CONTROL_OFFSET + 2).unwrap(),
             },

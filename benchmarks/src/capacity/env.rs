@@ -22,6 +22,7 @@ pub const VARIABLES: &[&str] = &[
     "JANITOR_BENCHMARK_STEADY_SECONDS",
     "JANITOR_BENCHMARK_SEARCH",
     "JANITOR_BENCHMARK_SLOTS",
+    "JANITOR_BENCHMARK_SLOT_WAIT",
     "JANITOR_BENCHMARK_VISITORS",
     "JANITOR_BENCHMARK_LOOKUP_VISITORS",
     "JANITOR_BENCHMARK_LOOKUP_EVICT",
@@ -80,6 +81,9 @@ pub struct CapacityEnv {
     pub lookup_evict: bool,
     /// Admission slots of each server process of the rate sweep (1–1024; 8, as in the reference).
     pub slots: u64,
+    /// The admission wait of each server process of the rate sweep, `waiting,ms` (requests that may wait for a
+    /// slot, 0–4,096, and for how long, 0–1,000 ms; both 0 or both above); the library's default unless set.
+    pub slot_wait: Option<(usize, u64)>,
     /// The run's fleets are started by a fleet host (`janitor-capacity serve-fleet`, as in the Docker setup)
     /// listening 10 ports below each fleet's first port, instead of by the run itself.
     pub external_servers: bool,
@@ -169,6 +173,9 @@ impl CapacityEnv {
                 get("JANITOR_BENCHMARK_LOOKUP_EVICT"),
             )?,
             slots: number("JANITOR_BENCHMARK_SLOTS", 8, 1, 1024)?,
+            slot_wait: get("JANITOR_BENCHMARK_SLOT_WAIT")
+                .map(slot_wait)
+                .transpose()?,
             external_servers: flag(
                 "JANITOR_BENCHMARK_EXTERNAL_SERVERS",
                 get("JANITOR_BENCHMARK_EXTERNAL_SERVERS"),
@@ -194,6 +201,19 @@ fn flag(name: &str, value: Option<&str>) -> Result<bool, String> {
         Some("1") => Ok(true),
         Some(other) => Err(format!("{name} must be 0 or 1, got {other:?}")),
     }
+}
+
+fn slot_wait(value: &str) -> Result<(usize, u64), String> {
+    const NAME: &str = "JANITOR_BENCHMARK_SLOT_WAIT";
+    let Some((waiting, ms)) = value.split_once(',') else {
+        return Err(format!("{NAME} must be `waiting,ms`, got {value:?}"));
+    };
+    let waiting = whole(NAME, waiting, 0, 4_096)? as usize;
+    let ms = whole(NAME, ms, 0, 1_000)?;
+    if (waiting == 0) != (ms == 0) {
+        return Err(format!("{NAME}: both 0 or both above 0, got {value:?}"));
+    }
+    Ok((waiting, ms))
 }
 
 fn rates(list: &str) -> Result<Vec<u64>, String> {
@@ -274,6 +294,35 @@ mod tests {
             CapacityEnv::from_vars(&vars, Run::Single).unwrap().shards,
             1
         );
+    }
+
+    #[test]
+    fn the_slot_wait_is_two_bounded_numbers_that_go_together() {
+        assert_eq!(env(&[]).unwrap().slot_wait, None);
+        for (value, expected) in [
+            ("0,0", (0, 0)),
+            ("1,1", (1, 1)),
+            ("4096,1000", (4096, 1000)),
+        ] {
+            assert_eq!(
+                env(&[("SLOT_WAIT", value)]).unwrap().slot_wait,
+                Some(expected)
+            );
+        }
+        for (value, says) in [
+            ("4097,10", "from 0 to 4096"),
+            ("8,1001", "from 0 to 1000"),
+            ("8,0", "both 0 or both above 0"),
+            ("0,5", "both 0 or both above 0"),
+            ("8", "`waiting,ms`"),
+            ("eight,5", "whole number"),
+        ] {
+            let message = env(&[("SLOT_WAIT", value)]).unwrap_err();
+            assert!(
+                message.contains("JANITOR_BENCHMARK_SLOT_WAIT") && message.contains(says),
+                "{value}: {message}"
+            );
+        }
     }
 
     #[test]

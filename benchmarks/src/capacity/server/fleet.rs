@@ -27,6 +27,8 @@ pub struct FleetSettings {
     pub max_in_flight: usize,
     /// Database connections of each process.
     pub pool: usize,
+    /// Requests each process lets wait for a slot, and how long (ms); the library's default when `None`.
+    pub slot_wait: Option<(usize, u64)>,
     /// The first process's port ([`super::BASE_PORT`] in a run; tests use others).
     pub base_port: u16,
 }
@@ -168,6 +170,14 @@ pub(super) fn spawn(
         .args(["--schema", &target.schema])
         .args(["--max-in-flight", &settings.max_in_flight.to_string()])
         .args(["--pool", &settings.pool.to_string()])
+        .args(settings.slot_wait.iter().flat_map(|(waiting, ms)| {
+            [
+                "--max-waiting".to_owned(),
+                waiting.to_string(),
+                "--slot-wait-ms".to_owned(),
+                ms.to_string(),
+            ]
+        }))
         .args(["--watch-stdin", if watch_stdin { "1" } else { "0" }])
         .stdin(Stdio::piped())
         .kill_on_drop(true)

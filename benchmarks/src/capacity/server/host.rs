@@ -89,6 +89,7 @@ impl FleetRequest {
             workers: self.workers,
             max_in_flight: self.max_in_flight,
             pool: self.pool,
+            slot_wait: None,
             base_port: self.base_port,
         };
         Ok((settings, driver))

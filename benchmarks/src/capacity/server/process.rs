@@ -74,6 +74,8 @@ struct Settings {
     url: Option<String>,
     schema: String,
     max_in_flight: usize,
+    /// Requests that may wait for a slot and how long (ms); the library's default when not given.
+    slot_wait: (Option<usize>, Option<u64>),
     pool: usize,
     watch_stdin: bool,
     /// Serve with `janitor_axum::serve` on this driver; `axum::serve` when none is named.
@@ -88,6 +90,7 @@ fn settings(args: Vec<String>) -> Result<Settings, String> {
         url: None,
         schema: super::super::SCHEMA.to_owned(),
         max_in_flight: 8,
+        slot_wait: (None, None),
         pool: 2,
         watch_stdin: false,
         driver: None,
@@ -101,6 +104,8 @@ fn settings(args: Vec<String>) -> Result<Settings, String> {
             "schema" => s.schema = value,
             "max-in-flight" => s.max_in_flight = number(&name, &value, 1, 1_024)? as usize,
             "pool" => s.pool = number(&name, &value, 1, 64)? as usize,
+            "max-waiting" => s.slot_wait.0 = Some(number(&name, &value, 0, 4_096)? as usize),
+            "slot-wait-ms" => s.slot_wait.1 = Some(number(&name, &value, 0, 1_000)?),
             "watch-stdin" => s.watch_stdin = number(&name, &value, 0, 1)? == 1,
             "driver" => {
                 s.driver = Some(match value.as_str() {
@@ -136,7 +141,7 @@ pub fn main(args: Vec<String>) -> Result<(), String> {
 }
 
 async fn serve(s: Settings) -> Result<(), String> {
-    let config = janitor_config(s.max_in_flight)?;
+    let config = janitor_config(s.max_in_flight, s.slot_wait)?;
     let Some(url) = &s.url else {
         let janitor = Janitor::new(config, MemoryStores::new());
         if let Some((visitors, _)) = &s.seed {
@@ -163,7 +168,17 @@ async fn serve(s: Settings) -> Result<(), String> {
     serve_with(Janitor::new(config, PgStores::new(database)), s).await
 }
 
-fn janitor_config(max_in_flight: usize) -> Result<JanitorConfig, String> {
+fn janitor_config(
+    max_in_flight: usize,
+    (waiting, wait_ms): (Option<usize>, Option<u64>),
+) -> Result<JanitorConfig, String> {
+    let mut admission = AdmissionConfig::builder().max_in_flight_requests(max_in_flight);
+    if let Some(waiting) = waiting {
+        admission = admission.max_waiting_requests(waiting);
+    }
+    if let Some(ms) = wait_ms {
+        admission = admission.slot_wait_ms(ms);
+    }
     JanitorConfig::builder()
         .secret(SECRET)
         .environment(Environment::Development)
@@ -174,8 +189,7 @@ fn janitor_config(max_in_flight: usize) -> Result<JanitorConfig, String> {
                 .map_err(|e| format!("cookie settings: {e}"))?,
         )
         .admission(
-            AdmissionConfig::builder()
-                .max_in_flight_requests(max_in_flight)
+            admission
                 .build()
                 .map_err(|e| format!("admission settings: {e}"))?,
         )

@@ -116,6 +116,7 @@ impl SweepSettings {
                 workers: (server_cores as u64).clamp(1, MAX_WORKERS),
                 max_in_flight: usize::try_from(run.env.slots).unwrap_or(MAX_IN_FLIGHT),
                 pool: POOL,
+                slot_wait: run.env.slot_wait,
                 base_port: BASE_PORT,
             },
             connections: CONNECTIONS,
@@ -273,7 +274,11 @@ async fn sweep(
     let admission_overhead =
         overhead::measure(&servers, overhead_connections, rounds, round_time).await?;
 
-    let identify_to_database = identify_to_database(&limits, &points);
+    let mut identify_to_database = identify_to_database(&limits, &points);
+    identify_to_database.search_to_closed_loop = search
+        .as_ref()
+        .and_then(|s| s.best_rate)
+        .and_then(|best| limits::ratio(best as f64, limits.identify_per_second));
     Ok(SweepReport {
         workload: "throughput".to_owned(),
         machine: reports::machine(),
@@ -352,11 +357,21 @@ async fn baseline(
 }
 
 fn settings_report(run: &HttpRun, settings: &SweepSettings) -> SweepSettingsReport {
+    // What the processes run with: the run's wait, or the library's default.
+    let (waiting, wait_ms) = settings.fleet.slot_wait.unwrap_or_else(|| {
+        let default = janitor_axum::admission::AdmissionConfig::default();
+        (
+            default.max_waiting_requests(),
+            default.slot_wait().as_millis() as u64,
+        )
+    });
     SweepSettingsReport {
         servers: ServerSettingsReport {
             processes: settings.fleet.workers,
             external: run.env.external_servers,
             admission_slots_each: settings.fleet.max_in_flight,
+            admission_waiting_each: Some(waiting),
+            admission_slot_wait_ms: Some(wait_ms),
             database_connections_each: settings.fleet.pool,
             database_connections: settings.fleet.workers as usize * settings.fleet.pool,
             base_port: settings.fleet.base_port,
@@ -385,6 +400,7 @@ fn identify_to_database(limits: &Limits, points: &[RatePoint]) -> IdentifyToData
     let ratio = |x: f64| limits::ratio(x, limits.database.tps);
     IdentifyToDatabase {
         closed_loop_ratio: ratio(limits.identify_per_second),
+        search_to_closed_loop: None,
         closed_loop_ratio_alone: limits::ratio(limits.identify_per_second, limits.database_alone.tps),
         real_to_identical_ratio: limits::ratio(limits.identify_per_second, limits.identical_per_second),
         best_clean_sweep_ratio: best_clean.and_then(|p| ratio(p.tally.completed_per_second)),

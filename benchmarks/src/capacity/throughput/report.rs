@@ -92,6 +92,13 @@ pub struct ServerSettingsReport {
     pub external: bool,
     /// Admission slots of each.
     pub admission_slots_each: usize,
+    /// Requests each let wait for a slot, and for how long at most, ms (absent in older reports, whose
+    /// servers refused at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission_waiting_each: Option<usize>,
+    /// The slot wait's bound, ms (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission_slot_wait_ms: Option<u64>,
     /// Database connections of each.
     pub database_connections_each: usize,
     /// Database connections of all.
@@ -163,6 +170,11 @@ pub struct SearchReport {
 pub struct IdentifyToDatabase {
     /// The closed-loop identify maximum ÷ pgbench's tps (helper round trip included).
     pub closed_loop_ratio: Option<f64>,
+    /// The search's sustained zero-503 rate ÷ the closed-loop identify maximum: how much of what the fleet
+    /// can do admission lets through without a 503 (absent when the run did not search, and in older
+    /// reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_to_closed_loop: Option<f64>,
     /// The closed-loop identify maximum ÷ the statement alone's tps: the honest one (absent in older
     /// reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
