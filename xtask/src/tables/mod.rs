@@ -31,6 +31,14 @@ pub const LOOKUP: &str = "docs/benchmarks/lookup-current.json";
 /// The candidate lookup's plans in each statistics state, before and now (`--bin lookup-plans`).
 pub const LOOKUP_PLANS: &str = "docs/benchmarks/lookup-plans.json";
 
+/// The four short throughput runs that chose the admission wait's default, without a wait first.
+pub const ADMISSION_WAIT: [&str; 4] = [
+    "docs/benchmarks/admission-wait/wait-0.json",
+    "docs/benchmarks/admission-wait/wait-8-5.json",
+    "docs/benchmarks/admission-wait/wait-32-10.json",
+    "docs/benchmarks/admission-wait/wait-128-20.json",
+];
+
 /// The evidence growth run's report (`cargo xtask benchmark-growth`).
 pub const GROWTH: &str = "docs/benchmarks/growth-current.json";
 
@@ -122,6 +130,7 @@ const CAPACITY_TABLES: Tables = &[
         lookup::covering_cost(&r[0])
     }),
     ("lookup-plans", &[LOOKUP_PLANS], |r| lookup::plans(&r[0])),
+    ("admission-wait", &ADMISSION_WAIT, admission_wait),
     ("lookup-replica", &[REPLICA], |r| replica::rounds(&r[0])),
     ("evidence-growth", &[GROWTH], |r| growth::table(&r[0])),
 ];
@@ -403,6 +412,42 @@ fn database_limits(report: &Value) -> Result<String, String> {
             Cell::Ratio => format!("**{}**", write(overall)),
         };
         let _ = writeln!(table, " {overall} |");
+    }
+    Ok(table)
+}
+
+/// One row per run of [`ADMISSION_WAIT`]: the wait, the search's sustained zero-503 rate and its success p95,
+/// the closed loop, their ratio, and the burst's answers.
+fn admission_wait(reports: &[Value]) -> Result<String, String> {
+    let mut table = "| requests waiting × wait | sustained rate without a 503 | its success p95 | \
+                     closed-loop identify | rate ÷ closed loop | burst of 10,000: 200 / 503 |\n\
+                     |---|---|---|---|---|---|\n"
+        .to_owned();
+    for report in reports {
+        let best = number(report, "search.best_rate")?;
+        let probe = report["search"]["probes"]
+            .as_array()
+            .and_then(|probes| {
+                probes
+                    .iter()
+                    .find(|p| p["offered_rate"].as_f64() == Some(best))
+            })
+            .ok_or_else(|| "the search has no probe at its best rate".to_owned())?;
+        let _ = writeln!(
+            table,
+            "| {} × {} ms | {}/s | {} ms | {}/s | {} | {} / {} |",
+            number(report, "settings.servers.admission_waiting_each")?,
+            number(report, "settings.servers.admission_slot_wait_ms")?,
+            count(best),
+            number(probe, "latency.successes.corrected.p95_ms")?,
+            count(number(
+                report,
+                "identify_limit.result.completed_per_second"
+            )?),
+            number(report, "identify_to_database.search_to_closed_loop")?,
+            count(number(report, "burst.status_200")?),
+            count(number(report, "burst.status_503")?),
+        );
     }
     Ok(table)
 }
