@@ -21,14 +21,16 @@ pub const DRAIN_TIMEOUT_MS: Limit<u64> = Limit::new("drain_timeout_ms", 1_000, 1
 /// client that sends a head and a few bytes then reconnects holds nothing, however fast it reconnects. A grace
 /// above 0 lets every such client hold a slot for that long per connection.
 pub const BODY_GRACE_MS: Limit<u64> = Limit::new("body_grace_ms", 0, 0, 30_000);
-/// Requests that may wait for a slot at once when every slot is taken (default 0: refuse at once). A wait
-/// absorbs a burst shorter than [`SLOT_WAIT_MS`] (a scheduling hiccup that puts one request too many in flight)
-/// without a 503; under real overload the waiters time out and are refused, so the bound on work in flight is
-/// unchanged and a refusal comes at most [`SLOT_WAIT_MS`] later.
-pub const MAX_WAITING_REQUESTS: Limit<usize> = Limit::new("max_waiting_requests", 0, 0, 4096);
-/// Longest a request waits for a slot before it is refused, in milliseconds (default 0: no wait). Set with
+/// Requests that may wait for a slot at once when every slot is taken (default 128; 0 with [`SLOT_WAIT_MS`] 0
+/// refuses at once). A wait absorbs a burst shorter than [`SLOT_WAIT_MS`] (a scheduling hiccup that puts one
+/// request too many in flight) without a 503; under real overload the waiters time out and are refused, so the
+/// bound on work in flight is unchanged and a refusal comes at most [`SLOT_WAIT_MS`] later. The default was
+/// chosen by the capacity harness's search for the highest sustained rate without a 503 (docs/CAPACITY.md,
+/// "Waiting for a slot").
+pub const MAX_WAITING_REQUESTS: Limit<usize> = Limit::new("max_waiting_requests", 128, 0, 4096);
+/// Longest a request waits for a slot before it is refused, in milliseconds (default 20). Set with
 /// [`MAX_WAITING_REQUESTS`]: both 0, or both above 0.
-pub const SLOT_WAIT_MS: Limit<u64> = Limit::new("slot_wait_ms", 0, 0, 1_000);
+pub const SLOT_WAIT_MS: Limit<u64> = Limit::new("slot_wait_ms", 20, 0, 1_000);
 
 /// Validated admission options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,14 +130,15 @@ impl AdmissionConfigBuilder {
         self
     }
 
-    /// Requests that may wait for a slot at once: 0–4,096, default 0 (set with [`slot_wait_ms`](Self::slot_wait_ms)).
+    /// Requests that may wait for a slot at once: 0–4,096, default 128 (0 with [`slot_wait_ms`](Self::slot_wait_ms)
+    /// 0 refuses at once).
     pub fn max_waiting_requests(mut self, waiting: usize) -> Self {
         self.max_waiting_requests = Some(waiting);
         self
     }
 
-    /// Longest wait for a slot: 0–1,000 ms, default 0 (set with
-    /// [`max_waiting_requests`](Self::max_waiting_requests)).
+    /// Longest wait for a slot: 0–1,000 ms, default 20 (0 with
+    /// [`max_waiting_requests`](Self::max_waiting_requests) 0 refuses at once).
     pub fn slot_wait_ms(mut self, ms: u64) -> Self {
         self.slot_wait_ms = Some(ms);
         self
@@ -181,6 +184,8 @@ mod tests {
         assert_eq!(config.max_drain_bytes(), 16_384);
         assert_eq!(config.drain_timeout(), Duration::from_secs(1));
         assert_eq!(config.body_grace(), Duration::ZERO);
+        assert_eq!(config.max_waiting_requests(), 128);
+        assert_eq!(config.slot_wait(), Duration::from_millis(20));
     }
 
     #[test]
@@ -201,11 +206,11 @@ mod tests {
     }
 
     #[test]
-    fn the_slot_wait_is_off_by_default_and_its_two_bounds_go_together() {
+    fn the_slot_wait_is_on_by_default_and_its_two_bounds_go_together() {
         let config = AdmissionConfig::default();
         assert_eq!(
             (config.max_waiting_requests(), config.slot_wait()),
-            (0, Duration::ZERO)
+            (128, Duration::from_millis(20))
         );
         for (waiting, ms) in [(1, 1), (4096, 1_000), (0, 0)] {
             let config = AdmissionConfig::builder()

@@ -4,9 +4,10 @@
 //! those layers wrap draw from that same semaphore, so the limit holds for the adapter instance as a whole
 //! rather than per route or per service clone. A request that finds no free slot is answered
 //! `503 {"error":"Visitor measurement is busy"}` with `Retry-After: 1`, before the inner service is polled and
-//! before its body is handed to anyone: at once by default, or, with a slot wait configured
-//! ([`AdmissionConfigBuilder::max_waiting_requests`], [`AdmissionConfigBuilder::slot_wait_ms`]), after waiting
-//! for a slot in a bounded queue for a bounded time (a short burst then costs a few milliseconds, not a 503).
+//! before its body is handed to anyone, once it has waited for a slot in a bounded queue for a bounded time
+//! (by default 128 requests for 20 ms at most, [`AdmissionConfigBuilder::max_waiting_requests`],
+//! [`AdmissionConfigBuilder::slot_wait_ms`]; a short burst then costs a few milliseconds, not a 503), or at
+//! once when both are 0.
 //!
 //! An admitted request keeps its slot until its response body has been sent in full or dropped, so a streamed
 //! answer counts as work in flight. The slot is also given back when the inner service fails, when the handler

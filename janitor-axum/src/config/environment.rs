@@ -375,8 +375,11 @@ mod tests {
         assert!(
             with("JANITOR_SLOT_WAIT_MS", "1001").contains("slot_wait_ms must be from 0 to 1000")
         );
-        assert!(with("JANITOR_SLOT_WAIT_MS", "5")
+        // The wait is on by default: turning one of its bounds off alone is refused, naming it.
+        assert!(with("JANITOR_MAX_WAITING_REQUESTS", "0")
             .contains("max_waiting_requests must be above 0 when slot_wait_ms is"));
+        assert!(with("JANITOR_SLOT_WAIT_MS", "0")
+            .contains("slot_wait_ms must be above 0 when max_waiting_requests is"));
         assert!(with("JANITOR_MAX_WAITING_REQUESTS", "many")
             .contains("JANITOR_MAX_WAITING_REQUESTS must be a number"));
         assert!(with("JANITOR_ENVIRONMENT", "staging").contains("production or development"));
