@@ -12,11 +12,13 @@ use janitor_core::identification::candidates::{probes_for, ROWS_PER_PROBE};
 use janitor_core::Retention;
 use janitor_core::VisitorStore;
 use janitor_sql::testing::population::{self, RowOrder, Seeding};
-use janitor_sql::testing::statements::{candidate_lookup, family_index};
+use janitor_sql::testing::statements::{
+    candidate_lookup, candidate_lookup_by_equality, family_index,
+};
 use janitor_sql::testing::with_schemas;
 use janitor_sql::{Database, PgVisitorStore};
 use serde_json::Value;
-use tokio_postgres::types::Json;
+use tokio_postgres::types::{Json, ToSql};
 
 const NOW: i64 = 1_735_689_600_000;
 /// Browsers of the first state; the table then grows tenfold.
@@ -208,6 +210,70 @@ async fn the_migration_gathers_missing_statistics() {
         assert!(!gathered(&database).await);
         database.migrate().await.unwrap();
         assert!(gathered(&database).await);
+    })
+    .await;
+}
+
+/// The range reads the rows the equalities read: per probe the same timestamps, and the same rows but where
+/// several share the 101st's timestamp, which either statement may break in any order (as the equalities'
+/// plans always could).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_range_returns_what_the_equalities_return() {
+    with_schemas(|schemas| async move {
+        let database = schemas.fresh().await;
+        seed(&database, 1..=FIRST).await;
+        let client = database.pool().get().await.unwrap();
+        client.batch_execute("ANALYZE observations").await.unwrap();
+        let cutoff = Retention::default().cutoff(NOW);
+        let mut compared = 0;
+        for n in (1..=FIRST).step_by(97) {
+            let probes = probes_for(&population::observation(n));
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&cutoff];
+            for probe in &probes {
+                params.extend(probe.keys.iter().map(|k| k as &(dyn ToSql + Sync)));
+            }
+            // (probe, seen_at, visitor) of each row, per statement.
+            let mut read = Vec::new();
+            for sql in [
+                candidate_lookup(&probes).unwrap(),
+                candidate_lookup_by_equality(&probes).unwrap(),
+            ] {
+                let rows = client.query(&sql, &params).await.unwrap();
+                let mut rows: Vec<(i32, i64, String)> = rows
+                    .iter()
+                    .map(|r| (r.get("probe"), r.get("seen_at"), r.get("visitor_id")))
+                    .collect();
+                rows.sort_unstable();
+                read.push(rows);
+            }
+            let times = |rows: &[(i32, i64, String)]| -> Vec<(i32, i64)> {
+                rows.iter().map(|(p, t, _)| (*p, *t)).collect()
+            };
+            assert_eq!(times(&read[0]), times(&read[1]), "browser {n}");
+            for probe in 0..probes.len() as i32 {
+                let of = |rows: &[(i32, i64, String)]| -> Vec<(i64, String)> {
+                    rows.iter()
+                        .filter(|(p, _, _)| *p == probe)
+                        .map(|(_, t, v)| (*t, v.clone()))
+                        .collect()
+                };
+                let (now, before) = (of(&read[0]), of(&read[1]));
+                // The oldest timestamp a full probe returned is where ties may be broken either way.
+                let boundary = match now.len() > ROWS_PER_PROBE {
+                    true => now.iter().map(|(t, _)| *t).min(),
+                    false => None,
+                };
+                let above = |rows: &[(i64, String)]| -> Vec<(i64, String)> {
+                    rows.iter()
+                        .filter(|(t, _)| boundary.is_none_or(|b| *t > b))
+                        .cloned()
+                        .collect()
+                };
+                assert_eq!(above(&now), above(&before), "browser {n}, probe {probe}");
+                compared += now.len();
+            }
+        }
+        assert!(compared > 10_000, "{compared} rows compared");
     })
     .await;
 }
