@@ -46,6 +46,10 @@ pub struct FleetRequest {
     pub base_port: u16,
     /// `pooled` or `hyper` (`janitor_axum::serve`), or none for `axum::serve`.
     pub driver: Option<String>,
+    /// Requests each process lets wait for a slot (0–4,096) and for how long (0–1,000 ms), both 0 or both
+    /// above; none for the library's default.
+    #[serde(default)]
+    pub slot_wait: Option<(usize, u64)>,
 }
 
 impl FleetRequest {
@@ -57,6 +61,7 @@ impl FleetRequest {
             pool: settings.pool,
             base_port: settings.base_port,
             driver: driver.map(|d| d.name().to_owned()),
+            slot_wait: settings.slot_wait,
         }
     }
 
@@ -72,6 +77,13 @@ impl FleetRequest {
         within("workers", self.workers, 64)?;
         within("max_in_flight", self.max_in_flight as u64, 1_024)?;
         within("pool", self.pool as u64, 64)?;
+        if let Some((waiting, ms)) = self.slot_wait {
+            if waiting > 4_096 || ms > 1_000 || (waiting == 0) != (ms == 0) {
+                return Err(format!(
+                    "slot_wait ({waiting}, {ms}): up to 4096 requests and 1000 ms, both 0 or both above 0"
+                ));
+            }
+        }
         let last_control = u64::from(self.base_port) + self.workers - 1 + u64::from(CONTROL_OFFSET);
         if self.base_port < 1_024 || last_control > u64::from(u16::MAX) {
             return Err(format!(
@@ -89,7 +101,7 @@ impl FleetRequest {
             workers: self.workers,
             max_in_flight: self.max_in_flight,
             pool: self.pool,
-            slot_wait: None,
+            slot_wait: self.slot_wait,
             base_port: self.base_port,
         };
         Ok((settings, driver))
@@ -315,6 +327,7 @@ mod tests {
             pool: 4,
             base_port: BASE_PORT,
             driver: Some("pooled".to_owned()),
+            slot_wait: Some((128, 20)),
         }
     }
 
@@ -379,6 +392,41 @@ mod tests {
                     ..request()
                 },
                 Some("pool"),
+            ),
+            (
+                FleetRequest {
+                    slot_wait: Some((4_096, 1_000)),
+                    ..request()
+                },
+                None,
+            ),
+            (
+                FleetRequest {
+                    slot_wait: Some((0, 0)),
+                    ..request()
+                },
+                None,
+            ),
+            (
+                FleetRequest {
+                    slot_wait: Some((4_097, 10)),
+                    ..request()
+                },
+                Some("slot_wait"),
+            ),
+            (
+                FleetRequest {
+                    slot_wait: Some((8, 1_001)),
+                    ..request()
+                },
+                Some("slot_wait"),
+            ),
+            (
+                FleetRequest {
+                    slot_wait: Some((8, 0)),
+                    ..request()
+                },
+                Some("slot_wait"),
             ),
             (
                 FleetRequest {
