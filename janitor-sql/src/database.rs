@@ -39,6 +39,8 @@ struct Inner {
     not_migrated: Throttle,
     statements: AtomicU64,
     prepares: AtomicU64,
+    /// `observations` was seen with planner statistics: they are not looked for again (see `statistics.rs`).
+    statistics_seen: std::sync::atomic::AtomicBool,
 }
 
 /// The longest wait for a cancel request to be handled.
@@ -115,6 +117,7 @@ impl Database {
                 not_migrated: Throttle::default(),
                 statements: AtomicU64::new(0),
                 prepares: AtomicU64::new(0),
+                statistics_seen: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -491,6 +494,16 @@ impl Connection<'_> {
         let text = self.text(sql);
         let done = self.bounded(self.client().batch_execute(&text)).await;
         self.settle(done)
+    }
+
+    /// Whether `observations` was seen with planner statistics through this pool.
+    pub(crate) fn statistics_seen(&self) -> bool {
+        self.inner.statistics_seen.load(Ordering::Relaxed)
+    }
+
+    /// Records that `observations` has planner statistics, which nothing this crate runs removes.
+    pub(crate) fn mark_statistics_seen(&self) {
+        self.inner.statistics_seen.store(true, Ordering::Relaxed);
     }
 
     /// Counts a statement run outside [`query`](Self::query) and [`execute`](Self::execute).
