@@ -215,37 +215,30 @@ pub(crate) fn lookup_matching(
         }
         let _ = write!(sql, "(SELECT visitor_id, seen_at, {column}, ");
         let _ = write!(sql, "{position}::int4 AS probe FROM observations WHERE ");
-        let keys: Vec<String> = terms
-            .clone()
-            .map(|_| {
-                parameter += 1;
-                format!("${parameter}")
-            })
-            .collect();
         let limit = ROWS_PER_PROBE + 1;
-        if matching == KeyMatch::Equality {
-            for (term, key) in terms.zip(&keys) {
-                let _ = write!(sql, "{term} = {key} AND ");
+        let last = probe.keys.len() - 1;
+        for (place, term) in terms.enumerate() {
+            parameter += 1;
+            match matching {
+                // Equalities on every key but the last, the pivot: see the documentation of `lookup`.
+                KeyMatch::PivotRange if place == last => {
+                    let _ = write!(
+                        sql,
+                        "({term}, seen_at) >= (${parameter}, $1) AND {term} <= ${parameter} \
+                         ORDER BY {term}, seen_at DESC LIMIT {limit})"
+                    );
+                }
+                KeyMatch::Equality if place == last => {
+                    let _ = write!(
+                        sql,
+                        "{term} = ${parameter} AND seen_at >= $1 ORDER BY seen_at DESC LIMIT {limit})"
+                    );
+                }
+                _ => {
+                    let _ = write!(sql, "{term} = ${parameter} AND ");
+                }
             }
-            let _ = write!(sql, "seen_at >= $1 ORDER BY seen_at DESC LIMIT {limit})");
-            continue;
         }
-        // Equalities on every key but the last, the pivot, which is not `pivot = value`: see the documentation
-        // of `lookup`.
-        let terms: Vec<&str> = terms.collect();
-        let (Some((pivot, leading)), Some((value, values))) =
-            (terms.split_last(), keys.split_last())
-        else {
-            return None;
-        };
-        for (term, key) in leading.iter().zip(values) {
-            let _ = write!(sql, "{term} = {key} AND ");
-        }
-        let _ = write!(
-            sql,
-            "({pivot}, seen_at) >= ({value}, $1) AND {pivot} <= {value} \
-             ORDER BY {pivot}, seen_at DESC LIMIT {limit})"
-        );
     }
     Some(sql)
 }
