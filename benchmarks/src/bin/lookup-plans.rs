@@ -21,7 +21,7 @@ use std::path::Path;
 use janitor_benchmarks::{number, options_or_exit, pairs, write_report};
 use janitor_core::identification::candidates::probes_for;
 use janitor_core::{Retention, VisitorStore};
-use janitor_sql::testing::population::{self, RowOrder, Seeding};
+use janitor_sql::testing::population::{self, Seeding};
 use janitor_sql::testing::statements::{
     candidate_lookup, candidate_lookup_by_equality, family_index,
 };
@@ -227,14 +227,7 @@ fn round(x: f64) -> f64 {
 }
 
 async fn seed(database: &Database, browsers: std::ops::RangeInclusive<u64>) {
-    let seeding = Seeding {
-        browsers,
-        per_visitor: 2,
-        now_ms: NOW,
-        row_order: RowOrder::ByTime,
-        analyze: false,
-    };
-    population::seed_with(database, &seeding).await;
+    population::seed_with(database, &Seeding::oldest_first(browsers, NOW)).await;
 }
 
 #[tokio::main]

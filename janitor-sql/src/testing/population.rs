@@ -269,6 +269,20 @@ pub struct Seeding {
     pub analyze: bool,
 }
 
+impl Seeding {
+    /// Browsers `browsers` written oldest first, two observations each, statistics left as they were: a live
+    /// table growing, as the plan tests and the plan benchmark need it.
+    pub fn oldest_first(browsers: std::ops::RangeInclusive<u64>, now_ms: i64) -> Seeding {
+        Seeding {
+            browsers,
+            per_visitor: 2,
+            now_ms,
+            row_order: RowOrder::ByTime,
+            analyze: false,
+        }
+    }
+}
+
 /// Seeds `seeding.browsers` with `COPY`, in one transaction.
 pub async fn seed_with(database: &Database, seeding: &Seeding) {
     const HOUR: i64 = 3_600_000;
