@@ -73,15 +73,28 @@ async fn login(janitor: &Inner, parts: &Parts, context: Option<&LearningContext>
 pub(crate) async fn observe(
     janitor: &Inner,
     parts: &Parts,
-    mut observation: Observation,
+    observation: Observation,
 ) -> Option<HeaderValue> {
     let cookie = learning_cookie(parts);
     let secure = janitor.config.cookie.secure();
     if !janitor.learning.config().enabled() {
         // Off: no store or directory read; a leftover cookie is cleared.
-        let clear = set_learning_cookie(&LearningCookie::Clear, secure);
-        return cookie.and_then(|_| HeaderValue::from_str(&clear).ok());
+        return cookie.and_then(|_| {
+            HeaderValue::from_str(&set_learning_cookie(&LearningCookie::Clear, secure)).ok()
+        });
     }
+    // Boxed: the learning future is kilobytes, and every identification would otherwise carry it unused.
+    Box::pin(learn(janitor, parts, observation, cookie, secure)).await
+}
+
+/// [`observe`] with learning on.
+async fn learn(
+    janitor: &Inner,
+    parts: &Parts,
+    mut observation: Observation,
+    cookie: Option<&str>,
+    secure: bool,
+) -> Option<HeaderValue> {
     let context = parts.extensions.get::<LearningContext>();
     let login = login(janitor, parts, context).await;
     // Learning keeps the page's own signals, as it did before the engine was given the network and

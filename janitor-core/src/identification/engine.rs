@@ -311,7 +311,8 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
                 return self.returning(visitor, found, current, now_ms).await;
             }
         }
-        self.cookieless(current, now_ms).await
+        // Boxed: the cookieless future is kilobytes, and a cookie visit would carry (and move) it unused.
+        Box::pin(self.cookieless(current, now_ms)).await
     }
 
     /// Records a visit of a visitor that exists: `false` when it no longer does. An erasure that deleted the
@@ -391,7 +392,7 @@ impl<S: VisitorStore, E: Evaluator> Engine<S, E> {
             };
             if !self.record_known(write).await? {
                 // Erased since its history was read: the cookie now names no visitor.
-                return self.cookieless(current, now_ms).await;
+                return Box::pin(self.cookieless(current, now_ms)).await;
             }
         }
         let (risk, risk_status) = risk_of(evaluation, self.initial_status());
