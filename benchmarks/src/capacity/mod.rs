@@ -8,6 +8,7 @@
 
 pub mod cluster;
 pub mod connections;
+pub mod cpu;
 pub mod env;
 pub mod growth;
 pub mod load;

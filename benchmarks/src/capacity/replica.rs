@@ -262,8 +262,7 @@ async fn closed_loop(
     Ok(done.load(Ordering::Relaxed))
 }
 
-/// User and system CPU time of a cluster's postmaster and every process it started, from `/proc` (clock ticks
-/// of 10 ms). A process that ended since is not counted: the pools keep their sessions for the whole run.
+/// CPU time of the cluster in `dir`: its postmaster, every process it started, and those it reaped.
 fn cluster_cpu(dir: &Path) -> Result<Duration, String> {
     let pid_file = dir.join("data").join("postmaster.pid");
     let text = std::fs::read_to_string(&pid_file)
@@ -273,51 +272,11 @@ fn cluster_cpu(dir: &Path) -> Result<Duration, String> {
         .next()
         .and_then(|line| line.trim().parse().ok())
         .ok_or_else(|| format!("{} names no process", pid_file.display()))?;
-    let mut ticks = 0;
-    for entry in std::fs::read_dir("/proc").map_err(|e| format!("reading /proc: {e}"))? {
-        let Ok(entry) = entry else { continue };
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        // A process may end between the listing and the read.
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        if let Some((parent, used)) = parent_and_ticks(&stat) {
-            if pid == postmaster || parent == postmaster {
-                ticks += used;
-            }
-        }
-    }
-    Ok(Duration::from_millis(ticks * 10))
-}
-
-/// The parent pid (4th field) and utime + stime (14th and 15th) of a `/proc/<pid>/stat` line.
-fn parent_and_ticks(stat: &str) -> Option<(u64, u64)> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let parent = fields.get(1)?.parse().ok()?;
-    let user: u64 = fields.get(11)?.parse().ok()?;
-    let system: u64 = fields.get(12)?.parse().ok()?;
-    Some((parent, user + system))
+    let ticks = super::cpu::cluster_ticks(postmaster)
+        .ok_or_else(|| format!("the postmaster {postmaster} is not readable in /proc"))?;
+    Ok(Duration::from_millis(ticks * super::cpu::TICK_MS))
 }
 
 fn round3(value: f64) -> f64 {
     (value * 1000.0).round() / 1000.0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_stat_line_gives_its_parent_and_cpu_ticks() {
-        let stat = "77 (postgres: walsender) S 42 77 77 0 -1 4194560 100 0 0 0 250 37 0 0 20 0 1 0";
-        assert_eq!(parent_and_ticks(stat), Some((42, 287)));
-        assert_eq!(parent_and_ticks("77 (x) S"), None);
-    }
 }

@@ -83,6 +83,14 @@ impl Fleet {
             .collect()
     }
 
+    /// The process ids of the servers this run started (none when the servers are external).
+    pub fn pids(&self) -> Vec<u64> {
+        self.children
+            .iter()
+            .filter_map(|(child, _)| child.id().map(u64::from))
+            .collect()
+    }
+
     /// What every process counted so far; `reset_peak` starts a new peak of open connections afterwards.
     pub async fn stats(&self, reset_peak: bool) -> Result<Vec<ServerStats>, String> {
         let mut all = Vec::with_capacity(self.ports.len());

@@ -15,7 +15,7 @@ use super::pgbench::{self, Design, PgbenchReport, Pick, Replay, Visitor};
 use super::samples::{round1, Sample, Tally, TallyReport};
 use crate::capacity::run::HttpRun;
 use crate::capacity::server::FleetSettings;
-use crate::capacity::Target;
+use crate::capacity::{cpu, Target};
 
 /// Rounds of each side.
 pub const ROUNDS: usize = 3;
@@ -54,6 +54,80 @@ pub struct IdentifyLimit {
     pub result: TallyReport,
     /// Each round beside pgbench's.
     pub per_round: Vec<LimitRound>,
+    /// CPU per operation of each side over every round (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<LimitCpu>,
+}
+
+/// Where each side's CPU went, per operation: what decides how many operations the shared cores allow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitCpu {
+    /// How it was read.
+    pub what: String,
+    /// Each side, in the order of [`SIDE_NAMES`].
+    pub sides: Vec<SideCpu>,
+}
+
+/// One side's CPU per operation (an identification or a pgbench transaction), in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideCpu {
+    /// The side.
+    pub side: String,
+    /// Operations over every round.
+    pub operations: u64,
+    /// Operations per second over every round.
+    pub per_second: f64,
+    /// The database cluster's CPU per operation (absent when the cluster is not on this machine).
+    pub database_ms: Option<f64>,
+    /// The server processes' CPU per operation (identify sides, when the servers are this run's children).
+    pub servers_ms: Option<f64>,
+    /// The client's CPU per operation: the load generator's for identify, pgbench's for pgbench.
+    pub client_ms: f64,
+}
+
+/// The sides, in the order they are measured and reported.
+pub const SIDE_NAMES: [&str; SIDES] = [
+    "identify, as janitor.js sends",
+    "identify, the seeded payload re-sent unchanged",
+    "pgbench, current statement after a helper round trip",
+    "pgbench, previous two statements after a helper round trip",
+    "pgbench, current statement alone",
+];
+
+fn cpu_per_operation(
+    spent: &[Vec<cpu::Spent>; SIDES],
+    operations: [u64; SIDES],
+    seconds: u64,
+) -> Option<LimitCpu> {
+    let mut sides = Vec::with_capacity(SIDES);
+    for (i, name) in SIDE_NAMES.iter().enumerate() {
+        let total = cpu::Spent::total(&spent[i])?;
+        let per = |d: std::time::Duration| {
+            (d.as_secs_f64() * 1e3 / operations[i].max(1) as f64 * 1e4).round() / 1e4
+        };
+        let identify = i < 2;
+        sides.push(SideCpu {
+            side: (*name).to_owned(),
+            operations: operations[i],
+            per_second: round1(operations[i] as f64 / seconds.max(1) as f64),
+            database_ms: total.database.map(per),
+            servers_ms: total.servers.filter(|_| identify).map(per),
+            client_ms: per(if identify {
+                total.harness
+            } else {
+                total.harness_children
+            }),
+        });
+    }
+    Some(LimitCpu {
+        what: "user and system CPU time from /proc over each side's rounds (10 ms ticks), divided by the \
+               side's operations: the database cluster (postmaster, its sessions, and those it reaped), the \
+               server processes, and the client (this harness's own time while the generator ran; the \
+               reaped pgbench's while pgbench ran). The cores are shared, so a side's rate is bounded by the \
+               sum of its parts' CPU per operation"
+            .to_owned(),
+        sides,
+    })
 }
 
 /// One round of each side.
@@ -89,7 +163,7 @@ pub struct LimitRound {
 /// hold, in the run's schema.
 pub async fn measure(
     run: &HttpRun,
-    servers: &[SocketAddr],
+    (servers, server_pids): (&[SocketAddr], Vec<u64>),
     fleet: FleetSettings,
     seconds: u64,
     visitors: &[Visitor],
@@ -114,12 +188,22 @@ pub async fn measure(
         replay(Design::Refreshing, Pick::InStatement).await?,
     ];
     pgbench::create_helper(target, visitors).await?;
-    let outcome = rounds(target, servers, slots, round_seconds, &replays, requests).await;
+    let meter = cpu::Meter::new(cpu::postmaster_of(target).await, server_pids);
+    let outcome = rounds(
+        target,
+        (servers, &meter),
+        slots,
+        round_seconds,
+        &replays,
+        requests,
+    )
+    .await;
     let dropped = pgbench::drop_helper(target).await;
     let (
         samples,
         [identify_rounds, identical_rounds],
         [database_rounds, previous_rounds, alone_rounds],
+        spent,
     ) = outcome?;
     dropped?;
 
@@ -134,6 +218,20 @@ pub async fn measure(
         [&identify_rounds, &identical_rounds],
         [&database_rounds, &previous_rounds, &alone_rounds],
     );
+    let operations = {
+        let identified =
+            |rounds: &[f64]| (rounds.iter().sum::<f64>() * round_seconds as f64).round();
+        let transactions =
+            |rounds: &[pgbench::Round]| rounds.iter().map(|r| r.output.transactions).sum::<u64>();
+        [
+            identified(&identify_rounds) as u64,
+            identified(&identical_rounds) as u64,
+            transactions(&database_rounds),
+            transactions(&previous_rounds),
+            transactions(&alone_rounds),
+        ]
+    };
+    let cpu = cpu_per_operation(&spent, operations, ROUNDS as u64 * round_seconds);
     let mut result = tally.report();
     result.completed_per_second = round1(identify_per_second);
     result.overloads_per_second = round1(tally.overloaded as f64 / run_time.as_secs_f64());
@@ -150,6 +248,7 @@ pub async fn measure(
             seconds_per_round: round_seconds,
             result,
             per_round,
+            cpu,
         },
         database,
         database_previous,
@@ -192,13 +291,18 @@ pub fn ratio(a: f64, b: f64) -> Option<f64> {
 /// replay.
 const SIDES: usize = 5;
 
-/// The real client's samples, identify successes per second of each round (real, identical), and pgbench's
-/// rounds of each replay.
-type Rounds = (Vec<Sample>, [Vec<f64>; 2], [Vec<pgbench::Round>; SIDES - 2]);
+/// The real client's samples, identify successes per second of each round (real, identical), pgbench's
+/// rounds of each replay, and the CPU each side's rounds spent.
+type Rounds = (
+    Vec<Sample>,
+    [Vec<f64>; 2],
+    [Vec<pgbench::Round>; SIDES - 2],
+    [Vec<cpu::Spent>; SIDES],
+);
 
 async fn rounds(
     target: &Target,
-    servers: &[SocketAddr],
+    (servers, meter): (&[SocketAddr], &cpu::Meter),
     slots: usize,
     round_seconds: u64,
     replays: &[Replay; SIDES - 2],
@@ -208,10 +312,12 @@ async fn rounds(
     let mut samples = Vec::new();
     let mut identify: [Vec<f64>; 2] = Default::default();
     let mut database: [Vec<pgbench::Round>; SIDES - 2] = Default::default();
+    let mut spent: [Vec<cpu::Spent>; SIDES] = Default::default();
     for round in 0..ROUNDS {
         // Rotate which side goes first.
         for step in 0..SIDES {
             let side = (round + step) % SIDES;
+            let before = meter.read();
             if side < 2 {
                 let time = Duration::from_secs(round_seconds);
                 let (back, mut got) =
@@ -225,6 +331,7 @@ async fn rounds(
             } else {
                 database[side - 2].push(replays[side - 2].run(target).await?);
             }
+            spent[side].push(meter.read().since(&before));
         }
         println!(
             "throughput: limits round {}: identify {:.0}/s (identical payload {:.0}/s), pgbench {:.0} tps \
@@ -237,5 +344,5 @@ async fn rounds(
             database[2][round].output.tps
         );
     }
-    Ok((samples, identify, database))
+    Ok((samples, identify, database, spent))
 }

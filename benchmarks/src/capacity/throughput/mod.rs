@@ -261,7 +261,7 @@ async fn sweep(
     tokio::time::sleep(PAUSE).await;
     let limits = limits::measure(
         run,
-        &servers,
+        (&servers, fleet.pids()),
         settings.fleet,
         settings.limit_seconds,
         &fixture.visitors,
