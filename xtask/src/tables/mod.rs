@@ -31,12 +31,14 @@ pub const LOOKUP: &str = "docs/benchmarks/lookup-current.json";
 /// The candidate lookup's plans in each statistics state, before and now (`--bin lookup-plans`).
 pub const LOOKUP_PLANS: &str = "docs/benchmarks/lookup-plans.json";
 
-/// The four short throughput runs that chose the admission wait's default, without a wait first.
-pub const ADMISSION_WAIT: [&str; 4] = [
+/// The four short throughput runs that chose the admission wait's default (8 slots per process, without a wait
+/// first), then the chosen wait at the default 64 slots.
+pub const ADMISSION_WAIT: [&str; 5] = [
     "docs/benchmarks/admission-wait/wait-0.json",
     "docs/benchmarks/admission-wait/wait-8-5.json",
     "docs/benchmarks/admission-wait/wait-32-10.json",
     "docs/benchmarks/admission-wait/wait-128-20.json",
+    "docs/benchmarks/admission-wait/default-slots.json",
 ];
 
 /// The evidence growth run's report (`cargo xtask benchmark-growth`).
@@ -67,6 +69,7 @@ mod lookup;
 mod replica;
 mod security;
 mod stuffing;
+mod throughput;
 
 /// Draws one table from its reports, given in the order the table names them.
 type Draw = fn(&[Value]) -> Result<String, String>;
@@ -122,6 +125,9 @@ const CAPACITY_TABLES: Tables = &[
     }),
     ("rate-sweep", &[THROUGHPUT], |r| rate_sweep(&r[0])),
     ("database-limits", &[THROUGHPUT], |r| database_limits(&r[0])),
+    ("limits-cpu", &[THROUGHPUT], |r| {
+        throughput::limits_cpu(&r[0])
+    }),
     ("admission-rounds", &[THROUGHPUT], |r| {
         admission_rounds(&r[0])
     }),
@@ -416,13 +422,14 @@ fn database_limits(report: &Value) -> Result<String, String> {
     Ok(table)
 }
 
-/// One row per run of [`ADMISSION_WAIT`]: the wait, the search's sustained zero-503 rate and its success p95,
-/// the closed loop, their ratio, and the burst's answers.
+/// One row per run of [`ADMISSION_WAIT`]: the slots and the wait, the search's sustained zero-503 rate and
+/// its success p95, the closed loop, their ratio, and the burst's answers.
 fn admission_wait(reports: &[Value]) -> Result<String, String> {
-    let mut table = "| requests waiting × wait | sustained rate without a 503 | its success p95 | \
+    let mut table =
+        "| slots × requests waiting × wait | sustained rate without a 503 | its success p95 | \
                      closed-loop identify | rate ÷ closed loop | burst of 10,000: 200 / 503 |\n\
                      |---|---|---|---|---|---|\n"
-        .to_owned();
+            .to_owned();
     for report in reports {
         let best = number(report, "search.best_rate")?;
         let probe = report["search"]["probes"]
@@ -435,7 +442,8 @@ fn admission_wait(reports: &[Value]) -> Result<String, String> {
             .ok_or_else(|| "the search has no probe at its best rate".to_owned())?;
         let _ = writeln!(
             table,
-            "| {} × {} ms | {}/s | {} ms | {}/s | {} | {} / {} |",
+            "| {} × {} × {} ms | {}/s | {} ms | {}/s | {} | {} / {} |",
+            number(report, "settings.servers.admission_slots_each")?,
             number(report, "settings.servers.admission_waiting_each")?,
             number(report, "settings.servers.admission_slot_wait_ms")?,
             count(best),
