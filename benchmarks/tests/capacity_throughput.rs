@@ -149,6 +149,30 @@ fn check(report: &Value) {
         limit["result"]["status_200"].as_u64().unwrap() > 0,
         "{limit}"
     );
+    // The servers ran with the library's default wait, and the search is set against the closed loop.
+    let servers = &report["settings"]["servers"];
+    assert_eq!(servers["admission_waiting_each"], 128, "{servers}");
+    assert_eq!(servers["admission_slot_wait_ms"], 20, "{servers}");
+    let to_database = &report["identify_to_database"];
+    assert!(
+        to_database["search_to_closed_loop"].as_f64().unwrap() > 0.0,
+        "{to_database}"
+    );
+
+    // Each side's CPU per operation: the test database runs on this machine, so the cluster is read; the
+    // servers only on the identify sides, where they worked.
+    let sides = limit["cpu"]["sides"].as_array().expect("cpu per side");
+    assert_eq!(sides.len(), 5, "{sides:?}");
+    for (i, side) in sides.iter().enumerate() {
+        assert!(side["operations"].as_u64().unwrap() > 0, "{side}");
+        assert!(side["database_ms"].as_f64().unwrap() > 0.0, "{side}");
+        assert!(side["client_ms"].as_f64().unwrap() >= 0.0, "{side}");
+        if i < 2 {
+            assert!(side["servers_ms"].as_f64().unwrap() > 0.0, "{side}");
+        } else {
+            assert!(side["servers_ms"].is_null(), "{side}");
+        }
+    }
 
     // Both designs ran under pgbench in the same rounds: the current one statement, the previous two, each
     // after the helper round trip, and the current statement alone, resolving its visitor itself.

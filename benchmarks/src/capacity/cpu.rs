@@ -11,7 +11,7 @@ use super::Target;
 pub const TICK_MS: u64 = 10;
 
 /// The utime, stime, cutime and cstime of a `/proc/<pid>/stat` line, and its parent pid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stat {
     /// The parent pid (4th field).
     pub parent: u64,
@@ -33,6 +33,11 @@ impl Stat {
             own: field(11)? + field(12)?,
             reaped: field(13)? + field(14)?,
         })
+    }
+
+    /// The process's own user and system time.
+    pub fn own_time(&self) -> Duration {
+        Duration::from_millis(self.own * TICK_MS)
     }
 
     /// The stat of process `pid`, if it still runs.
@@ -116,11 +121,8 @@ impl Meter {
 
     /// Reads every part now.
     pub fn read(&self) -> Reading {
-        let me = Stat::of(u64::from(std::process::id())).unwrap_or(Stat {
-            parent: 0,
-            own: 0,
-            reaped: 0,
-        });
+        // Its own process is always readable on Linux; elsewhere every reading is 0 and so is the spending.
+        let me = Stat::of(u64::from(std::process::id())).unwrap_or_default();
         let servers = (!self.servers.is_empty())
             .then(|| {
                 self.servers
@@ -183,23 +185,46 @@ mod tests {
                 reaped: 15
             })
         );
+        assert_eq!(
+            Stat::parse(line).unwrap().own_time(),
+            Duration::from_millis(2_870)
+        );
         assert_eq!(Stat::parse("77 (x) S"), None);
         assert_eq!(Stat::parse("no parenthesis"), None);
     }
 
     #[test]
-    fn this_process_is_readable_and_spending_only_grows() {
-        let meter = Meter::new(None, vec![u64::from(std::process::id())]);
+    fn a_reading_counts_the_time_spent_between_two_readings() {
+        let me = u64::from(std::process::id());
+        let meter = Meter::new(None, vec![me]);
         let before = meter.read();
+        // Busy until the kernel has charged this process three more ticks (bounded, in case it never does).
+        let start = Stat::of(me).expect("its own stat").own;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
         let mut x = 0u64;
-        for i in 0..30_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
+        while Stat::of(me).expect("its own stat").own < start + 3 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no CPU time was charged"
+            );
+            for i in 0..100_000u64 {
+                x = x.wrapping_mul(31).wrapping_add(i);
+            }
         }
         std::hint::black_box(x);
         let spent = meter.read().since(&before);
         assert_eq!(spent.database, None, "no cluster was named");
-        assert!(spent.servers.is_some(), "a live process is readable");
-        assert!(spent.servers >= Some(Duration::ZERO));
+        // The same process is read as a server and as the harness: both saw the same three ticks at least.
+        let at_least = Duration::from_millis(3 * TICK_MS);
+        assert!(spent.servers >= Some(at_least), "{spent:?}");
+        assert!(spent.harness >= at_least, "{spent:?}");
+    }
+
+    #[test]
+    fn an_ended_server_leaves_the_servers_unread() {
+        // Pid 0 never names a process under /proc.
+        let spent = Meter::new(None, vec![0]).read().since(&Reading::default());
+        assert_eq!(spent.servers, None);
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::str::FromStr;
 
+use janitor_axum::admission::{MAX_WAITING_REQUESTS, SLOT_WAIT_MS};
 use tokio_postgres::config::Host;
 
 /// Every variable the harness reads, so that a misspelt one is refused instead of silently ignored.
@@ -208,12 +209,11 @@ fn slot_wait(value: &str) -> Result<(usize, u64), String> {
     let Some((waiting, ms)) = value.split_once(',') else {
         return Err(format!("{NAME} must be `waiting,ms`, got {value:?}"));
     };
-    let waiting = whole(NAME, waiting, 0, 4_096)? as usize;
-    let ms = whole(NAME, ms, 0, 1_000)?;
-    if (waiting == 0) != (ms == 0) {
-        return Err(format!("{NAME}: both 0 or both above 0, got {value:?}"));
-    }
-    Ok((waiting, ms))
+    // The library's ranges, then its rule that the two go together.
+    let most = *MAX_WAITING_REQUESTS.range().end() as u64;
+    let waiting = whole(NAME, waiting, 0, most)? as usize;
+    let ms = whole(NAME, ms, 0, *SLOT_WAIT_MS.range().end())?;
+    super::server::check_slot_wait(waiting, ms).map_err(|e| format!("{NAME}: {e}"))
 }
 
 fn rates(list: &str) -> Result<Vec<u64>, String> {
@@ -312,8 +312,14 @@ mod tests {
         for (value, says) in [
             ("4097,10", "from 0 to 4096"),
             ("8,1001", "from 0 to 1000"),
-            ("8,0", "both 0 or both above 0"),
-            ("0,5", "both 0 or both above 0"),
+            (
+                "8,0",
+                "slot_wait_ms must be above 0 when max_waiting_requests is",
+            ),
+            (
+                "0,5",
+                "max_waiting_requests must be above 0 when slot_wait_ms is",
+            ),
             ("8", "`waiting,ms`"),
             ("eight,5", "whole number"),
         ] {

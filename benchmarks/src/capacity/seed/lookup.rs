@@ -469,21 +469,11 @@ async fn sample(
     Ok(sampled)
 }
 
-/// This process's user and system CPU time so far (`/proc/self/stat`, whose clock ticks are USER_HZ, 100 per
-/// second on Linux).
+/// This process's user and system CPU time so far.
 fn process_cpu() -> Result<Duration, String> {
-    let stat = std::fs::read_to_string("/proc/self/stat")
-        .map_err(|e| format!("reading /proc/self/stat: {e}"))?;
-    cpu_of_stat(&stat).ok_or_else(|| format!("/proc/self/stat has no CPU times: {stat}"))
-}
-
-/// utime and stime, the 14th and 15th fields; counted after the command name, which may hold spaces.
-fn cpu_of_stat(stat: &str) -> Option<Duration> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    let mut fields = rest.split_whitespace().skip(11);
-    let user: u64 = fields.next()?.parse().ok()?;
-    let system: u64 = fields.next()?.parse().ok()?;
-    Some(Duration::from_millis((user + system) * 10))
+    crate::capacity::cpu::Stat::of(u64::from(std::process::id()))
+        .map(|stat| stat.own_time())
+        .ok_or_else(|| "/proc/self/stat is not readable".to_owned())
 }
 
 impl Sampled {
@@ -554,14 +544,6 @@ impl Sampled {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_cpu_times_are_read_after_the_command_name() {
-        let stat = "4242 (janitor (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 37 0 0 20 0 3 0";
-        assert_eq!(cpu_of_stat(stat), Some(Duration::from_millis(2_870)));
-        assert_eq!(cpu_of_stat("4242 (short) S 1"), None);
-        assert!(process_cpu().is_ok());
-    }
 
     #[test]
     fn cold_browsers_are_touched_by_nothing_else() {

@@ -78,11 +78,7 @@ impl FleetRequest {
         within("max_in_flight", self.max_in_flight as u64, 1_024)?;
         within("pool", self.pool as u64, 64)?;
         if let Some((waiting, ms)) = self.slot_wait {
-            if waiting > 4_096 || ms > 1_000 || (waiting == 0) != (ms == 0) {
-                return Err(format!(
-                    "slot_wait ({waiting}, {ms}): up to 4096 requests and 1000 ms, both 0 or both above 0"
-                ));
-            }
+            super::check_slot_wait(waiting, ms).map_err(|e| format!("slot_wait: {e}"))?;
         }
         let last_control = u64::from(self.base_port) + self.workers - 1 + u64::from(CONTROL_OFFSET);
         if self.base_port < 1_024 || last_control > u64::from(u16::MAX) {

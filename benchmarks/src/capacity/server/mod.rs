@@ -27,6 +27,17 @@ pub const CONTROL_OFFSET: u16 = 100;
 /// The identify endpoint (the library's default path).
 pub const ENDPOINT: &str = "/api/visitor";
 
+/// Checks a slot wait (requests that may wait, and for how long in ms) as the library checks it: each bound
+/// in its range, both 0 or both above. The error is the library's, naming its field.
+pub fn check_slot_wait(waiting: usize, ms: u64) -> Result<(usize, u64), String> {
+    janitor_axum::admission::AdmissionConfig::builder()
+        .max_waiting_requests(waiting)
+        .slot_wait_ms(ms)
+        .build()
+        .map(|_| (waiting, ms))
+        .map_err(|e| e.to_string())
+}
+
 /// The cookie-path identify request of a known visitor: its cookie and its payload, as bytes.
 pub fn identify_request(visitor: &str, payload: &str) -> Vec<u8> {
     http1::post_json(ENDPOINT, &format!("__visitor={visitor}"), payload)

@@ -19,7 +19,7 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
-use janitor_axum::admission::{Admission, AdmissionConfig};
+use janitor_axum::admission::{Admission, AdmissionConfig, MAX_WAITING_REQUESTS, SLOT_WAIT_MS};
 use janitor_axum::config::{CookieConfig, Environment};
 use janitor_axum::postgres::PgStores;
 use janitor_axum::serve::{
@@ -104,8 +104,13 @@ fn settings(args: Vec<String>) -> Result<Settings, String> {
             "schema" => s.schema = value,
             "max-in-flight" => s.max_in_flight = number(&name, &value, 1, 1_024)? as usize,
             "pool" => s.pool = number(&name, &value, 1, 64)? as usize,
-            "max-waiting" => s.slot_wait.0 = Some(number(&name, &value, 0, 4_096)? as usize),
-            "slot-wait-ms" => s.slot_wait.1 = Some(number(&name, &value, 0, 1_000)?),
+            "max-waiting" => {
+                let most = *MAX_WAITING_REQUESTS.range().end() as u64;
+                s.slot_wait.0 = Some(number(&name, &value, 0, most)? as usize);
+            }
+            "slot-wait-ms" => {
+                s.slot_wait.1 = Some(number(&name, &value, 0, *SLOT_WAIT_MS.range().end())?);
+            }
             "watch-stdin" => s.watch_stdin = number(&name, &value, 0, 1)? == 1,
             "driver" => {
                 s.driver = Some(match value.as_str() {
