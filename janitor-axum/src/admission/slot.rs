@@ -4,8 +4,9 @@
 //! for the whole request timeout: 64 such clients hold every slot, forever, and every honest request gets 503.
 //! A handler that waits on the client instead lends its slot: when the body is not in hand, or (with a
 //! [`body_grace`](super::AdmissionConfig::body_grace) above 0) not in within it, the slot goes back to the pool
-//! until the wait ends, and is then taken again, or the request is refused as busy like any other. A body sent
-//! at once, as browsers send a payload, never notices. Any grace at all would let clients that send a head,
+//! until the wait ends, and is then taken again as a new request takes one (waiting for it within the
+//! admission's bounds), or the request is refused as busy like any other. A body sent at once, as browsers send
+//! a payload, never notices. Any grace at all would let clients that send a head,
 //! wait a little under it and reconnect hold every slot, which is why the default is none.
 
 use std::future::{poll_fn, Future};
@@ -42,11 +43,13 @@ impl SlotCell {
         }
     }
 
-    fn take_back(&self) -> Result<(), Busy> {
+    /// Takes the lent slot back as a new request takes one: at once when a slot is free, else after a wait
+    /// within the admission's bounds, or [`Busy`].
+    async fn take_back(&self) -> Result<(), Busy> {
         if self.is_held() {
             return Ok(());
         }
-        self.admission.try_take_slot()?;
+        self.admission.take_slot().await?;
         // Two handles taking the slot back at once must not hold two slots for one request.
         if self
             .held
@@ -76,9 +79,9 @@ pub struct AdmissionSlot {
 
 impl AdmissionSlot {
     /// Runs `wait` (reading the request's body, say). If it is not done at once (within a yield of the task)
-    /// nor within the admission's body grace, the slot is given back until it is, then taken again: [`Busy`]
-    /// when every slot is taken by then, which the caller answers like any refusal (the wait's result is
-    /// dropped).
+    /// nor within the admission's body grace, the slot is given back until it is, then taken again, waiting for
+    /// one as a new request would: [`Busy`] when none comes free within that wait, which the caller answers like
+    /// any refusal (the wait's result is dropped).
     pub async fn lend_while<F: Future>(&self, wait: F) -> Result<F::Output, Busy> {
         let Some(grace) = self
             .cell
@@ -101,7 +104,7 @@ impl AdmissionSlot {
         }
         let done = wait.await;
         match self.cell.upgrade() {
-            Some(cell) => cell.take_back().map(|()| done),
+            Some(cell) => cell.take_back().await.map(|()| done),
             None => Ok(done),
         }
     }
@@ -136,15 +139,18 @@ impl std::fmt::Debug for AdmissionSlot {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+    use std::time::Duration;
 
     use super::super::AdmissionConfig;
     use super::*;
 
-    #[test]
-    fn lending_and_taking_back_count_one_slot_however_often_they_repeat() {
+    #[tokio::test]
+    async fn lending_and_taking_back_count_one_slot_however_often_they_repeat() {
         let admission = Admission::new(
             AdmissionConfig::builder()
                 .max_in_flight_requests(2)
+                .max_waiting_requests(0)
+                .slot_wait_ms(0)
                 .build()
                 .unwrap(),
         );
@@ -155,16 +161,72 @@ mod tests {
         cell.lend();
         assert_eq!(admission.in_flight(), 0);
         assert!(!permit.slot().is_held());
-        cell.take_back().unwrap();
-        cell.take_back().unwrap();
+        cell.take_back().await.unwrap();
+        cell.take_back().await.unwrap();
         assert_eq!(admission.in_flight(), 1);
         let other = admission.try_admit().unwrap();
         cell.lend();
         let third = admission.try_admit().unwrap();
-        assert_eq!(cell.take_back(), Err(Busy), "both slots are taken");
+        assert_eq!(cell.take_back().await, Err(Busy), "both slots are taken");
         drop((other, third));
         drop(cell);
         drop(permit);
+        assert_eq!(admission.in_flight(), 0);
+    }
+
+    fn waiting_admission(slots: usize, wait_ms: u64) -> Admission {
+        Admission::new(
+            AdmissionConfig::builder()
+                .max_in_flight_requests(slots)
+                .max_waiting_requests(4)
+                .slot_wait_ms(wait_ms)
+                .build()
+                .unwrap(),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lent_slot_is_taken_back_when_one_frees_within_the_wait() {
+        let admission = waiting_admission(1, 100);
+        let permit = admission.try_admit().unwrap();
+        let slot = permit.slot();
+        // The body arrives after 10 ms; by then another request holds the only slot, and frees it 30 ms later.
+        let body = async {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let other = admission.try_admit().expect("the lent slot is free");
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                drop(other);
+            });
+            "body"
+        };
+        let started = tokio::time::Instant::now();
+        assert_eq!(slot.lend_while(body).await, Ok("body"));
+        assert_eq!(started.elapsed(), Duration::from_millis(40));
+        assert!(slot.is_held());
+        assert_eq!((admission.in_flight(), admission.waiting()), (1, 0));
+        drop(permit);
+        assert_eq!(admission.in_flight(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lent_slot_not_freed_within_the_wait_is_busy_and_holds_nothing() {
+        let admission = waiting_admission(1, 100);
+        let permit = admission.try_admit().unwrap();
+        let slot = permit.slot();
+        let mut other = None;
+        let body = async {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            other = Some(admission.try_admit().expect("the lent slot is free"));
+        };
+        let started = tokio::time::Instant::now();
+        assert_eq!(slot.lend_while(body).await, Err(Busy));
+        assert_eq!(started.elapsed(), Duration::from_millis(110));
+        assert!(!slot.is_held());
+        assert_eq!((admission.in_flight(), admission.waiting()), (1, 0));
+        drop(permit);
+        assert_eq!(admission.in_flight(), 1, "only the other request's slot");
+        drop(other);
         assert_eq!(admission.in_flight(), 0);
     }
 }

@@ -31,6 +31,19 @@ impl Admission {
     /// A wait for a slot, when the configuration allows one and there is room among the waiters; `None` means
     /// refuse at once.
     pub(super) fn wait_for_slot(&self) -> Option<SlotWait> {
+        let wait = self.wait_for_bare_slot()?;
+        let admission = self.clone();
+        Some(Box::pin(async move {
+            wait.await?;
+            Ok(AdmissionPermit::held(&admission))
+        }))
+    }
+
+    /// As [`wait_for_slot`](Self::wait_for_slot), for a slot taken from the semaphore and forgotten there: the
+    /// caller keeps the count (a permit, or a lent slot's cell). The place among the waiters is taken now.
+    fn wait_for_bare_slot(
+        &self,
+    ) -> Option<impl Future<Output = Result<(), Busy>> + Send + 'static> {
         let config = self.shared.config;
         let max = config.max_waiting_requests();
         let joined = self
@@ -43,14 +56,14 @@ impl Admission {
             return None;
         }
         let ticket = WaitTicket(self.clone());
-        Some(Box::pin(async move {
+        Some(async move {
             let admission = &ticket.0;
             let wait =
                 tokio::time::timeout(config.slot_wait(), admission.shared.semaphore.acquire());
             match wait.await {
                 Ok(Ok(permit)) => {
                     permit.forget();
-                    Ok(AdmissionPermit::held(admission))
+                    Ok(())
                 }
                 // The time ran out (the semaphore is never closed).
                 _ => {
@@ -58,7 +71,22 @@ impl Admission {
                     Err(Busy)
                 }
             }
-        }))
+        })
+    }
+
+    /// A slot taken from the semaphore and forgotten there, at once when one is free, else waiting for one as
+    /// the configuration allows, or [`Busy`] (counted as a refusal).
+    pub(super) async fn take_slot(&self) -> Result<(), Busy> {
+        if self.take_slot_quietly() {
+            return Ok(());
+        }
+        match self.wait_for_bare_slot() {
+            Some(wait) => wait.await,
+            None => {
+                self.overloaded();
+                Err(Busy)
+            }
+        }
     }
 
     /// Requests waiting for a slot right now.
@@ -69,16 +97,8 @@ impl Admission {
     /// A slot, waiting for one as the configuration allows (at once when it allows none), or [`Busy`]: for work
     /// that does not go through the layer, under the same rules.
     pub async fn admit(&self) -> Result<AdmissionPermit, Busy> {
-        if let Some(permit) = self.try_take_quietly() {
-            return Ok(permit);
-        }
-        match self.wait_for_slot() {
-            Some(wait) => wait.await,
-            None => {
-                self.overloaded();
-                Err(Busy)
-            }
-        }
+        self.take_slot().await?;
+        Ok(AdmissionPermit::held(self))
     }
 }
 
