@@ -54,6 +54,7 @@ async fn fleet_serves_counts_and_stops() {
             workers: 2,
             max_in_flight: 8,
             pool: 1,
+            threads: 1,
             slot_wait: None,
             base_port: free_span(CONTROL_OFFSET + 2).unwrap(),
         };
@@ -234,6 +235,7 @@ async fn fleets_are_leased_served_and_let_go() {
             workers: 2,
             max_in_flight: 3,
             pool: 1,
+            threads: 0,
             slot_wait: None,
             base_port,
         };
@@ -278,6 +280,13 @@ async fn fleets_are_leased_served_and_let_go() {
                     ..settings
                 },
                 "pool must be from 1 to 64, got 65",
+            ),
+            (
+                FleetSettings {
+                    threads: 65,
+                    ..settings
+                },
+                "threads must be from 0 to 64, got 65",
             ),
         ] {
             let refused = Lease::take(bad, Some(Driver::Hyper)).await.unwrap_err();

@@ -41,6 +41,7 @@ async fn a_short_sweep_reports_every_part() {
                 workers: 2,
                 max_in_flight: 8,
                 pool: 2,
+                threads: 1,
                 slot_wait: None,
                 // Two servers and their control ports, free a moment ago.
                 base_port: free_span(CONTROL_OFFSET + 2).unwrap(),
@@ -153,6 +154,7 @@ fn check(report: &Value) {
     let servers = &report["settings"]["servers"];
     assert_eq!(servers["admission_waiting_each"], 128, "{servers}");
     assert_eq!(servers["admission_slot_wait_ms"], 20, "{servers}");
+    assert_eq!(servers["runtime"], "current_thread", "{servers}");
     let to_database = &report["identify_to_database"];
     assert!(
         to_database["search_to_closed_loop"].as_f64().unwrap() > 0.0,

@@ -24,6 +24,7 @@ pub const VARIABLES: &[&str] = &[
     "JANITOR_BENCHMARK_SEARCH",
     "JANITOR_BENCHMARK_SLOTS",
     "JANITOR_BENCHMARK_SLOT_WAIT",
+    "JANITOR_BENCHMARK_SERVER_THREADS",
     "JANITOR_BENCHMARK_VISITORS",
     "JANITOR_BENCHMARK_LOOKUP_VISITORS",
     "JANITOR_BENCHMARK_LOOKUP_EVICT",
@@ -85,6 +86,9 @@ pub struct CapacityEnv {
     /// The admission wait of each server process of the rate sweep, `waiting,ms` (requests that may wait for a
     /// slot, 0–4,096, and for how long, 0–1,000 ms; both 0 or both above); the library's default unless set.
     pub slot_wait: Option<(usize, u64)>,
+    /// The Tokio runtime threads of each server process of the rate sweep (0–64; 1): 1 is a current-thread
+    /// runtime, 0 a multi-thread one with a worker per core, more that many workers.
+    pub server_threads: usize,
     /// The run's fleets are started by a fleet host (`janitor-capacity serve-fleet`, as in the Docker setup)
     /// listening 10 ports below each fleet's first port, instead of by the run itself.
     pub external_servers: bool,
@@ -177,6 +181,12 @@ impl CapacityEnv {
             slot_wait: get("JANITOR_BENCHMARK_SLOT_WAIT")
                 .map(slot_wait)
                 .transpose()?,
+            server_threads: number(
+                "JANITOR_BENCHMARK_SERVER_THREADS",
+                1,
+                0,
+                super::server::MAX_THREADS as u64,
+            )? as usize,
             external_servers: flag(
                 "JANITOR_BENCHMARK_EXTERNAL_SERVERS",
                 get("JANITOR_BENCHMARK_EXTERNAL_SERVERS"),
@@ -354,6 +364,18 @@ mod tests {
                 );
             }
         }
+        assert_eq!(env(&[]).unwrap().server_threads, 1);
+        for ok in [0, 64] {
+            assert_eq!(
+                env(&[("SERVER_THREADS", &ok.to_string())])
+                    .unwrap()
+                    .server_threads,
+                ok
+            );
+        }
+        assert!(env(&[("SERVER_THREADS", "65")])
+            .unwrap_err()
+            .contains("from 0 to 64"));
         assert!(env(&[("EVENTS", "many")])
             .unwrap_err()
             .contains("whole number"));

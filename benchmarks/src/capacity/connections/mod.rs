@@ -216,6 +216,7 @@ async fn processes(
         workers: layout.workers,
         max_in_flight: MAX_IN_FLIGHT,
         pool: layout.pool,
+        threads: 0,
         slot_wait: None,
         base_port: plan.base_port,
     };

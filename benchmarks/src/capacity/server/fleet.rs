@@ -27,6 +27,8 @@ pub struct FleetSettings {
     pub max_in_flight: usize,
     /// Database connections of each process.
     pub pool: usize,
+    /// The runtime threads of each process (see [`super::runtime`]).
+    pub threads: usize,
     /// Requests each process lets wait for a slot, and how long (ms); the library's default when `None`.
     pub slot_wait: Option<(usize, u64)>,
     /// The first process's port ([`super::BASE_PORT`] in a run; tests use others).
@@ -178,6 +180,7 @@ pub(super) fn spawn(
         .args(["--schema", &target.schema])
         .args(["--max-in-flight", &settings.max_in_flight.to_string()])
         .args(["--pool", &settings.pool.to_string()])
+        .args(["--threads", &settings.threads.to_string()])
         .args(settings.slot_wait.iter().flat_map(|(waiting, ms)| {
             [
                 "--max-waiting".to_owned(),

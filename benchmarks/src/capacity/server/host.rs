@@ -50,6 +50,9 @@ pub struct FleetRequest {
     /// above; none for the library's default.
     #[serde(default)]
     pub slot_wait: Option<(usize, u64)>,
+    /// The runtime threads of each (0–64, see [`super::runtime`]; 0, one per core, when not given).
+    #[serde(default)]
+    pub threads: usize,
 }
 
 impl FleetRequest {
@@ -62,6 +65,7 @@ impl FleetRequest {
             base_port: settings.base_port,
             driver: driver.map(|d| d.name().to_owned()),
             slot_wait: settings.slot_wait,
+            threads: settings.threads,
         }
     }
 
@@ -77,6 +81,13 @@ impl FleetRequest {
         within("workers", self.workers, 64)?;
         within("max_in_flight", self.max_in_flight as u64, 1_024)?;
         within("pool", self.pool as u64, 64)?;
+        if self.threads > super::MAX_THREADS {
+            return Err(format!(
+                "threads must be from 0 to {}, got {}",
+                super::MAX_THREADS,
+                self.threads
+            ));
+        }
         if let Some((waiting, ms)) = self.slot_wait {
             super::check_slot_wait(waiting, ms).map_err(|e| format!("slot_wait: {e}"))?;
         }
@@ -97,6 +108,7 @@ impl FleetRequest {
             workers: self.workers,
             max_in_flight: self.max_in_flight,
             pool: self.pool,
+            threads: self.threads,
             slot_wait: self.slot_wait,
             base_port: self.base_port,
         };
@@ -324,6 +336,7 @@ mod tests {
             base_port: BASE_PORT,
             driver: Some("pooled".to_owned()),
             slot_wait: Some((128, 20)),
+            threads: 1,
         }
     }
 
@@ -486,6 +499,20 @@ mod tests {
                     ..request()
                 },
                 Some("pooled or hyper"),
+            ),
+            (
+                FleetRequest {
+                    threads: 64,
+                    ..request()
+                },
+                None,
+            ),
+            (
+                FleetRequest {
+                    threads: 65,
+                    ..request()
+                },
+                Some("threads must be from 0 to 64, got 65"),
             ),
         ] {
             match (change.checked(), expected) {

@@ -38,6 +38,33 @@ pub fn check_slot_wait(waiting: usize, ms: u64) -> Result<(usize, u64), String> 
         .map_err(|e| e.to_string())
 }
 
+/// The most runtime threads a server process may be given.
+pub const MAX_THREADS: usize = 64;
+
+/// The Tokio runtime of a server process with `threads` threads: 1 is a current-thread runtime (the one thread
+/// accepts, serves and drives the database connections, so a request and its statement never wake another
+/// thread), 0 a multi-thread runtime with one worker per core, more a multi-thread runtime with that many.
+pub fn runtime(threads: usize) -> tokio::runtime::Builder {
+    match threads {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        0 => tokio::runtime::Builder::new_multi_thread(),
+        n => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(n);
+            builder
+        }
+    }
+}
+
+/// How a report names [`runtime`]`(threads)`.
+pub fn runtime_name(threads: usize) -> String {
+    match threads {
+        1 => "current_thread".to_owned(),
+        0 => "multi_thread, one worker per core".to_owned(),
+        n => format!("multi_thread, {n} workers"),
+    }
+}
+
 /// The cookie-path identify request of a known visitor: its cookie and its payload, as bytes.
 pub fn identify_request(visitor: &str, payload: &str) -> Vec<u8> {
     http1::post_json(ENDPOINT, &format!("__visitor={visitor}"), payload)

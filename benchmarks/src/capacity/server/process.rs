@@ -1,5 +1,5 @@
 //! One server process: `janitor-capacity serve --port P [--url URL] [--schema S] [--max-in-flight N] [--pool N]
-//! [--watch-stdin 1] [--driver pooled|hyper] [--visitors N --cookies FILE]`. It serves the quick-start stack plus `GET /ready` and the
+//! [--threads N] [--watch-stdin 1] [--driver pooled|hyper] [--visitors N --cookies FILE]`. It serves the quick-start stack plus `GET /ready` and the
 //! trivial routes `/plain` and `/admitted`, and answers `GET /stats` on its control port (`P + 100`).
 //!
 //! A run passes `--url` and never `--visitors`: it migrated and seeded first. Started by hand for an HTTP load
@@ -77,6 +77,8 @@ struct Settings {
     /// Requests that may wait for a slot and how long (ms); the library's default when not given.
     slot_wait: (Option<usize>, Option<u64>),
     pool: usize,
+    /// The runtime's threads ([`super::runtime`]).
+    threads: usize,
     watch_stdin: bool,
     /// Serve with `janitor_axum::serve` on this driver; `axum::serve` when none is named.
     driver: Option<Driver>,
@@ -92,6 +94,7 @@ fn settings(args: Vec<String>) -> Result<Settings, String> {
         max_in_flight: 8,
         slot_wait: (None, None),
         pool: 2,
+        threads: 0,
         watch_stdin: false,
         driver: None,
         seed: None,
@@ -104,6 +107,7 @@ fn settings(args: Vec<String>) -> Result<Settings, String> {
             "schema" => s.schema = value,
             "max-in-flight" => s.max_in_flight = number(&name, &value, 1, 1_024)? as usize,
             "pool" => s.pool = number(&name, &value, 1, 64)? as usize,
+            "threads" => s.threads = number(&name, &value, 0, super::MAX_THREADS as u64)? as usize,
             "max-waiting" => {
                 let most = *MAX_WAITING_REQUESTS.range().end() as u64;
                 s.slot_wait.0 = Some(number(&name, &value, 0, most)? as usize);
@@ -138,7 +142,7 @@ fn settings(args: Vec<String>) -> Result<Settings, String> {
 /// Entry point of `janitor-capacity serve …`.
 pub fn main(args: Vec<String>) -> Result<(), String> {
     let settings = settings(args)?;
-    tokio::runtime::Builder::new_multi_thread()
+    super::runtime(settings.threads)
         .enable_all()
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?

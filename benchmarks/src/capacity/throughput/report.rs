@@ -99,6 +99,10 @@ pub struct ServerSettingsReport {
     /// The slot wait's bound, ms (absent in older reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission_slot_wait_ms: Option<u64>,
+    /// Each process's Tokio runtime: `current_thread`, or `multi_thread` with its workers (absent in older
+    /// reports, whose processes ran `multi_thread` with one worker per core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
     /// Database connections of each.
     pub database_connections_each: usize,
     /// Database connections of all.
