@@ -86,8 +86,8 @@ pub struct CapacityEnv {
     /// The admission wait of each server process of the rate sweep, `waiting,ms` (requests that may wait for a
     /// slot, 0–4,096, and for how long, 0–1,000 ms; both 0 or both above); the library's default unless set.
     pub slot_wait: Option<(usize, u64)>,
-    /// The Tokio runtime threads of each server process of the rate sweep (0–64; 1): 1 is a current-thread
-    /// runtime, 0 a multi-thread one with a worker per core, more that many workers.
+    /// The Tokio runtime threads of each server process of the rate sweep (0–64; 0): 0 is a multi-thread runtime
+    /// with a worker per core, 1 a current-thread runtime, more a multi-thread one with that many workers.
     pub server_threads: usize,
     /// The run's fleets are started by a fleet host (`janitor-capacity serve-fleet`, as in the Docker setup)
     /// listening 10 ports below each fleet's first port, instead of by the run itself.
@@ -183,7 +183,7 @@ impl CapacityEnv {
                 .transpose()?,
             server_threads: number(
                 "JANITOR_BENCHMARK_SERVER_THREADS",
-                1,
+                0,
                 0,
                 super::server::MAX_THREADS as u64,
             )? as usize,
@@ -364,7 +364,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(env(&[]).unwrap().server_threads, 1);
+        assert_eq!(env(&[]).unwrap().server_threads, 0);
         for ok in [0, 64] {
             assert_eq!(
                 env(&[("SERVER_THREADS", &ok.to_string())])

@@ -32,13 +32,17 @@ pub const LOOKUP: &str = "docs/benchmarks/lookup-current.json";
 pub const LOOKUP_PLANS: &str = "docs/benchmarks/lookup-plans.json";
 
 /// The four short throughput runs that chose the admission wait's default (8 slots per process, without a wait
-/// first), then the chosen wait at the default 64 slots.
-pub const ADMISSION_WAIT: [&str; 5] = [
+/// first), then the chosen wait at the default 64 slots, then both again with a current-thread runtime in each
+/// server process, and 8 slots with a 100 ms wait on that runtime.
+pub const ADMISSION_WAIT: [&str; 8] = [
     "docs/benchmarks/admission-wait/wait-0.json",
     "docs/benchmarks/admission-wait/wait-8-5.json",
     "docs/benchmarks/admission-wait/wait-32-10.json",
     "docs/benchmarks/admission-wait/wait-128-20.json",
     "docs/benchmarks/admission-wait/default-slots.json",
+    "docs/benchmarks/admission-wait/current-thread-8.json",
+    "docs/benchmarks/admission-wait/current-thread-64.json",
+    "docs/benchmarks/admission-wait/current-thread-8-wait-100.json",
 ];
 
 /// The evidence growth run's report (`cargo xtask benchmark-growth`).
@@ -426,9 +430,9 @@ fn database_limits(report: &Value) -> Result<String, String> {
 /// its success p95, the closed loop, their ratio, and the burst's answers.
 fn admission_wait(reports: &[Value]) -> Result<String, String> {
     let mut table =
-        "| slots × requests waiting × wait | sustained rate without a 503 | its success p95 | \
+        "| slots × requests waiting × wait | server runtime | sustained rate without a 503 | its success p95 | \
                      closed-loop identify | rate ÷ closed loop | burst of 10,000: 200 / 503 |\n\
-                     |---|---|---|---|---|---|\n"
+                     |---|---|---|---|---|---|---|\n"
             .to_owned();
     for report in reports {
         let best = number(report, "search.best_rate")?;
@@ -442,10 +446,16 @@ fn admission_wait(reports: &[Value]) -> Result<String, String> {
             .ok_or_else(|| "the search has no probe at its best rate".to_owned())?;
         let _ = writeln!(
             table,
-            "| {} × {} × {} ms | {}/s | {} ms | {}/s | {} | {} / {} |",
+            "| {} × {} × {} ms | {} | {}/s | {} ms | {}/s | {} | {} / {} |",
             number(report, "settings.servers.admission_slots_each")?,
             number(report, "settings.servers.admission_waiting_each")?,
             number(report, "settings.servers.admission_slot_wait_ms")?,
+            // Reports before the runtime was a setting ran a worker per core.
+            match report["settings"]["servers"]["runtime"].as_str() {
+                Some("current_thread") => "current-thread",
+                Some(other) => other,
+                None => "multi-thread",
+            },
             count(best),
             number(probe, "latency.successes.corrected.p95_ms")?,
             count(number(
