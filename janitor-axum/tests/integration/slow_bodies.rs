@@ -152,6 +152,42 @@ async fn a_body_that_arrives_late_still_gets_its_answer_or_a_clean_busy() {
     wait_until_free(janitor.admission()).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_body_waits_for_its_slot_within_the_slot_wait() {
+    // One slot, a long wait: the late body's slot is taken while it lends it, and comes free 50 ms after the
+    // body is in, well inside the wait.
+    let admission = AdmissionConfig::builder()
+        .max_in_flight_requests(1)
+        .max_waiting_requests(4)
+        .slot_wait_ms(1_000)
+        .build()
+        .unwrap();
+    let config = common::config("slow-bodies")
+        .admission(admission)
+        .build()
+        .unwrap();
+    let janitor = Janitor::new(config, MemoryStores::new());
+    let address = serve(janitor.router()).await;
+    let mut late = Connection::open(address).await.unwrap();
+    let (head, rest) = BODY.split_at(1);
+    late.write(&post_with_length("/api/visitor", BODY.len(), head))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let held = janitor.admission().try_admit().unwrap();
+    late.write(rest).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        janitor.admission().waiting(),
+        1,
+        "the late body waits for a slot"
+    );
+    drop(held);
+    let reply = within("the late body", late.read_reply()).await.unwrap();
+    assert_eq!(reply.head.status, 200, "{}", reply.text());
+    wait_until_free(janitor.admission()).await;
+}
+
 /// Honest identifications, one per connection, while `churners` clients each send a head and 5 body bytes,
 /// wait 200 ms (under the old 250 ms grace), drop the connection and start again: (answered 200, refused busy).
 async fn churn(
