@@ -229,4 +229,29 @@ mod tests {
         drop(other);
         assert_eq!(admission.in_flight(), 0);
     }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_dropped_while_it_waits_to_take_its_slot_back_leaves_nothing_behind() {
+        // The client goes away while its late body waits for a slot: the server drops the request's future.
+        let admission = waiting_admission(1, 100);
+        let permit = admission.try_admit().unwrap();
+        let slot = permit.slot();
+        let other = std::cell::Cell::new(None);
+        let body = async {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            other.set(Some(admission.try_admit().expect("the lent slot is free")));
+        };
+        let cut = tokio::time::timeout(Duration::from_millis(50), slot.lend_while(body)).await;
+        assert!(cut.is_err(), "still waiting for a slot when dropped");
+        assert_eq!(
+            admission.waiting(),
+            0,
+            "its place among the waiters is given back"
+        );
+        assert!(!slot.is_held());
+        drop(permit);
+        assert_eq!(admission.in_flight(), 1, "only the other request's slot");
+        drop(other);
+        assert_eq!(admission.in_flight(), 0);
+    }
 }

@@ -21,16 +21,33 @@ fn janitor(slots: usize) -> Janitor {
 }
 
 fn janitor_with_grace(slots: usize, grace_ms: u64) -> Janitor {
-    let admission = AdmissionConfig::builder()
-        .max_in_flight_requests(slots)
-        .body_grace_ms(grace_ms)
-        .build()
-        .unwrap();
+    janitor_admitting(
+        AdmissionConfig::builder()
+            .max_in_flight_requests(slots)
+            .body_grace_ms(grace_ms)
+            .build()
+            .unwrap(),
+    )
+}
+
+fn janitor_admitting(admission: AdmissionConfig) -> Janitor {
     let config = common::config("slow-bodies")
         .admission(admission)
         .build()
         .unwrap();
     Janitor::new(config, MemoryStores::new())
+}
+
+/// A connection that has sent a head and the first byte of [`BODY`], long enough ago (400 ms) for its request
+/// to have lent its slot back; the rest of the body is for the caller to send.
+async fn late_body(address: SocketAddr) -> (Connection, &'static [u8]) {
+    let mut late = Connection::open(address).await.unwrap();
+    let (head, rest) = BODY.split_at(1);
+    late.write(&post_with_length("/api/visitor", BODY.len(), head))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    (late, rest)
 }
 
 /// Opens `count` connections that each send a head declaring a body of 1,000 bytes and its first byte.
@@ -114,12 +131,7 @@ async fn a_body_that_arrives_late_still_gets_its_answer_or_a_clean_busy() {
     let janitor = janitor(1);
     let address = serve(janitor.router()).await;
     // A late body, after the grace, with the slot free when it arrives: identified.
-    let mut late = Connection::open(address).await.unwrap();
-    let (head, rest) = BODY.split_at(1);
-    late.write(&post_with_length("/api/visitor", BODY.len(), head))
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (mut late, rest) = late_body(address).await;
     assert_eq!(
         janitor.admission().in_flight(),
         0,
@@ -129,13 +141,9 @@ async fn a_body_that_arrives_late_still_gets_its_answer_or_a_clean_busy() {
     let reply = within("the late body", late.read_reply()).await.unwrap();
     assert_eq!(reply.head.status, 200, "{}", reply.text());
 
-    // A late body whose slot was taken meanwhile: 503 busy, and the connection carries the next request.
-    let mut waiting = Connection::open(address).await.unwrap();
-    waiting
-        .write(&post_with_length("/api/visitor", BODY.len(), head))
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // A late body whose slot was taken meanwhile and stays taken past the slot wait: 503 busy, and the
+    // connection carries the next request.
+    let (mut waiting, rest) = late_body(address).await;
     let held = janitor.admission().try_admit().unwrap();
     waiting.write(rest).await.unwrap();
     let reply = within("the refused late body", waiting.read_reply())
@@ -156,24 +164,16 @@ async fn a_body_that_arrives_late_still_gets_its_answer_or_a_clean_busy() {
 async fn a_late_body_waits_for_its_slot_within_the_slot_wait() {
     // One slot, a long wait: the late body's slot is taken while it lends it, and comes free 50 ms after the
     // body is in, well inside the wait.
-    let admission = AdmissionConfig::builder()
-        .max_in_flight_requests(1)
-        .max_waiting_requests(4)
-        .slot_wait_ms(1_000)
-        .build()
-        .unwrap();
-    let config = common::config("slow-bodies")
-        .admission(admission)
-        .build()
-        .unwrap();
-    let janitor = Janitor::new(config, MemoryStores::new());
+    let janitor = janitor_admitting(
+        AdmissionConfig::builder()
+            .max_in_flight_requests(1)
+            .max_waiting_requests(4)
+            .slot_wait_ms(1_000)
+            .build()
+            .unwrap(),
+    );
     let address = serve(janitor.router()).await;
-    let mut late = Connection::open(address).await.unwrap();
-    let (head, rest) = BODY.split_at(1);
-    late.write(&post_with_length("/api/visitor", BODY.len(), head))
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (mut late, rest) = late_body(address).await;
     let held = janitor.admission().try_admit().unwrap();
     late.write(rest).await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;

@@ -71,23 +71,17 @@ impl FleetRequest {
 
     /// The settings and driver asked for, or why they are refused.
     pub fn checked(&self) -> Result<(FleetSettings, Option<Driver>), String> {
-        let within = |name: &str, value: u64, high: u64| {
-            if (1..=high).contains(&value) {
+        let within = |name: &str, value: u64, low: u64, high: u64| {
+            if (low..=high).contains(&value) {
                 Ok(())
             } else {
-                Err(format!("{name} must be from 1 to {high}, got {value}"))
+                Err(format!("{name} must be from {low} to {high}, got {value}"))
             }
         };
-        within("workers", self.workers, 64)?;
-        within("max_in_flight", self.max_in_flight as u64, 1_024)?;
-        within("pool", self.pool as u64, 64)?;
-        if self.threads > super::MAX_THREADS {
-            return Err(format!(
-                "threads must be from 0 to {}, got {}",
-                super::MAX_THREADS,
-                self.threads
-            ));
-        }
+        within("workers", self.workers, 1, 64)?;
+        within("max_in_flight", self.max_in_flight as u64, 1, 1_024)?;
+        within("pool", self.pool as u64, 1, 64)?;
+        within("threads", self.threads as u64, 0, super::MAX_THREADS as u64)?;
         if let Some((waiting, ms)) = self.slot_wait {
             super::check_slot_wait(waiting, ms).map_err(|e| format!("slot_wait: {e}"))?;
         }

@@ -164,6 +164,33 @@ mod tests {
     use super::*;
     use janitor_core::VisitorPayload;
     use janitor_sql::testing::population;
+    use tokio::runtime::RuntimeFlavor;
+
+    #[test]
+    fn the_threads_setting_picks_the_runtime_it_names() {
+        for (threads, flavor, workers, name) in [
+            (1, RuntimeFlavor::CurrentThread, Some(1), "current_thread"),
+            (
+                3,
+                RuntimeFlavor::MultiThread,
+                Some(3),
+                "multi_thread, 3 workers",
+            ),
+            (
+                0,
+                RuntimeFlavor::MultiThread,
+                None,
+                "multi_thread, one worker per core",
+            ),
+        ] {
+            let runtime = runtime(threads).enable_all().build().unwrap();
+            assert_eq!(runtime.handle().runtime_flavor(), flavor, "{threads}");
+            if let Some(workers) = workers {
+                assert_eq!(runtime.metrics().num_workers(), workers, "{threads}");
+            }
+            assert_eq!(runtime_name(threads), name);
+        }
+    }
 
     #[test]
     fn client_payloads_keep_the_signals_and_vary_the_behaviour() {
