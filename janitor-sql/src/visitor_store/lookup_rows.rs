@@ -1,11 +1,15 @@
 //! What the candidate lookup reads of each row: the compared features as a small text array (the column of
 //! `migrations/0006_lookup_features.sql`), decoded without a JSON parser, or the whole `signals_json` as before.
 
+use std::collections::HashMap;
+use std::error::Error;
 use std::sync::Arc;
 
 use janitor_core::identification::observation::{Automation, Graphics, Hardware, Screen, Size};
 use janitor_core::{Observation, StoreError};
-use tokio_postgres::types::Json;
+use postgres_protocol::types::array_from_sql;
+use tokio_postgres::fallible_iterator::FallibleIterator;
+use tokio_postgres::types::{FromSql, Json, Type};
 use tokio_postgres::Row;
 
 use crate::error::unreadable;
@@ -71,26 +75,94 @@ impl LookupRead {
         }
     }
 
-    /// The observation of `row`'s column `column`, read as this way selected it.
-    pub(crate) fn observation(
-        self,
-        row: &Row,
-        column: usize,
-    ) -> Result<Arc<Observation>, StoreError> {
+    /// The observation of a column's bytes `raw`, of type `ty`, read as this way selected it.
+    fn decode(self, ty: &Type, raw: &[u8]) -> Result<Observation, StoreError> {
         match self {
-            LookupRead::SignalsJson => row
-                .try_get::<_, Json<Observation>>(column)
-                .map(|Json(o)| Arc::new(o))
+            LookupRead::SignalsJson => Json::<Observation>::from_sql(ty, raw)
+                .map(|Json(o)| o)
                 .map_err(|e| unreadable("an observation", e)),
             LookupRead::StoredFeatures
             | LookupRead::ComputedFeatures
-            | LookupRead::CoveringIndexes => {
-                let fields: Vec<Option<&str>> = row
-                    .try_get(column)
-                    .map_err(|e| unreadable("the compared features", e))?;
-                compared_observation(&fields).map(Arc::new)
-            }
+            | LookupRead::CoveringIndexes => compared_observation(&feature_fields(raw)?),
         }
+    }
+}
+
+/// The texts of a one-dimensional text array, read in place (no vector per row); NULL elements are `None`.
+fn feature_fields(raw: &[u8]) -> Result<[Option<&str>; FEATURE_PATHS.len()], StoreError> {
+    let wrong = |e| unreadable("the compared features", e);
+    let array = array_from_sql(raw).map_err(wrong)?;
+    if array.dimensions().count().map_err(wrong)? > 1 {
+        return Err(unreadable("the compared features", "not a one-dimensional array"));
+    }
+    let mut fields = [None; FEATURE_PATHS.len()];
+    let mut values = array.values();
+    let mut count = 0;
+    while let Some(value) = values.next().map_err(wrong)? {
+        if let Some(field) = fields.get_mut(count) {
+            *field = value
+                .map(std::str::from_utf8)
+                .transpose()
+                .map_err(|e| unreadable("the compared features", e))?;
+        }
+        count += 1;
+    }
+    if count != FEATURE_PATHS.len() {
+        return Err(unreadable(
+            "the compared features",
+            format!("{count} fields, not {}", FEATURE_PATHS.len()),
+        ));
+    }
+    Ok(fields)
+}
+
+/// A column's bytes as the server sent them, undecoded.
+struct RawColumn<'a>(&'a [u8]);
+
+impl<'a> FromSql<'a> for RawColumn<'a> {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn Error + Sync + Send>> {
+        Ok(RawColumn(raw))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// The observations of one lookup's rows, each distinct one decoded once. The same stored row comes back from
+/// every probe whose keys it shares (a returning browser's own rows from all six), and the browsers of a
+/// crowded bucket often store identical features: decoding is what the client spends most on per row, and
+/// equal bytes of one column decode to equal observations, so rows with the same bytes share one.
+pub(crate) struct LookupObservations<'rows> {
+    read: LookupRead,
+    decoded: HashMap<&'rows [u8], Arc<Observation>>,
+}
+
+impl<'rows> LookupObservations<'rows> {
+    /// An empty cache for about `rows` rows read the way `read` says.
+    pub(crate) fn new(read: LookupRead, rows: usize) -> Self {
+        LookupObservations {
+            read,
+            decoded: HashMap::with_capacity(rows),
+        }
+    }
+
+    /// The observation of `row`'s column `column`: the one already decoded from the same bytes, or a new one.
+    pub(crate) fn of(
+        &mut self,
+        row: &'rows Row,
+        column: usize,
+    ) -> Result<Arc<Observation>, StoreError> {
+        let RawColumn(raw) = row
+            .try_get(column)
+            .map_err(|e| unreadable("an observation", e))?;
+        if let Some(known) = self.decoded.get(raw) {
+            return Ok(Arc::clone(known));
+        }
+        let ty = row.columns()[column].type_();
+        let observation = Arc::new(self.read.decode(ty, raw)?);
+        self.decoded.insert(raw, Arc::clone(&observation));
+        Ok(observation)
     }
 }
 
@@ -228,5 +300,59 @@ mod tests {
             fields[at] = Some(bad);
             assert!(compared_observation(&fields).is_err(), "{at} {bad}");
         }
+    }
+
+    /// A text array in PostgreSQL's binary format: `dims` dimension lengths, elements in order.
+    fn text_array(dims: &[i32], elements: &[Option<&[u8]>]) -> Vec<u8> {
+        let mut raw = Vec::new();
+        raw.extend((dims.len() as i32).to_be_bytes());
+        raw.extend(i32::from(elements.iter().any(Option::is_none)).to_be_bytes());
+        raw.extend(Type::TEXT.oid().to_be_bytes());
+        for &len in dims {
+            raw.extend(len.to_be_bytes());
+            raw.extend(1i32.to_be_bytes());
+        }
+        for element in elements {
+            match element {
+                None => raw.extend((-1i32).to_be_bytes()),
+                Some(bytes) => {
+                    raw.extend((bytes.len() as i32).to_be_bytes());
+                    raw.extend(*bytes);
+                }
+            }
+        }
+        raw
+    }
+
+    /// The in-place walk gives what tokio-postgres's own `Vec<Option<&str>>` decoding gives, and refuses what
+    /// it refuses or what is not fourteen fields.
+    #[test]
+    fn feature_fields_decode_as_the_driver_does() {
+        let texts: Vec<String> = (0..15).map(|i| format!("f{i} é")).collect();
+        let element = |i: usize| (i % 4 != 1).then(|| texts[i].as_bytes());
+        for n in [0, 1, 13, 14, 15] {
+            let elements: Vec<Option<&[u8]>> = (0..n).map(element).collect();
+            let raw = text_array(&[n as i32], &elements);
+            let driver = Vec::<Option<&str>>::from_sql(&Type::TEXT_ARRAY, &raw).unwrap();
+            match feature_fields(&raw) {
+                Ok(fields) => {
+                    assert_eq!(n, 14);
+                    assert_eq!(fields.to_vec(), driver);
+                }
+                Err(e) => assert_ne!(n, 14, "{e}"),
+            }
+        }
+        let mut elements: Vec<Option<&[u8]>> = (0..14).map(element).collect();
+        let two_dimensional = text_array(&[7, 2], &elements);
+        assert!(Vec::<Option<&str>>::from_sql(&Type::TEXT_ARRAY, &two_dimensional).is_err());
+        assert!(feature_fields(&two_dimensional).is_err());
+        elements[2] = Some(&[0xff, 0xfe]);
+        let not_utf8 = text_array(&[14], &elements);
+        assert!(Vec::<Option<&str>>::from_sql(&Type::TEXT_ARRAY, &not_utf8).is_err());
+        assert!(feature_fields(&not_utf8).is_err());
+        let truncated = text_array(&[14], &elements[..13]);
+        assert!(Vec::<Option<&str>>::from_sql(&Type::TEXT_ARRAY, &truncated).is_err());
+        assert!(feature_fields(&truncated).is_err());
+        assert!(feature_fields(&[]).is_err());
     }
 }
