@@ -15,6 +15,7 @@
 //! );
 //! ```
 
+pub mod lookup_rows;
 pub mod population;
 pub mod statements;
 mod suites;

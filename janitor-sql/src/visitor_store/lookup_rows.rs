@@ -1,7 +1,6 @@
 //! What the candidate lookup reads of each row: the compared features as a small text array (the column of
 //! `migrations/0006_lookup_features.sql`), decoded without a JSON parser, or the whole `signals_json` as before.
 
-use std::collections::HashMap;
 use std::error::Error;
 use std::sync::Arc;
 
@@ -75,17 +74,40 @@ impl LookupRead {
         }
     }
 
-    /// The observation of a column's bytes `raw`, of type `ty`, read as this way selected it.
-    fn decode(self, ty: &Type, raw: &[u8]) -> Result<Observation, StoreError> {
+    /// The observation of `row`'s column `column`, read as this way selected it.
+    pub(crate) fn observation(
+        self,
+        row: &Row,
+        column: usize,
+    ) -> Result<Arc<Observation>, StoreError> {
         match self {
-            LookupRead::SignalsJson => Json::<Observation>::from_sql(ty, raw)
-                .map(|Json(o)| o)
+            LookupRead::SignalsJson => row
+                .try_get::<_, Json<Observation>>(column)
+                .map(|Json(o)| Arc::new(o))
                 .map_err(|e| unreadable("an observation", e)),
             LookupRead::StoredFeatures
             | LookupRead::ComputedFeatures
-            | LookupRead::CoveringIndexes => compared_observation(&feature_fields(raw)?),
+            | LookupRead::CoveringIndexes => {
+                let RawTextArray(raw) = row
+                    .try_get(column)
+                    .map_err(|e| unreadable("the compared features", e))?;
+                features_in_place(raw).map(Arc::new)
+            }
         }
     }
+}
+
+/// The compared part of the bytes of a `lookup_features` array: the texts walked in place.
+pub(crate) fn features_in_place(raw: &[u8]) -> Result<Observation, StoreError> {
+    compared_observation(&feature_fields(raw)?)
+}
+
+/// The same through tokio-postgres's `Vec<Option<&str>>` decoding, as the lookup read it before the walk.
+#[cfg(feature = "testing")]
+pub(crate) fn features_through_vec(raw: &[u8]) -> Result<Observation, StoreError> {
+    let fields = Vec::<Option<&str>>::from_sql(&Type::TEXT_ARRAY, raw)
+        .map_err(|e| unreadable("the compared features", e))?;
+    compared_observation(&fields)
 }
 
 /// The texts of a one-dimensional text array, read in place (no vector per row); NULL elements are `None`.
@@ -93,7 +115,10 @@ fn feature_fields(raw: &[u8]) -> Result<[Option<&str>; FEATURE_PATHS.len()], Sto
     let wrong = |e| unreadable("the compared features", e);
     let array = array_from_sql(raw).map_err(wrong)?;
     if array.dimensions().count().map_err(wrong)? > 1 {
-        return Err(unreadable("the compared features", "not a one-dimensional array"));
+        return Err(unreadable(
+            "the compared features",
+            "not a one-dimensional array",
+        ));
     }
     let mut fields = [None; FEATURE_PATHS.len()];
     let mut values = array.values();
@@ -116,53 +141,16 @@ fn feature_fields(raw: &[u8]) -> Result<[Option<&str>; FEATURE_PATHS.len()], Sto
     Ok(fields)
 }
 
-/// A column's bytes as the server sent them, undecoded.
-struct RawColumn<'a>(&'a [u8]);
+/// A text array's bytes as the server sent them, to be walked in place.
+struct RawTextArray<'a>(&'a [u8]);
 
-impl<'a> FromSql<'a> for RawColumn<'a> {
+impl<'a> FromSql<'a> for RawTextArray<'a> {
     fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn Error + Sync + Send>> {
-        Ok(RawColumn(raw))
+        Ok(RawTextArray(raw))
     }
 
-    fn accepts(_: &Type) -> bool {
-        true
-    }
-}
-
-/// The observations of one lookup's rows, each distinct one decoded once. The same stored row comes back from
-/// every probe whose keys it shares (a returning browser's own rows from all six), and the browsers of a
-/// crowded bucket often store identical features: decoding is what the client spends most on per row, and
-/// equal bytes of one column decode to equal observations, so rows with the same bytes share one.
-pub(crate) struct LookupObservations<'rows> {
-    read: LookupRead,
-    decoded: HashMap<&'rows [u8], Arc<Observation>>,
-}
-
-impl<'rows> LookupObservations<'rows> {
-    /// An empty cache for about `rows` rows read the way `read` says.
-    pub(crate) fn new(read: LookupRead, rows: usize) -> Self {
-        LookupObservations {
-            read,
-            decoded: HashMap::with_capacity(rows),
-        }
-    }
-
-    /// The observation of `row`'s column `column`: the one already decoded from the same bytes, or a new one.
-    pub(crate) fn of(
-        &mut self,
-        row: &'rows Row,
-        column: usize,
-    ) -> Result<Arc<Observation>, StoreError> {
-        let RawColumn(raw) = row
-            .try_get(column)
-            .map_err(|e| unreadable("an observation", e))?;
-        if let Some(known) = self.decoded.get(raw) {
-            return Ok(Arc::clone(known));
-        }
-        let ty = row.columns()[column].type_();
-        let observation = Arc::new(self.read.decode(ty, raw)?);
-        self.decoded.insert(raw, Arc::clone(&observation));
-        Ok(observation)
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::TEXT_ARRAY
     }
 }
 
@@ -302,28 +290,6 @@ mod tests {
         }
     }
 
-    /// A text array in PostgreSQL's binary format: `dims` dimension lengths, elements in order.
-    fn text_array(dims: &[i32], elements: &[Option<&[u8]>]) -> Vec<u8> {
-        let mut raw = Vec::new();
-        raw.extend((dims.len() as i32).to_be_bytes());
-        raw.extend(i32::from(elements.iter().any(Option::is_none)).to_be_bytes());
-        raw.extend(Type::TEXT.oid().to_be_bytes());
-        for &len in dims {
-            raw.extend(len.to_be_bytes());
-            raw.extend(1i32.to_be_bytes());
-        }
-        for element in elements {
-            match element {
-                None => raw.extend((-1i32).to_be_bytes()),
-                Some(bytes) => {
-                    raw.extend((bytes.len() as i32).to_be_bytes());
-                    raw.extend(*bytes);
-                }
-            }
-        }
-        raw
-    }
-
     /// The in-place walk gives what tokio-postgres's own `Vec<Option<&str>>` decoding gives, and refuses what
     /// it refuses or what is not fourteen fields.
     #[test]
@@ -332,7 +298,7 @@ mod tests {
         let element = |i: usize| (i % 4 != 1).then(|| texts[i].as_bytes());
         for n in [0, 1, 13, 14, 15] {
             let elements: Vec<Option<&[u8]>> = (0..n).map(element).collect();
-            let raw = text_array(&[n as i32], &elements);
+            let raw = crate::testing::lookup_rows::text_array(&[n as i32], &elements);
             let driver = Vec::<Option<&str>>::from_sql(&Type::TEXT_ARRAY, &raw).unwrap();
             match feature_fields(&raw) {
                 Ok(fields) => {
@@ -343,14 +309,14 @@ mod tests {
             }
         }
         let mut elements: Vec<Option<&[u8]>> = (0..14).map(element).collect();
-        let two_dimensional = text_array(&[7, 2], &elements);
+        let two_dimensional = crate::testing::lookup_rows::text_array(&[7, 2], &elements);
         assert!(Vec::<Option<&str>>::from_sql(&Type::TEXT_ARRAY, &two_dimensional).is_err());
         assert!(feature_fields(&two_dimensional).is_err());
         elements[2] = Some(&[0xff, 0xfe]);
-        let not_utf8 = text_array(&[14], &elements);
+        let not_utf8 = crate::testing::lookup_rows::text_array(&[14], &elements);
         assert!(Vec::<Option<&str>>::from_sql(&Type::TEXT_ARRAY, &not_utf8).is_err());
         assert!(feature_fields(&not_utf8).is_err());
-        let truncated = text_array(&[14], &elements[..13]);
+        let truncated = crate::testing::lookup_rows::text_array(&[14], &elements[..13]);
         assert!(Vec::<Option<&str>>::from_sql(&Type::TEXT_ARRAY, &truncated).is_err());
         assert!(feature_fields(&truncated).is_err());
         assert!(feature_fields(&[]).is_err());

@@ -29,11 +29,10 @@ use crate::params::Param;
 use crate::replica::LookupReplica;
 
 mod covering;
-mod lookup_rows;
+pub(crate) mod lookup_rows;
 pub(crate) mod statements;
 
 pub use covering::COVERING_LOOKUP_INDEXES;
-use lookup_rows::LookupObservations;
 pub use lookup_rows::LookupRead;
 
 /// Visitors and observations in PostgreSQL, in the tables of `migrations/0001_visitors.sql` (shared with
@@ -219,7 +218,6 @@ impl VisitorStore for PgVisitorStore {
             params.extend(probe.keys.iter().map(|k| k as &dyn Param));
         }
         let rows = self.lookup_rows(&statement, &params).await?;
-        let mut observations = LookupObservations::new(self.lookup_read, rows.len());
         rows.iter()
             .map(|row| {
                 let probe: i32 = row.try_get(3).map_err(|e| unreadable("a probe tag", e))?;
@@ -227,7 +225,7 @@ impl VisitorStore for PgVisitorStore {
                     visitor_id: visitor_id(row, 0)?,
                     seen_at: row.try_get(1).map_err(|e| unreadable("seen_at", e))?,
                     probe: probe as usize,
-                    observation: observations.of(row, 2)?,
+                    observation: self.lookup_read.observation(row, 2)?,
                 })
             })
             .collect()
