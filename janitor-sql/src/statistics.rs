@@ -24,8 +24,10 @@ pub(crate) const UNGATHERED: &str = "SELECT format('%I.%I', n.nspname, c.relname
 
 /// Gathers the statistics of `observations` when it has rows and none were ever gathered; returns whether it
 /// did. `ANALYZE` reads a fixed sample (30,000 rows at PostgreSQL's default target), whatever the table's
-/// size. A role that does not own the table gets a warning from the server and nothing changes. Once the pool
-/// has seen statistics it does not look again: a maintenance step costs no extra round trip from then on.
+/// size. A role that does not own the table is refused with only a warning from the server, so the statistics
+/// are looked for again afterwards: when they are still missing, the pool says so once, naming the statement
+/// the table's owner should run, and does not try again. Once the pool has seen statistics, or tried, it does
+/// not look again: a maintenance step costs no extra round trip from then on.
 pub(crate) async fn gather_if_missing(connection: &mut Connection<'_>) -> Result<bool, StoreError> {
     if connection.statistics_seen() {
         return Ok(false);
@@ -43,9 +45,26 @@ pub(crate) async fn gather_if_missing(connection: &mut Connection<'_>) -> Result
     }
     // `format('%I.%I')` quoted both parts: the name is safe to splice.
     connection.batch(&format!("ANALYZE {table}")).await?;
-    tracing::info!(
-        table,
-        "gathered the planner statistics of a table that had none"
-    );
-    Ok(true)
+    // One attempt per pool, whatever came of it: a role that may not analyse the table would only be refused
+    // again at every maintenance step.
+    connection.mark_statistics_seen();
+    let rows = connection.query(UNGATHERED, &[]).await?;
+    let gathered = match rows.first() {
+        Some(row) => row.try_get(1).map_err(read)?,
+        None => false,
+    };
+    if gathered {
+        tracing::info!(
+            table,
+            "gathered the planner statistics of a table that had none"
+        );
+    } else {
+        tracing::warn!(
+            table,
+            "the planner has no statistics of this table and this role could not gather them (ANALYZE needs \
+             the table's owner): candidate lookups may read whole buckets until the owner runs ANALYZE {table} \
+             (docs/storage.md, \"The candidate lookup's plan\")"
+        );
+    }
+    Ok(gathered)
 }

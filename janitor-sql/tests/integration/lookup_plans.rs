@@ -15,10 +15,12 @@ use janitor_sql::testing::population::{self, Seeding};
 use janitor_sql::testing::statements::{
     candidate_lookup, candidate_lookup_by_equality, family_index,
 };
-use janitor_sql::testing::with_schemas;
-use janitor_sql::{Database, PgVisitorStore};
+use janitor_sql::testing::{admin_client, database_url, with_schemas};
+use janitor_sql::{Database, DatabaseConfig, PgVisitorStore};
 use serde_json::Value;
 use tokio_postgres::types::{Json, ToSql};
+
+use crate::common::Captured;
 
 const NOW: i64 = 1_735_689_600_000;
 /// Browsers of the first state; the table then grows tenfold.
@@ -194,7 +196,7 @@ async fn the_lookup_reads_its_probes_alone_whatever_the_statistics() {
 }
 
 /// The migration gathers the statistics of a table filled before it ran, and leaves an empty table alone; once
-/// they are seen, maintenance stops looking for them.
+/// a pool has gathered or seen them, its maintenance does not look for them again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_migration_gathers_missing_statistics() {
     with_schemas(|schemas| async move {
@@ -204,15 +206,93 @@ async fn the_migration_gathers_missing_statistics() {
         assert!(!gathered(&database).await);
         database.migrate().await.unwrap();
         assert!(gathered(&database).await);
-        // The first maintenance step finds them there; the next one does not look again.
-        let store = PgVisitorStore::new(database.clone(), Retention::default());
+        // The pool that gathered them does not look again; another pool's first maintenance step finds them
+        // there, and its next one does not look again either.
+        let other = Database::new(database.config().unwrap().clone()).unwrap();
         let mut executed = Vec::new();
-        for _ in 0..2 {
-            let before = database.statements_executed();
+        for pool in [&database, &database, &other, &other] {
+            let store = PgVisitorStore::new(pool.clone(), Retention::default());
+            let before = pool.statements_executed();
             store.cleanup(None, 10, NOW).await.unwrap();
-            executed.push(database.statements_executed() - before);
+            executed.push(pool.statements_executed() - before);
         }
-        assert_eq!(executed[1] + 1, executed[0], "{executed:?}");
+        let quiet = executed[0];
+        assert_eq!(executed, [quiet, quiet, quiet + 1, quiet], "{executed:?}");
+    })
+    .await;
+}
+
+/// `url` with its user replaced by `user` (no password: the test server trusts loopback).
+fn as_user(url: &str, user: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a postgres:// URL");
+    let rest = match rest.split_once('@') {
+        Some((userinfo, host)) if !userinfo.contains('/') => host,
+        _ => rest,
+    };
+    format!("{scheme}://{user}@{rest}")
+}
+
+/// A role that does not own `observations` is refused `ANALYZE` with only a warning from the server: its
+/// maintenance steps succeed, the first says once, at warn level and naming the table, that the statistics are
+/// missing and who can gather them, none claims to have gathered them, and the next does not try again.
+#[tokio::test(flavor = "current_thread")]
+async fn a_role_that_may_not_analyse_says_so_once() {
+    let (captured, _guard) = Captured::on_this_thread(tracing::Level::INFO);
+    with_schemas(|schemas| async move {
+        let owner = schemas.fresh().await;
+        seed(&owner, 1..=100).await;
+        let schema = owner.schema().unwrap().to_string();
+        // Generated from hex digits with the test prefix: nothing to quote, and dropped below.
+        let role = format!("{schema}_reader");
+        let admin = admin_client().await;
+        admin
+            .batch_execute(&format!(
+                "CREATE ROLE {role} LOGIN; GRANT USAGE ON SCHEMA {schema} TO {role}; \
+                 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}; \
+                 GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}"
+            ))
+            .await
+            .unwrap();
+        let reader_url = as_user(&database_url(), &role);
+        let schema_name = schema.clone();
+        // Run apart, so that the role is dropped whether the checks pass or panic.
+        let outcome = tokio::spawn(async move {
+            let config = DatabaseConfig::builder(&reader_url)
+                .schema(&schema_name)
+                .build()
+                .unwrap();
+            let reader = Database::new(config).unwrap();
+            let store = PgVisitorStore::new(reader.clone(), Retention::default());
+            let mut executed = Vec::new();
+            for _ in 0..2 {
+                let before = reader.statements_executed();
+                store.cleanup(None, 10, NOW).await.unwrap();
+                executed.push(reader.statements_executed() - before);
+            }
+            // The look, the refused ANALYZE and the look again, then nothing.
+            assert_eq!(executed[0], executed[1] + 3, "{executed:?}");
+        })
+        .await;
+        admin
+            .batch_execute(&format!("DROP OWNED BY {role}; DROP ROLE {role}"))
+            .await
+            .unwrap();
+        if let Err(e) = outcome {
+            std::panic::resume_unwind(e.into_panic());
+        }
+        assert!(!gathered(&owner).await, "nothing was gathered");
+        let qualified = format!("{schema}.observations");
+        let said: Vec<String> = captured
+            .lines()
+            .into_iter()
+            .filter(|line| line.contains(&qualified))
+            .collect();
+        assert_eq!(said.len(), 1, "{said:#?}");
+        assert!(said[0].contains("WARN"), "{said:#?}");
+        assert!(
+            said[0].contains("ANALYZE needs the table's owner"),
+            "{said:#?}"
+        );
     })
     .await;
 }

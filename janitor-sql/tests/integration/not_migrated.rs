@@ -2,7 +2,6 @@
 //! pool logs it at warn level, naming the schema, in both pool modes, whichever object is missing first —
 //! a table (42P01), the schema (3F000) or one of the migrations' functions (42883).
 
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use janitor_core::testing::visitor_store::observation;
@@ -11,29 +10,7 @@ use janitor_core::{Retention, StoreError, VisitorStore};
 use janitor_sql::testing::with_schemas;
 use janitor_sql::{PgVisitorStore, PoolMode};
 
-/// What the test's subscriber wrote, shared with its writer.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn lines(&self) -> Vec<String> {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-}
+use crate::common::Captured;
 
 /// The data error `outcome` must be, with the migrations named in it and its SQLSTATE.
 fn says_to_migrate(case: &str, outcome: Result<impl std::fmt::Debug, StoreError>, codes: &[&str]) {
@@ -53,14 +30,7 @@ fn says_to_migrate(case: &str, outcome: Result<impl std::fmt::Debug, StoreError>
 // One runtime thread, so that the subscriber set for this thread sees the spawned test body too.
 #[tokio::test(flavor = "current_thread")]
 async fn an_unmigrated_schema_says_to_run_the_migrations() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::WARN)
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::on_this_thread(tracing::Level::WARN);
 
     let schemas_made = Arc::new(Mutex::new(Vec::new()));
     let names = Arc::clone(&schemas_made);

@@ -1,6 +1,8 @@
 //! What the tests that break connections on purpose share: a pooled connection's backend, a lock that makes a
-//! store's statement wait, and the wait for it to block.
+//! store's statement wait, and the wait for it to block; and the log a test captures on its own thread.
 
+use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use janitor_sql::testing::admin_client;
@@ -62,4 +64,42 @@ pub async fn terminate(pid: i32) {
         .unwrap()
         .get(0);
     assert!(killed, "backend {pid} was not terminated");
+}
+
+/// What the test's subscriber wrote, shared with its writer.
+#[derive(Clone, Default)]
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// A subscriber for this thread, up to `level`, writing here; the guard keeps it set. With a
+    /// current-thread runtime, the tasks the test spawns log to it too.
+    pub fn on_this_thread(level: tracing::Level) -> (Captured, tracing::subscriber::DefaultGuard) {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(level)
+            .with_ansi(false)
+            .finish();
+        (captured, tracing::subscriber::set_default(subscriber))
+    }
+
+    /// The lines written so far.
+    pub fn lines(&self) -> Vec<String> {
+        String::from_utf8_lossy(&self.0.lock().unwrap())
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
 }
