@@ -15,7 +15,7 @@ use janitor_sql::testing::population::{self, Seeding};
 use janitor_sql::testing::statements::{
     candidate_lookup, candidate_lookup_by_equality, family_index,
 };
-use janitor_sql::testing::{admin_client, database_url, with_schemas};
+use janitor_sql::testing::{admin_client, database_url, with_schemas, SCHEMA_PREFIX};
 use janitor_sql::{Database, DatabaseConfig, PgVisitorStore};
 use serde_json::Value;
 use tokio_postgres::types::{Json, ToSql};
@@ -222,7 +222,7 @@ async fn the_migration_gathers_missing_statistics() {
     .await;
 }
 
-/// `url` with its user replaced by `user` (no password: the test server trusts loopback).
+/// `url` with its user and password replaced by `user` (`user:password`, URL-safe).
 fn as_user(url: &str, user: &str) -> String {
     let (scheme, rest) = url.split_once("://").expect("a postgres:// URL");
     let rest = match rest.split_once('@') {
@@ -244,16 +244,18 @@ async fn a_role_that_may_not_analyse_says_so_once() {
         let schema = owner.schema().unwrap().to_string();
         // Generated from hex digits with the test prefix: nothing to quote, and dropped below.
         let role = format!("{schema}_reader");
+        // The same hex digits as its password, for a server that asks for one.
+        let password = schema.trim_start_matches(SCHEMA_PREFIX);
         let admin = admin_client().await;
         admin
             .batch_execute(&format!(
-                "CREATE ROLE {role} LOGIN; GRANT USAGE ON SCHEMA {schema} TO {role}; \
+                "CREATE ROLE {role} LOGIN PASSWORD '{password}'; GRANT USAGE ON SCHEMA {schema} TO {role}; \
                  GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}; \
                  GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}"
             ))
             .await
             .unwrap();
-        let reader_url = as_user(&database_url(), &role);
+        let reader_url = as_user(&database_url(), &format!("{role}:{password}"));
         let schema_name = schema.clone();
         // Run apart, so that the role is dropped whether the checks pass or panic.
         let outcome = tokio::spawn(async move {
