@@ -1,32 +1,39 @@
-//! The candidate lookup's row decoding, for its benchmark (`cargo bench -p janitor-sql --bench lookup_rows`)
+//! The candidate lookup's row decoding, for its benchmark (`cargo bench -p janitor-sql --features testing --bench lookup_rows`)
 //! and its tests: the bytes of a text array as PostgreSQL sends it, and the two ways of decoding them.
 
+use bytes::BytesMut;
 use janitor_core::{Observation, StoreError};
+use postgres_protocol::types::{array_to_sql, ArrayDimension};
+use postgres_protocol::IsNull;
 use tokio_postgres::types::Type;
 
 use crate::visitor_store::lookup_rows;
 
-/// A text array in PostgreSQL's binary format: `dims` dimension lengths (each from 1), elements in order,
-/// `None` a NULL element.
+/// A text array in PostgreSQL's binary format, written by postgres-protocol: `dims` dimension lengths (each
+/// from 1), then `elements` in order (`None` a NULL element), whether or not they fill the dimensions.
 pub fn text_array(dims: &[i32], elements: &[Option<&[u8]>]) -> Vec<u8> {
-    let mut raw = Vec::new();
-    raw.extend((dims.len() as i32).to_be_bytes());
-    raw.extend(i32::from(elements.iter().any(Option::is_none)).to_be_bytes());
-    raw.extend(Type::TEXT.oid().to_be_bytes());
-    for &len in dims {
-        raw.extend(len.to_be_bytes());
-        raw.extend(1i32.to_be_bytes());
-    }
-    for element in elements {
-        match element {
-            None => raw.extend((-1i32).to_be_bytes()),
-            Some(bytes) => {
-                raw.extend((bytes.len() as i32).to_be_bytes());
-                raw.extend(*bytes);
-            }
-        }
-    }
-    raw
+    let mut raw = BytesMut::new();
+    let dimensions = dims.iter().map(|&len| ArrayDimension {
+        len,
+        lower_bound: 1,
+    });
+    array_to_sql(
+        dimensions,
+        Type::TEXT.oid(),
+        elements,
+        |element, buf| {
+            Ok(match element {
+                None => IsNull::Yes,
+                Some(bytes) => {
+                    buf.extend_from_slice(bytes);
+                    IsNull::No
+                }
+            })
+        },
+        &mut raw,
+    )
+    .expect("lengths fit in an i32");
+    raw.to_vec()
 }
 
 /// The compared part of a `lookup_features` array's bytes, walked in place as the lookup reads it.
