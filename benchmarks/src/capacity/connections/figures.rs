@@ -1,6 +1,6 @@
 //! What both sides counted at one moment, and the per-process figures of a stage between two moments.
 
-use super::report::{LoadFigures, StageFigures, StageTotals};
+use super::report::{LoadFigures, ServerAnswerTimes, StageFigures, StageTotals};
 use crate::capacity::load::{Counters, Reply};
 use crate::capacity::server::ServerStats;
 
@@ -63,6 +63,7 @@ pub(super) fn stage(
     StageFigures {
         seconds,
         totals,
+        server_answer_times: ServerAnswerTimes::of(&servers),
         servers,
         loads,
     }
@@ -83,6 +84,8 @@ fn server_figures(before: &Snapshot, after: &Snapshot) -> Vec<ServerStats> {
             completed: diff(s.completed, old(i).completed),
             overloads: diff(s.overloads, old(i).overloads),
             failures: diff(s.failures, old(i).failures),
+            completed_times: s.completed_times.since(&old(i).completed_times),
+            overload_times: s.overload_times.since(&old(i).overload_times),
             ..s.clone()
         })
         .collect()
@@ -116,6 +119,11 @@ fn load_figures(sources: &[String], before: &Snapshot, after: &Snapshot) -> Vec<
 /// Bytes as GiB with two decimals, for progress lines.
 pub(super) fn gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+/// A bound in ms, or why there is none.
+pub(super) fn shown(ms: Option<f64>) -> String {
+    ms.map_or_else(|| "(none, or past 60 s)".to_owned(), |ms| format!("{ms}"))
 }
 
 #[cfg(test)]

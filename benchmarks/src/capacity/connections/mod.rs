@@ -25,6 +25,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use janitor_axum::admission::{MAX_WAITING_REQUESTS, SLOT_WAIT_MS};
 use janitor_axum::serve::Driver;
 
 use super::env::SOCKETS_PER_PROCESS;
@@ -166,6 +167,9 @@ async fn run_on(
             .map(|i| u64::from(plan.base_port) + i)
             .collect(),
         max_in_flight: MAX_IN_FLIGHT,
+        // The fleet is started with the library's default wait.
+        max_waiting_requests: Some(MAX_WAITING_REQUESTS.default),
+        slot_wait_ms: Some(SLOT_WAIT_MS.default),
         pool: layout.pool,
         connects_in_flight_per_load_process: load::CONCURRENCY,
         steady_rate: STEADY_RATE,

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::capacity::load::Counters;
 use crate::capacity::report::{Machine, Versions};
-use crate::capacity::server::ServerStats;
+use crate::capacity::server::answer_times::AnswerSummary;
+use crate::capacity::server::{AnswerTimes, ServerStats};
 
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,6 +55,12 @@ pub struct ConnectionSettings {
     pub ports: Vec<u64>,
     /// Admission slots of each server process.
     pub max_in_flight: usize,
+    /// Requests each server process lets wait for a slot (absent in reports from before the wait).
+    #[serde(default)]
+    pub max_waiting_requests: Option<usize>,
+    /// Longest such a wait, in ms.
+    #[serde(default)]
+    pub slot_wait_ms: Option<u64>,
     /// Database connections of each server process.
     pub pool: usize,
     /// Connects in flight at once per load process.
@@ -160,10 +167,40 @@ pub struct StageFigures {
     pub seconds: f64,
     /// The processes' figures summed.
     pub totals: StageTotals,
+    /// How long the servers' apps took to answer the stage's identify requests, all processes together
+    /// (absent when the stage sent none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_answer_times: Option<ServerAnswerTimes>,
     /// Each server process's counters (`peak_open` is the stage's own).
     pub servers: Vec<ServerStats>,
     /// Each load process's counters.
     pub loads: Vec<LoadFigures>,
+}
+
+/// How long the server processes' apps took to answer identify requests over a stage, from the request as the
+/// app received it to the answer ([`answer_times`](crate::capacity::server::answer_times)): a refusal's time is
+/// its wait for a slot, bounded by the slot wait, plus any time its task waited to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerAnswerTimes {
+    /// The answers 200.
+    pub completed: AnswerSummary,
+    /// The refusals (503).
+    pub overloaded: AnswerSummary,
+}
+
+impl ServerAnswerTimes {
+    /// The times of `servers` (a stage's per-process figures) together; `None` when they answered nothing.
+    pub fn of(servers: &[ServerStats]) -> Option<ServerAnswerTimes> {
+        let (mut completed, mut overloaded) = (AnswerTimes::default(), AnswerTimes::default());
+        for server in servers {
+            completed.add(&server.completed_times);
+            overloaded.add(&server.overload_times);
+        }
+        (completed.answers() + overloaded.answers() > 0).then(|| ServerAnswerTimes {
+            completed: completed.summary(),
+            overloaded: overloaded.summary(),
+        })
+    }
 }
 
 /// A stage's figures summed over the processes.
@@ -237,6 +274,12 @@ pub struct ConnectionsSummary {
     /// Burst requests answered 503.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst_overloads: Option<u64>,
+    /// 99 % of the burst's refusals took at most this long in the servers' apps, in ms (a bucket's bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_refusal_p99_ms_at_most: Option<f64>,
+    /// The same for the burst's answers 200.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_success_p99_ms_at_most: Option<f64>,
     /// Server memory after the burst.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_rss_after_burst_bytes: Option<u64>,
@@ -290,6 +333,9 @@ pub struct DriverFigures {
     pub burst_successes: Option<u64>,
     /// Seconds of the burst.
     pub burst_seconds: Option<f64>,
+    /// 99 % of the burst's refusals took at most this long in the servers' apps, in ms.
+    #[serde(default)]
+    pub burst_refusal_p99_ms_at_most: Option<f64>,
     /// Recovery requests answered 200, as `ok/requests`.
     pub recovery: Option<String>,
 }
@@ -312,6 +358,7 @@ impl DriverFigures {
             burst_answered: s.burst_answered,
             burst_successes: s.burst_successes,
             burst_seconds: s.burst_seconds,
+            burst_refusal_p99_ms_at_most: s.burst_refusal_p99_ms_at_most,
             recovery: s.recovery.clone(),
         }
     }

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::figures::{gib, stage, Snapshot};
+use super::figures::{gib, shown, stage, Snapshot};
 use super::loads::Loads;
 use super::report::{Burst, Ramp, Steady, Step};
 use super::{Record, RECOVERY_REQUESTS, STEADY_RATE};
@@ -177,6 +177,9 @@ async fn burst(
     let end = agree(fleet, loads, record, "the burst").await?;
     let figures = stage(&loads.sources(), before, &end, seconds);
     let (ok, overloaded) = (figures.totals.ok, figures.totals.overloaded);
+    let times = figures.server_answer_times.clone();
+    let refusal_p99 = times.as_ref().and_then(|t| t.overloaded.p99_ms_at_most);
+    let success_p99 = times.as_ref().and_then(|t| t.completed.p99_ms_at_most);
     record.stages.burst = Some(Burst {
         figures,
         process_seconds: replies.iter().map(|r| r.seconds).collect(),
@@ -186,12 +189,16 @@ async fn burst(
     summary.burst_answered = Some(ok + overloaded);
     summary.burst_successes = Some(ok);
     summary.burst_overloads = Some(overloaded);
+    summary.burst_refusal_p99_ms_at_most = refusal_p99;
+    summary.burst_success_p99_ms_at_most = success_p99;
     summary.server_rss_after_burst_bytes = Some(end.server_rss());
     summary.client_rss_after_burst_bytes = Some(end.client_rss());
     println!(
         "connections: burst answered in {seconds:.1} s: {ok} × 200, {overloaded} × 503; servers {} \
-         resident",
-        gib(end.server_rss())
+         resident; in the servers' apps p99 at most {} ms for the 503s and {} ms for the 200s",
+        gib(end.server_rss()),
+        shown(refusal_p99),
+        shown(success_p99),
     );
     if ok + overloaded != held {
         return Err(format!(

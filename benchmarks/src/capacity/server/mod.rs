@@ -3,9 +3,11 @@
 //!
 //! - [`process`]: one server process (`janitor-capacity serve`).
 //! - [`fleet`]: starting, asking and stopping the processes of a run.
+//! - [`answer_times`]: how long a process took to answer identify requests, in buckets.
 //! - [`host`]: the fleet host (`janitor-capacity serve-fleet`), which starts a run's fleets in a container of
 //!   their own.
 
+pub mod answer_times;
 pub mod fleet;
 pub mod host;
 pub mod process;
@@ -13,6 +15,7 @@ pub mod process;
 use janitor_test_support::http1;
 use serde::{Deserialize, Serialize};
 
+pub use answer_times::AnswerTimes;
 pub use fleet::{Fleet, FleetSettings};
 pub use host::serve_fleet;
 pub use process::main;
@@ -157,6 +160,12 @@ pub struct ServerStats {
     pub failures: u64,
     /// Resident memory of the process in bytes.
     pub rss_bytes: u64,
+    /// How long the identify requests answered 200 took in the process's app.
+    #[serde(default, skip_serializing_if = "AnswerTimes::is_empty")]
+    pub completed_times: AnswerTimes,
+    /// How long the identify requests refused with 503 took in the process's app (their wait for a slot).
+    #[serde(default, skip_serializing_if = "AnswerTimes::is_empty")]
+    pub overload_times: AnswerTimes,
 }
 
 #[cfg(test)]

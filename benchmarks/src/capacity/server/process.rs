@@ -1,6 +1,7 @@
 //! One server process: `janitor-capacity serve --port P [--url URL] [--schema S] [--max-in-flight N] [--pool N]
 //! [--threads N] [--watch-stdin 1] [--driver pooled|hyper] [--visitors N --cookies FILE]`. It serves the quick-start stack plus `GET /ready` and the
-//! trivial routes `/plain` and `/admitted`, and answers `GET /stats` on its control port (`P + 100`).
+//! trivial routes `/plain` and `/admitted`, and answers `GET /stats` on its control port (`P + 100`): its counters, and how long its app took to answer identify
+//! requests ([`answer_times`](super::answer_times)).
 //!
 //! A run passes `--url` and never `--visitors`: it migrated and seeded first. Started by hand for an HTTP load
 //! tool (see docs/benchmarks/http.md), `--visitors N --cookies FILE` seeds browsers `1..=N` of the test
@@ -13,6 +14,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use axum::extract::{Query, Request, State};
 use axum::middleware::{self, Next};
@@ -30,6 +32,7 @@ use janitor_sql::{Database, DatabaseConfig};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
+use super::answer_times::AnswerClock;
 use super::{ServerStats, CONTROL_OFFSET, ENDPOINT, SECRET};
 use crate::capacity::report::rss_bytes;
 use crate::capacity::seed;
@@ -48,6 +51,8 @@ struct Counters {
     completed: AtomicU64,
     overloads: AtomicU64,
     failures: AtomicU64,
+    completed_times: AnswerClock,
+    overload_times: AnswerClock,
 }
 
 impl Counters {
@@ -64,6 +69,8 @@ impl Counters {
             overloads: load(&self.overloads),
             failures: load(&self.failures),
             rss_bytes: rss_bytes(std::process::id()).unwrap_or(0),
+            completed_times: self.completed_times.reading(),
+            overload_times: self.overload_times.reading(),
         }
     }
 }
@@ -319,15 +326,19 @@ async fn count(State(counters): State<Arc<Counters>>, request: Request, next: Ne
         ENDPOINT => Route::Identify,
         _ => Route::Other,
     };
+    let received = Instant::now();
     let response = next.run(request).await;
-    let counter = match (route, response.status().as_u16()) {
-        (Route::Ready, _) => &counters.ready,
-        (Route::Identify, 200) => &counters.completed,
-        (Route::Identify, 503) => &counters.overloads,
-        (Route::Identify, _) => &counters.failures,
+    let (counter, clock) = match (route, response.status().as_u16()) {
+        (Route::Ready, _) => (&counters.ready, None),
+        (Route::Identify, 200) => (&counters.completed, Some(&counters.completed_times)),
+        (Route::Identify, 503) => (&counters.overloads, Some(&counters.overload_times)),
+        (Route::Identify, _) => (&counters.failures, None),
         (Route::Other, _) => return response,
     };
     counter.fetch_add(1, Ordering::Relaxed);
+    if let Some(clock) = clock {
+        clock.record(received.elapsed());
+    }
     response
 }
 
