@@ -290,6 +290,25 @@ mod tests {
         }
     }
 
+    /// The driver checks a column's type with `accepts` before decoding it, so another array type (a schema
+    /// whose column is not `text[]`) is a data error, never bytes walked as text.
+    #[test]
+    fn only_a_text_array_is_walked_as_the_features() {
+        assert!(<RawTextArray as FromSql>::accepts(&Type::TEXT_ARRAY));
+        for other in [
+            Type::VARCHAR_ARRAY,
+            Type::BPCHAR_ARRAY,
+            Type::NAME_ARRAY,
+            Type::INT4_ARRAY,
+            Type::JSONB_ARRAY,
+            Type::TEXT,
+            Type::JSONB,
+            Type::BYTEA,
+        ] {
+            assert!(!<RawTextArray as FromSql>::accepts(&other), "{other}");
+        }
+    }
+
     /// The in-place walk gives what tokio-postgres's own `Vec<Option<&str>>` decoding gives, and refuses what
     /// it refuses or what is not fourteen fields. (The array's bytes are built by `testing`.)
     #[cfg(feature = "testing")]
