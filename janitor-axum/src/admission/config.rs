@@ -24,7 +24,8 @@ pub const BODY_GRACE_MS: Limit<u64> = Limit::new("body_grace_ms", 0, 0, 30_000);
 /// Requests that may wait for a slot at once when every slot is taken (default 128; 0 with [`SLOT_WAIT_MS`] 0
 /// refuses at once). A wait absorbs a burst shorter than [`SLOT_WAIT_MS`] (a scheduling hiccup that puts one
 /// request too many in flight) without a 503; under real overload the waiters time out and are refused, so the
-/// bound on work in flight is unchanged and a refusal comes at most [`SLOT_WAIT_MS`] later. The default was
+/// bound on work in flight is unchanged and a refusal comes at most [`SLOT_WAIT_MS`] later. After any refusal
+/// no new request waits for [`OVERLOAD_WINDOW`](super::OVERLOAD_WINDOW): overload is answered at once. The default was
 /// chosen by the capacity harness's search for the highest sustained rate without a 503 (docs/CAPACITY.md,
 /// "Waiting for a slot").
 pub const MAX_WAITING_REQUESTS: Limit<usize> = Limit::new("max_waiting_requests", 128, 0, 4096);

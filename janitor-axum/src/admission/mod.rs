@@ -7,7 +7,9 @@
 //! before its body is handed to anyone, once it has waited for a slot in a bounded queue for a bounded time
 //! (by default 128 requests for 20 ms at most, [`AdmissionConfigBuilder::max_waiting_requests`],
 //! [`AdmissionConfigBuilder::slot_wait_ms`]; a short burst then costs a few milliseconds, not a 503), or at
-//! once when both are 0.
+//! once when both are 0. After such a refusal the instance counts as overloaded for [`OVERLOAD_WINDOW`] (one
+//! second, the refusal's `Retry-After`): a request that finds every slot taken then is refused at once rather
+//! than queued, so that under real overload refusals stay immediate.
 //!
 //! An admitted request keeps its slot until its response body has been sent in full or dropped, so a streamed
 //! answer counts as work in flight. The slot is also given back when the inner service fails, when the handler
@@ -67,6 +69,8 @@ use crate::refusal::Refusal;
 pub use service::AdmissionService;
 pub use slot::AdmissionSlot;
 use slot::SlotCell;
+use wait::OverloadWindow;
+pub use wait::OVERLOAD_WINDOW;
 
 /// The message of a refusal, as the client sees it in `{"error": ...}`.
 pub const BUSY_MESSAGE: &str = Refusal::Busy.message();
@@ -87,6 +91,8 @@ struct Shared {
     on_overload: RwLock<Option<OverloadCallback>>,
     /// Requests waiting for a slot (see `wait.rs`).
     waiting: AtomicUsize,
+    /// When requests may not start waiting (see `wait.rs`).
+    overload: OverloadWindow,
 }
 
 /// One slot of an [`Admission`]; the slot is free again when this is dropped (or while it is lent, see
@@ -133,6 +139,7 @@ impl Admission {
                 config,
                 on_overload: RwLock::new(None),
                 waiting: AtomicUsize::new(0),
+                overload: OverloadWindow::new(),
             }),
         }
     }

@@ -65,7 +65,7 @@ where
         match self.admission.wait_for_slot() {
             Some(wait) => ResponseFuture::waiting(self.inner.clone(), request, wait, config),
             None => {
-                self.admission.overloaded();
+                self.admission.refused_for_overload();
                 ResponseFuture::refused(request, config)
             }
         }

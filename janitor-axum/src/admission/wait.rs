@@ -1,10 +1,25 @@
 //! Waiting for a slot: at most [`max_waiting_requests`](super::AdmissionConfig::max_waiting_requests) requests
 //! at once, each for at most [`slot_wait`](super::AdmissionConfig::slot_wait), in arrival order (the
 //! semaphore's queue is first in, first out). A wait that ends without a slot is a refusal like any other.
+//!
+//! A wait is for a burst shorter than the wait, not for overload. Under overload every waiter ends refused, and
+//! each of them later than a refusal at once: the time-out itself, and then its turn to run among the
+//! runtime's ready tasks, which a flood of requests makes long (a fifth of a 200,000-request burst's refusals
+//! came after a wait, most of them 75–250 ms after the request reached the app; docs/CAPACITY.md). So a
+//! refusal on this path opens an [`OverloadWindow`]: for [`OVERLOAD_WINDOW`] after the latest such refusal, a
+//! request that finds every slot taken is refused at once instead of joining the waiters. Requests already
+//! waiting keep their places, and a request that finds a free slot takes it as always.
+//!
+//! The window is as long as the `Retry-After: 1` the refused client was told, not one slot wait: a window of
+//! one slot wait closed whenever the process went without a refusal for 20 ms, which an overloaded process
+//! sharing its cores does whenever it is not scheduled, and the burst's waiters were as many as without it.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::{Admission, AdmissionPermit, Busy};
 
@@ -21,15 +36,62 @@ impl Drop for WaitTicket {
     }
 }
 
+/// How long after a refusal new requests that find every slot taken are refused at once rather than waiting:
+/// the `Retry-After` of the refusal.
+pub const OVERLOAD_WINDOW: Duration = Duration::from_secs(1);
+
+/// When waiting for a slot is off because requests were refused lately: from each such refusal until
+/// [`OVERLOAD_WINDOW`] after it.
+pub(super) struct OverloadWindow {
+    origin: Instant,
+    /// The end of the window, in microseconds after `origin`; 0 before any refusal.
+    until_micros: AtomicU64,
+}
+
+impl OverloadWindow {
+    pub(super) fn new() -> Self {
+        OverloadWindow {
+            origin: Instant::now(),
+            until_micros: AtomicU64::new(0),
+        }
+    }
+
+    fn micros_since_origin(&self) -> u64 {
+        u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// True while the window is open: a refusal came less than [`OVERLOAD_WINDOW`] ago.
+    fn is_open(&self) -> bool {
+        self.micros_since_origin() < self.until_micros.load(Ordering::Acquire)
+    }
+
+    /// Opens the window, or keeps it open, until [`OVERLOAD_WINDOW`] from now.
+    fn extend(&self) {
+        let window = OVERLOAD_WINDOW.as_micros() as u64;
+        let until = self.micros_since_origin().saturating_add(window);
+        self.until_micros.fetch_max(until, Ordering::AcqRel);
+    }
+}
+
 impl Admission {
+    /// Refuses a request that found every slot taken (its wait ran out, the waiters were full, or requests were
+    /// refused lately): counts the refusal and, where the configuration allows waits, keeps new requests from
+    /// waiting for [`OVERLOAD_WINDOW`].
+    pub(super) fn refused_for_overload(&self) {
+        if self.shared.config.max_waiting_requests() > 0 {
+            self.shared.overload.extend();
+        }
+        self.overloaded();
+    }
+
     /// A slot now without counting a refusal, or `None`.
     pub(super) fn try_take_quietly(&self) -> Option<AdmissionPermit> {
         self.take_slot_quietly()
             .then(|| AdmissionPermit::held(self))
     }
 
-    /// A wait for a slot, when the configuration allows one and there is room among the waiters; `None` means
-    /// refuse at once.
+    /// A wait for a slot, when the configuration allows one, no refusal came within the last [`OVERLOAD_WINDOW`]
+    /// and there is room among the waiters; `None` means refuse at once.
     pub(super) fn wait_for_slot(&self) -> Option<SlotWait> {
         let wait = self.wait_for_bare_slot()?;
         let admission = self.clone();
@@ -46,6 +108,9 @@ impl Admission {
     ) -> Option<impl Future<Output = Result<(), Busy>> + Send + 'static> {
         let config = self.shared.config;
         let max = config.max_waiting_requests();
+        if max == 0 || self.shared.overload.is_open() {
+            return None;
+        }
         let joined = self
             .shared
             .waiting
@@ -67,7 +132,7 @@ impl Admission {
                 }
                 // The time ran out (the semaphore is never closed).
                 _ => {
-                    admission.overloaded();
+                    admission.refused_for_overload();
                     Err(Busy)
                 }
             }
@@ -83,7 +148,7 @@ impl Admission {
         match self.wait_for_bare_slot() {
             Some(wait) => wait.await,
             None => {
-                self.overloaded();
+                self.refused_for_overload();
                 Err(Busy)
             }
         }
@@ -187,6 +252,79 @@ mod tests {
         drop(held);
         assert_eq!(admission.in_flight(), 0);
         assert!(admission.admit().await.is_ok());
+    }
+
+    /// How long `admission.admit()` took and whether it got a slot.
+    async fn timed_admit(admission: &Admission) -> (Duration, bool) {
+        let started = tokio::time::Instant::now();
+        let outcome = admission.admit().await;
+        (started.elapsed(), outcome.is_ok())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_wait_runs_out_requests_are_refused_at_once_for_the_window() {
+        assert_eq!(
+            OVERLOAD_WINDOW,
+            Duration::from_secs(1),
+            "the refusal's Retry-After"
+        );
+        let admission = admission(1, 2, 100);
+        let held = admission.admit().await.unwrap();
+        let out_of_time = (Duration::from_millis(100), false);
+        assert_eq!(timed_admit(&admission).await, out_of_time);
+        // The window runs from that refusal to 1 s after it: the request at 999 ms does not wait.
+        tokio::time::sleep(Duration::from_millis(999)).await;
+        assert_eq!(timed_admit(&admission).await, (Duration::ZERO, false));
+        assert_eq!(admission.waiting(), 0);
+        // That refusal kept it open: 999 ms after it, still refused at once; 1 s after it, a wait again.
+        tokio::time::sleep(Duration::from_millis(999)).await;
+        assert_eq!(timed_admit(&admission).await, (Duration::ZERO, false));
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        let waiter = tokio::spawn({
+            let admission = admission.clone();
+            async move { timed_admit(&admission).await }
+        });
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert_eq!(admission.waiting(), 1);
+        drop(held);
+        assert_eq!(waiter.await.unwrap(), (Duration::from_millis(30), true));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refusal_because_the_waiters_are_full_also_stops_new_waits() {
+        let admission = admission(1, 1, 100);
+        let held = admission.admit().await.unwrap();
+        let first = tokio::spawn({
+            let admission = admission.clone();
+            async move { timed_admit(&admission).await }
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(
+            timed_admit(&admission).await,
+            (Duration::ZERO, false),
+            "no room to wait"
+        );
+        // The waiter already in place keeps its place and gets the slot.
+        drop(held);
+        assert_eq!(first.await.unwrap(), (Duration::from_millis(10), true));
+        // Its slot is held; a request 500 ms after the refusal is refused at once, though there is room to wait.
+        let _second = admission.try_admit().unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(timed_admit(&admission).await, (Duration::ZERO, false));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_direct_refusal_without_a_wait_does_not_stop_waits() {
+        let admission = admission(1, 1, 100);
+        let held = admission.admit().await.unwrap();
+        assert_eq!(admission.try_admit().unwrap_err(), Busy);
+        let waiter = tokio::spawn({
+            let admission = admission.clone();
+            async move { timed_admit(&admission).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        drop(held);
+        assert_eq!(waiter.await.unwrap(), (Duration::from_millis(20), true));
     }
 
     #[tokio::test(start_paused = true)]
