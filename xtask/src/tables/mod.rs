@@ -45,6 +45,21 @@ pub const ADMISSION_WAIT: [&str; 8] = [
     "docs/benchmarks/admission-wait/current-thread-8-wait-100.json",
 ];
 
+/// The connection runs before and after the overload window, each driver's report in turn, then the two
+/// trials of shorter windows (pooled driver).
+pub const BURST_REFUSALS: [&str; 10] = [
+    "docs/benchmarks/admission-wait/connections-no-window-1.json",
+    "docs/benchmarks/admission-wait/connections-no-window-1-hyper.json",
+    "docs/benchmarks/admission-wait/connections-no-window-2.json",
+    "docs/benchmarks/admission-wait/connections-no-window-2-hyper.json",
+    "docs/benchmarks/admission-wait/connections-window-1s-1.json",
+    "docs/benchmarks/admission-wait/connections-window-1s-1-hyper.json",
+    "docs/benchmarks/admission-wait/connections-window-1s-2.json",
+    "docs/benchmarks/admission-wait/connections-window-1s-2-hyper.json",
+    "docs/benchmarks/admission-wait/connections-window-200ms.json",
+    "docs/benchmarks/admission-wait/connections-window-50ms.json",
+];
+
 /// The evidence growth run's report (`cargo xtask benchmark-growth`).
 pub const GROWTH: &str = "docs/benchmarks/growth-current.json";
 
@@ -70,6 +85,7 @@ mod automation;
 mod connections;
 mod growth;
 mod lookup;
+mod refusals;
 mod replica;
 mod security;
 mod stuffing;
@@ -141,6 +157,7 @@ const CAPACITY_TABLES: Tables = &[
     }),
     ("lookup-plans", &[LOOKUP_PLANS], |r| lookup::plans(&r[0])),
     ("admission-wait", &ADMISSION_WAIT, admission_wait),
+    ("burst-refusals", &BURST_REFUSALS, refusals::table),
     ("lookup-replica", &[REPLICA], |r| replica::rounds(&r[0])),
     ("evidence-growth", &[GROWTH], |r| growth::table(&r[0])),
 ];
