@@ -88,11 +88,46 @@ fn the_connections_report_reads_back_and_charts() {
     }
 }
 
+/// The connection runs before and after the overload window, and the two trials of shorter windows
+/// (docs/CAPACITY.md, "Refusals under a burst"): each burst has its servers' answer times, and the summary's
+/// refusal p99 is the one those times give.
+#[test]
+fn the_burst_refusal_reports_read_back_with_their_answer_times() {
+    let runs = [
+        "no-window-1",
+        "no-window-2",
+        "window-1s-1",
+        "window-1s-2",
+        "window-200ms",
+        "window-50ms",
+    ];
+    for run in runs {
+        for driver in ["", "-hyper"] {
+            let name = format!("admission-wait/connections-{run}{driver}.json");
+            let report: ConnectionsReport = round_trip(&name);
+            let burst = report.stages.burst.expect("a burst");
+            let times = burst.figures.server_answer_times.expect("answer times");
+            assert_eq!(
+                Some(times.overloaded.answers),
+                report.summary.burst_overloads,
+                "{name}"
+            );
+            assert_eq!(
+                times.overloaded.p99_ms_at_most, report.summary.burst_refusal_p99_ms_at_most,
+                "{name}"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_throughput_report_reads_back_and_charts() {
-    // The sweep run before the current one, on another processor, kept for the spread between runs.
+    // The sweep run before the current one, on another processor, kept for the spread between runs, and the
+    // searches alternated without and with the overload window (docs/CAPACITY.md, "Refusals under a burst").
     let earlier = "xeon-run/throughput-current.json".to_owned();
-    for name in reports("throughput").chain([earlier]) {
+    let searches = ["no-window-a", "window-a", "no-window-b", "window-b"]
+        .map(|run| format!("admission-wait/search-{run}.json"));
+    for name in reports("throughput").chain([earlier]).chain(searches) {
         let report: ThroughputReport = round_trip(&name);
         let points = throughput::chart_points(&report.sweep.points);
         assert_eq!(points.len(), report.sweep.points.len());

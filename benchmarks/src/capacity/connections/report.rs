@@ -56,10 +56,10 @@ pub struct ConnectionSettings {
     /// Admission slots of each server process.
     pub max_in_flight: usize,
     /// Requests each server process lets wait for a slot (absent in reports from before the wait).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_waiting_requests: Option<usize>,
     /// Longest such a wait, in ms.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_wait_ms: Option<u64>,
     /// Database connections of each server process.
     pub pool: usize,
@@ -333,8 +333,9 @@ pub struct DriverFigures {
     pub burst_successes: Option<u64>,
     /// Seconds of the burst.
     pub burst_seconds: Option<f64>,
-    /// 99 % of the burst's refusals took at most this long in the servers' apps, in ms.
-    #[serde(default)]
+    /// 99 % of the burst's refusals took at most this long in the servers' apps, in ms (absent in reports from
+    /// before the servers timed their answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst_refusal_p99_ms_at_most: Option<f64>,
     /// Recovery requests answered 200, as `ok/requests`.
     pub recovery: Option<String>,
