@@ -125,8 +125,15 @@ fn the_throughput_report_reads_back_and_charts() {
     // The sweep run before the current one, on another processor, kept for the spread between runs, and the
     // searches alternated without and with the overload window (docs/CAPACITY.md, "Refusals under a burst").
     let earlier = "xeon-run/throughput-current.json".to_owned();
-    let searches = ["no-window-a", "window-a", "no-window-b", "window-b"]
-        .map(|run| format!("admission-wait/search-{run}.json"));
+    let searches = [
+        "no-window-a",
+        "window-a",
+        "no-window-b",
+        "window-b",
+        "64-window-a",
+        "64-window-b",
+    ]
+    .map(|run| format!("admission-wait/search-{run}.json"));
     for name in reports("throughput").chain([earlier]).chain(searches) {
         let report: ThroughputReport = round_trip(&name);
         let points = throughput::chart_points(&report.sweep.points);
