@@ -160,8 +160,9 @@ impl Admission {
         self.shared.waiting.load(Ordering::Acquire)
     }
 
-    /// A slot, waiting for one as the configuration allows (at once when it allows none), or [`Busy`]: for work
-    /// that does not go through the layer, under the same rules.
+    /// A slot, waiting for one as the configuration allows (at once when it allows none, or within
+    /// [`OVERLOAD_WINDOW`] of a refusal), or [`Busy`]: for work that does not go through the layer, under the
+    /// same rules.
     pub async fn admit(&self) -> Result<AdmissionPermit, Busy> {
         self.take_slot().await?;
         Ok(AdmissionPermit::held(self))
@@ -262,6 +263,12 @@ mod tests {
         (started.elapsed(), outcome.is_ok())
     }
 
+    /// [`timed_admit`] on a task of its own, so that the test can act while the request waits.
+    fn spawn_timed_admit(admission: &Admission) -> tokio::task::JoinHandle<(Duration, bool)> {
+        let admission = admission.clone();
+        tokio::spawn(async move { timed_admit(&admission).await })
+    }
+
     #[tokio::test(start_paused = true)]
     async fn after_a_wait_runs_out_requests_are_refused_at_once_for_the_window() {
         assert_eq!(
@@ -281,10 +288,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(999)).await;
         assert_eq!(timed_admit(&admission).await, (Duration::ZERO, false));
         tokio::time::sleep(Duration::from_millis(1_000)).await;
-        let waiter = tokio::spawn({
-            let admission = admission.clone();
-            async move { timed_admit(&admission).await }
-        });
+        let waiter = spawn_timed_admit(&admission);
         tokio::time::sleep(Duration::from_millis(30)).await;
         assert_eq!(admission.waiting(), 1);
         drop(held);
@@ -295,10 +299,7 @@ mod tests {
     async fn a_refusal_because_the_waiters_are_full_also_stops_new_waits() {
         let admission = admission(1, 1, 100);
         let held = admission.admit().await.unwrap();
-        let first = tokio::spawn({
-            let admission = admission.clone();
-            async move { timed_admit(&admission).await }
-        });
+        let first = spawn_timed_admit(&admission);
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert_eq!(
             timed_admit(&admission).await,
@@ -319,10 +320,7 @@ mod tests {
         let admission = admission(1, 1, 100);
         let held = admission.admit().await.unwrap();
         assert_eq!(admission.try_admit().unwrap_err(), Busy);
-        let waiter = tokio::spawn({
-            let admission = admission.clone();
-            async move { timed_admit(&admission).await }
-        });
+        let waiter = spawn_timed_admit(&admission);
         tokio::time::sleep(Duration::from_millis(20)).await;
         drop(held);
         assert_eq!(waiter.await.unwrap(), (Duration::from_millis(20), true));

@@ -434,6 +434,40 @@ async fn a_bounded_wait_admits_a_burst_and_refuses_past_its_bounds() {
     );
 }
 
+/// Through the layer on a real socket: once a wait ran out, a request that finds the slot still taken is
+/// refused without waiting (the overload window, `admission/wait.rs`). Its answer comes before the second-long
+/// wait could have ended; had it waited, no timer could have answered it sooner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_wait_runs_out_the_next_request_is_refused_without_waiting() {
+    let (admission, overloads, gate, address) = one_slot_with_a_wait(4, 1_000).await;
+    let mut holder = hold_slot(address, &gate, &admission).await;
+    let refuse = || async {
+        let started = std::time::Instant::now();
+        let reply = within("a refusal", async {
+            Connection::open(address)
+                .await?
+                .exchange(&get("/fast"))
+                .await
+        })
+        .await
+        .unwrap();
+        assert_busy(&reply, false);
+        started.elapsed()
+    };
+    assert!(
+        refuse().await >= Duration::from_millis(1_000),
+        "the first waits"
+    );
+    let second = refuse().await;
+    assert!(second < Duration::from_millis(1_000), "{second:?}");
+    assert_eq!(overloads.load(Ordering::SeqCst), 2);
+    assert_eq!((admission.waiting(), admission.in_flight()), (0, 1));
+    gate.open();
+    let released = within("the holder", holder.read_reply()).await.unwrap();
+    assert_eq!(released.status(), 200);
+    wait_until_free(&admission).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_that_runs_out_is_a_refusal_and_holds_nothing() {
     let (admission, overloads, gate, address) = one_slot_with_a_wait(4, 50).await;

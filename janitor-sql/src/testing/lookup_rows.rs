@@ -1,5 +1,6 @@
-//! The candidate lookup's row decoding, for its benchmark (`cargo bench -p janitor-sql --features testing --bench lookup_rows`)
-//! and its tests: the bytes of a text array as PostgreSQL sends it, and the two ways of decoding them.
+//! The candidate lookup's row decoding, for its benchmark (`cargo bench -p janitor-sql --features testing
+//! --bench lookup_rows`) and its tests: the bytes of a text array as PostgreSQL sends it, and the two ways of
+//! decoding them.
 
 use bytes::BytesMut;
 use janitor_core::{Observation, StoreError};

@@ -61,6 +61,13 @@ pub fn table(reports: &[Value]) -> Result<String, String> {
         "| library | driver | burst's 503s | after a wait (over 20 ms) | 503s' p50 / p99 / max | \
                      200s' p99 | recovery |\n|---|---|---|---|---|---|---|\n"
             .to_owned();
+    if reports.len() != LABELS.len() {
+        return Err(format!(
+            "{} reports for {} labels",
+            reports.len(),
+            LABELS.len()
+        ));
+    }
     for (label, report) in LABELS.iter().zip(reports) {
         let burst = &report["stages"]["burst"];
         let times = &burst["server_answer_times"];

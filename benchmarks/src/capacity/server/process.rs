@@ -326,7 +326,8 @@ async fn count(State(counters): State<Arc<Counters>>, request: Request, next: Ne
         ENDPOINT => Route::Identify,
         _ => Route::Other,
     };
-    let received = Instant::now();
+    // Only identify answers are timed: the trivial routes measure the admission layer's own cost.
+    let received = matches!(route, Route::Identify).then(Instant::now);
     let response = next.run(request).await;
     let (counter, clock) = match (route, response.status().as_u16()) {
         (Route::Ready, _) => (&counters.ready, None),
@@ -336,7 +337,7 @@ async fn count(State(counters): State<Arc<Counters>>, request: Request, next: Ne
         (Route::Other, _) => return response,
     };
     counter.fetch_add(1, Ordering::Relaxed);
-    if let Some(clock) = clock {
+    if let (Some(clock), Some(received)) = (clock, received) {
         clock.record(received.elapsed());
     }
     response
